@@ -1,0 +1,35 @@
+"""Small helpers the benchmark scripts share: medians, percentiles, the data directory.
+
+Benchmarks are scripts (`python benchmarks/<name>.py`); each prints medians and ratios
+measured side by side in one run, and ends with one `name value` line for machines.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["default_data_dir", "median", "percentile"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_dir() -> Path:
+    """`$KEEL_DATA_DIR`, else `../shared/data` next to the repository."""
+    env = os.environ.get("KEEL_DATA_DIR")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+def median(samples: Sequence[float]) -> float:
+    return statistics.median(samples)
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (0–100) by nearest rank."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    rank = max(1, round(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]

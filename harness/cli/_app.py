@@ -1,0 +1,60 @@
+"""The `keel` command: parse arguments, load config, dispatch to a noun-verb command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from harness.cli._common import Subparsers, err_console
+from harness.errors import KeelError
+
+__all__ = ["build_parser", "main"]
+
+Registrar = Callable[[Subparsers], None]
+
+
+def _registrars() -> list[Registrar]:
+    # Imported here, not at module import, so `keel --help` stays fast and a broken
+    # optional command cannot break the others.
+    from harness.cli import _config_cmd
+
+    return [_config_cmd.register]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="keel",
+        description="keel — an agent harness with durable memory and a cache-stable prompt.",
+    )
+    parser.add_argument(
+        "--config", metavar="PATH", help="config file (default: $KEEL_CONFIG, else built-in defaults)"
+    )
+    parser.add_argument(
+        "--home", metavar="DIR", help="keel home directory (default: $KEEL_HOME, else ~/.keel)"
+    )
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for register in _registrars():
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return handler(args)
+    except KeelError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Helpers every CLI command shares: config loading, the console, error exits."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TypeAlias
+
+from rich.console import Console
+
+from harness.config import KeelConfig, load_config
+
+__all__ = ["Subparsers", "config_from_args", "console", "err_console", "home_from_args"]
+
+# argparse exposes no public name for the subparsers action.
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def config_from_args(args: argparse.Namespace) -> KeelConfig:
+    """Load the config named by `--config` (or `$KEEL_CONFIG`), with `--home` applied."""
+    raw = getattr(args, "config", None) or os.environ.get("KEEL_CONFIG")
+    cfg = load_config(Path(raw) if raw else None, os.environ)
+    home = getattr(args, "home", None)
+    if home:
+        cfg = cfg.model_copy(update={"home": Path(home)})
+    return cfg
+
+
+def home_from_args(args: argparse.Namespace) -> Path:
+    """The keel home this invocation works on."""
+    return config_from_args(args).resolved_home(os.environ)

@@ -1,0 +1,25 @@
+"""`keel config check|path`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from harness.cli._common import Subparsers, config_from_args, console
+
+__all__ = ["register"]
+
+
+def _check(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    console.print(
+        f"config OK — model provider {cfg.model.provider!r}, home {str(cfg.resolved_home(os.environ))!r}"
+    )
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("config", help="check the configuration")
+    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    check = verbs.add_parser("check", help="validate the config file and KEEL_* overrides")
+    check.set_defaults(handler=_check)

@@ -1,0 +1,103 @@
+"""keel's exception tree, organised by who has to act.
+
+    KeelError
+    ├── ConfigError              the operator: a bad config file, key or environment value
+    ├── LocalModelError          the operator: the embedded model is missing or would not start
+    ├── ModelError               a model call failed
+    │   ├── RetryableModelError  the network or the provider; retried with backoff
+    │   │   ├── ModelConnectionError   could not connect, or the connection dropped
+    │   │   ├── ModelTimeoutError      no complete answer in time
+    │   │   ├── ModelRateLimitError    429; carries `retry_after`
+    │   │   └── ModelServerError       5xx / overloaded
+    │   ├── ModelAuthError       401/403: fix the API key; never retried
+    │   ├── ModelRequestError    other 4xx: the request itself was refused; never retried
+    │   ├── ModelResponseError   the reply could not be understood (bad JSON, truncated stream)
+    │   └── ScriptExhaustedError the scripted test model has no reply left
+    └── SessionError             the turn loop was used wrongly (e.g. a turn while another runs)
+
+Errors *from the model* (bad tool arguments, unknown tools) are not exceptions at all: they
+become tool results the model can read and correct.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "KeelError",
+    "LocalModelError",
+    "ModelAuthError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelRateLimitError",
+    "ModelRequestError",
+    "ModelResponseError",
+    "ModelServerError",
+    "ModelTimeoutError",
+    "RetryableModelError",
+    "ScriptExhaustedError",
+    "SessionError",
+]
+
+
+class KeelError(Exception):
+    """Root of every error keel raises on purpose."""
+
+
+class ConfigError(KeelError):
+    """The configuration is invalid; the message names the key path and the fix."""
+
+
+class LocalModelError(KeelError):
+    """The embedded local model is not installed or did not start."""
+
+
+class SessionError(KeelError):
+    """The session API was used in a way it does not support."""
+
+
+class ModelError(KeelError):
+    """A model call failed."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RetryableModelError(ModelError):
+    """A failure that may succeed on retry (network, overload, rate limit)."""
+
+
+class ModelConnectionError(RetryableModelError):
+    """Could not connect to the endpoint, or the connection dropped mid-reply."""
+
+
+class ModelTimeoutError(RetryableModelError):
+    """The endpoint did not answer completely within the timeout."""
+
+
+class ModelRateLimitError(RetryableModelError):
+    """HTTP 429. `retry_after` is the delay the server asked for, in seconds, if any."""
+
+    def __init__(self, message: str, *, status: int | None = 429, retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class ModelServerError(RetryableModelError):
+    """HTTP 5xx or an explicit overload signal."""
+
+
+class ModelAuthError(ModelError):
+    """HTTP 401/403: the API key is missing, wrong or lacks permission."""
+
+
+class ModelRequestError(ModelError):
+    """Another 4xx: the endpoint refused the request as sent."""
+
+
+class ModelResponseError(ModelError):
+    """The reply was malformed: invalid JSON, a truncated stream, a missing field."""
+
+
+class ScriptExhaustedError(ModelError):
+    """The scripted model was asked for more replies than its script holds."""

@@ -1,0 +1,52 @@
+"""The model-client contract every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from harness.types import ModelReply, ModelRequest
+
+__all__ = ["ModelClient", "ModelEvent", "ReplyDone", "TextDelta"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of assistant text as it streams in."""
+
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyDone:
+    """The complete reply; always the last event of a stream."""
+
+    reply: ModelReply
+    kind: Literal["reply_done"] = "reply_done"
+
+
+ModelEvent: TypeAlias = TextDelta | ReplyDone
+
+
+class ModelClient(Protocol):
+    """A chat model endpoint.
+
+    `stream` yields zero or more `TextDelta`s and then exactly one `ReplyDone`; errors are
+    raised as `harness.errors.ModelError` subclasses, never as third-party exceptions.
+    """
+
+    @property
+    def model_name(self) -> str:
+        """The model identifier sent on the wire (recorded in traces)."""
+        ...
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send one request and return the whole reply."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
+        """Send one request and stream the reply as events."""
+        ...

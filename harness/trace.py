@@ -1,0 +1,205 @@
+"""Request traces: one JSON line per model request the harness sends.
+
+A trace line is a `TraceRecord`. It holds everything needed to re-render the request to
+tokens later — tools, the system prompt with its slot map, the messages exactly as sent,
+the settings — plus the reply's normalized usage. Traces are the interface between the
+turn loop and the cache meter: the meter reads ours or any OpenAI-style chat JSONL.
+
+Writes are appended from a worker thread (one `write` + flush per line), so a crash loses
+at most the line being written and a reader never sees half a line from us.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from harness.types import Message, ModelRequest, Purpose, ToolSpec, Usage
+
+__all__ = [
+    "TraceBreakpoint",
+    "TraceMessage",
+    "TraceRecord",
+    "TraceSlot",
+    "TraceTool",
+    "TraceToolCall",
+    "TraceUsage",
+    "TraceWriter",
+    "read_trace",
+    "record_for_request",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TraceSlot(_Model):
+    """Where one system-prompt slot sits: character and token offsets into `system`."""
+
+    name: str
+    start: int
+    end: int
+    token_start: int | None = None
+    token_end: int | None = None
+
+
+class TraceTool(_Model):
+    name: str
+    description: str
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class TraceToolCall(_Model):
+    id: str
+    name: str
+    arguments: str
+
+
+class TraceMessage(_Model):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    """The bytes sent: `api_content` when the message carried one."""
+    tool_calls: list[TraceToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class TraceUsage(_Model):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+class TraceBreakpoint(_Model):
+    """An Anthropic cache_control marker: after the tools, the system prompt, or a message."""
+
+    at: Literal["tools", "system", "message"]
+    index: int | None = None
+    """Message index for `message` breakpoints."""
+    system_chars: int | None = None
+    """For `system` breakpoints: the marker sits after this many characters of `system`."""
+
+
+class TraceRecord(_Model):
+    v: Literal[1] = 1
+    session_id: str
+    turn: int
+    purpose: Purpose
+    model: str
+    timestamp: float
+    tools: list[TraceTool] = Field(default_factory=list)
+    system: str
+    slots: list[TraceSlot] = Field(default_factory=list)
+    messages: list[TraceMessage] = Field(default_factory=list)
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    breakpoints: list[TraceBreakpoint] = Field(default_factory=list)
+    cache_ttl: Literal["5m", "1h"] | None = None
+    usage: TraceUsage | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+def _message(m: Message) -> TraceMessage:
+    return TraceMessage(
+        role=m.role,
+        content=m.wire_content,
+        tool_calls=[TraceToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls],
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+    )
+
+
+def _tool(t: ToolSpec) -> TraceTool:
+    return TraceTool(name=t.name, description=t.description, parameters=t.parameters)
+
+
+def record_for_request(
+    request: ModelRequest,
+    *,
+    session_id: str,
+    turn: int,
+    model: str,
+    slots: Sequence[TraceSlot] = (),
+    usage: Usage | None = None,
+    latency_s: float | None = None,
+    error: str | None = None,
+    breakpoints: Sequence[TraceBreakpoint] = (),
+    cache_ttl: Literal["5m", "1h"] | None = None,
+    timestamp: float | None = None,
+) -> TraceRecord:
+    """Build the trace line for a request that was just sent."""
+    settings: dict[str, JsonValue] = {"tool_choice": request.tool_choice}
+    if request.max_tokens is not None:
+        settings["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        settings["temperature"] = request.temperature
+    return TraceRecord(
+        session_id=session_id,
+        turn=turn,
+        purpose=request.purpose,
+        model=model,
+        timestamp=time.time() if timestamp is None else timestamp,
+        tools=[_tool(t) for t in request.tools],
+        system=request.system,
+        slots=list(slots),
+        messages=[_message(m) for m in request.messages],
+        settings=settings,
+        breakpoints=list(breakpoints),
+        cache_ttl=cache_ttl,
+        usage=None
+        if usage is None
+        else TraceUsage(
+            input=usage.input,
+            output=usage.output,
+            cache_read=usage.cache_read,
+            cache_write=usage.cache_write,
+            reasoning=usage.reasoning,
+        ),
+        latency_s=latency_s,
+        error=error,
+    )
+
+
+class TraceWriter:
+    """Appends `TraceRecord`s to a JSONL file without blocking the event loop."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = anyio.Lock()
+
+    def _append(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+
+    async def write(self, record: TraceRecord) -> None:
+        line = record.model_dump_json() + "\n"
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._append, line)
+
+
+def read_trace(path: Path) -> Iterator[TraceRecord]:
+    """Yield the records of one of our traces (a blocking generator; run it in a thread).
+
+    Raises:
+        ValueError: a line is not a valid trace record; the message names the line number.
+    """
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield TraceRecord.model_validate(json.loads(line))
+            except (json.JSONDecodeError, ValueError) as exc:
+                raise ValueError(f"{path}:{lineno}: not a keel trace record: {exc}") from exc
