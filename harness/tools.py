@@ -1,0 +1,185 @@
+"""The tool registry: what the model can call, and how calls become results.
+
+A tool is anything with a `spec` (name, description, JSON schema) and an async
+`__call__(arguments: str) -> ToolOutput` that receives the model's raw argument text.
+`FunctionTool` validates that text into a pydantic model at the boundary; `RawTool` hands it
+to a handler that validates on its own (the memory tool, provider tools).
+
+Nothing a model sends can raise out of the registry: unknown tools, invalid JSON, arguments
+that fail validation, a tool that crashes or runs past its timeout — each becomes an error
+result the model can read and correct. Only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from harness.events import Event
+from harness.types import JsonObject, ToolCall, ToolResult, ToolSpec
+from prompts.fence import strip_fence_tags
+
+__all__ = ["FunctionTool", "RawTool", "Tool", "ToolOutput", "ToolRegistry", "error_json"]
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool returns: the text for the model, and events for the caller."""
+
+    content: str
+    is_error: bool = False
+    events: tuple[Event, ...] = ()
+
+
+class Tool(Protocol):
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def __call__(self, arguments: str) -> ToolOutput: ...
+
+
+def error_json(message: str) -> str:
+    """The compact error reply every tool failure uses."""
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+def _schema_of(model: type[BaseModel]) -> JsonObject:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for prop in props.values():
+            if isinstance(prop, dict):
+                prop.pop("title", None)
+    return schema
+
+
+def _format_validation(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg']}")
+    return "invalid arguments — " + "; ".join(problems)
+
+
+class FunctionTool(Generic[M]):
+    """A tool whose arguments are validated into `args_model` before `fn` sees them."""
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        args_model: type[M],
+        fn: Callable[[M], Awaitable[str | ToolOutput]],
+    ) -> None:
+        self._spec = ToolSpec(name=name, description=description, parameters=_schema_of(args_model))
+        self._model = args_model
+        self._fn = fn
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def __call__(self, arguments: str) -> ToolOutput:
+        try:
+            raw = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolOutput(
+                error_json(f"arguments are not valid JSON ({exc.msg}); send one JSON object"), True
+            )
+        try:
+            args = self._model.model_validate(raw)
+        except ValidationError as exc:
+            return ToolOutput(error_json(_format_validation(exc)), True)
+        out = await self._fn(args)
+        return out if isinstance(out, ToolOutput) else ToolOutput(out)
+
+
+class RawTool:
+    """A tool whose handler receives the raw argument text and validates it itself."""
+
+    def __init__(self, spec: ToolSpec, fn: Callable[[str], Awaitable[ToolOutput]]) -> None:
+        self._spec = spec
+        self._fn = fn
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def __call__(self, arguments: str) -> ToolOutput:
+        return await self._fn(arguments)
+
+
+class ToolRegistry:
+    """Named tools in registration order (the order is part of the cached prefix)."""
+
+    def __init__(self, *, timeout_s: float = 60.0) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.timeout_s = timeout_s
+
+    def add(self, tool: Tool) -> None:
+        name = tool.spec.name
+        if name in self._tools:
+            raise ValueError(f"a tool named {name!r} is already registered")
+        self._tools[name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def specs(self, only: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
+        """Specs of all tools (or of those named in `only`), in registration order."""
+        return tuple(t.spec for n, t in self._tools.items() if only is None or n in only)
+
+    async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
+        """Run one call; never raises except on cancellation."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            out = ToolOutput(error_json(f"unknown tool {call.name!r}; available tools: {known}"), True)
+        else:
+            out = await self._run_guarded(tool, call)
+        content = strip_fence_tags(out.content)
+        return ToolResult(call.id, call.name, content, out.is_error), out
+
+    async def _run_guarded(self, tool: Tool, call: ToolCall) -> ToolOutput:
+        result: ToolOutput | None = None
+        with anyio.move_on_after(self.timeout_s):
+            try:
+                result = await tool(call.arguments)
+            except Exception as exc:  # a crashing tool must not end the session
+                log.warning("tool %r failed", call.name, exc_info=True)
+                return ToolOutput(error_json(f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"), True)
+        if result is None:
+            return ToolOutput(error_json(f"tool {call.name!r} timed out after {self.timeout_s:g} s"), True)
+        return result
+
+    async def run_all(self, calls: Sequence[ToolCall]) -> list[tuple[ToolResult, ToolOutput]]:
+        """Run several calls concurrently; results come back in call order."""
+        if len(calls) == 1:
+            return [await self.run(calls[0])]
+        slots: list[tuple[ToolResult, ToolOutput] | None] = [None] * len(calls)
+
+        async def one(i: int, call: ToolCall) -> None:
+            slots[i] = await self.run(call)
+
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                tg.start_soon(one, i, call)
+        return [s for s in slots if s is not None]
