@@ -68,11 +68,16 @@ class SystemPrompt:
         return "" if s is None else self.text[s.start : s.end]
 
     def slot_at(self, char_offset: int) -> SlotId | None:
-        """The non-empty slot containing `char_offset` (a separator belongs to the slot after it)."""
+        """The slot a character offset belongs to.
+
+        The separator after a slot belongs to that slot, and an offset at or past the end of
+        the text belongs to the last slot: text appended to a slot first differs there.
+        """
+        owner: SlotId | None = None
         for s in self.slots:
-            if s.start <= char_offset < s.end:
-                return s.name
-        for s in self.slots:
-            if s.start > char_offset and s.end > s.start:
-                return s.name
-        return None
+            if s.end == s.start:
+                continue
+            if char_offset < s.start:
+                break
+            owner = s.name
+        return owner

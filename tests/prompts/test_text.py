@@ -1,0 +1,31 @@
+"""Every shipped prompt renders: files load, templates fill, nothing is left unfilled."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from prompts._text import load_text, text_names
+
+TEMPLATES = {"summarize", "summarize_update"}
+TEMPLATE_FIELDS = {
+    "date": "2026-11-22",
+    "target_tokens": "2,000",
+    "provider_context": "",
+    "turns": "[USER]: hi",
+    "previous_summary": "## Goal\nx",
+}
+
+
+@pytest.mark.parametrize("name", text_names())
+def test_every_prompt_renders_without_leftover_placeholders(name: str) -> None:
+    text = load_text(name)
+    assert text.strip(), f"{name}.md is empty"
+    rendered = text.format(**TEMPLATE_FIELDS) if name in TEMPLATES else text
+    assert not re.search(r"\{[a-z_]+\}", rendered), f"{name}.md has an unfilled placeholder"
+
+
+def test_unknown_prompt_names_fail_clearly() -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_text("no_such_prompt")
