@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from pathlib import Path
 
@@ -17,15 +16,10 @@ def data_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every `async def` test runs on anyio's asyncio backend without a per-test marker.
-    for item in items:
-        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(item.obj):
-            item.add_marker(pytest.mark.anyio)
-
-
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
+    # `anyio_mode = "auto"` runs every async test on this backend; session scope lets
+    # session-scoped async fixtures (the embedded model server) share it.
     return "asyncio"
 
 
