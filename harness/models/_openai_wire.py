@@ -21,10 +21,9 @@ __all__ = ["build_body", "parse_completion", "tool_call_from_wire"]
 def _message(message: Message) -> JsonObject:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.wire_content}
-    out: JsonObject = {"role": message.role}
-    text = message.wire_content
-    # OpenAI's canonical form for a tool-calling turn without text is `content: null`.
-    out["content"] = None if (not text and message.tool_calls) else text
+    # Always a string, "" for a tool-calling turn without text: OpenAI also accepts null
+    # there, but llama-cpp-python's server rejects a null assistant content outright.
+    out: JsonObject = {"role": message.role, "content": message.wire_content}
     if message.tool_calls:
         # Only present when non-empty: chat templates (llama-cpp-python's chatml-function-
         # calling among them) test `'tool_calls' in message`.

@@ -36,6 +36,10 @@ class OpenAIClient:
         extra_headers: Added to every request (e.g. OpenRouter's `HTTP-Referer`).
         api_key_env: The environment variable named when the endpoint refuses the key.
         clock: Unix time, for `Retry-After` dates.
+        stream_with_tools: When False, `stream` sends requests that offer tools unstreamed
+            and yields the whole text as one delta. llama-cpp-python's server needs this: it
+            fails mid-stream ("Automatic streaming tool choice is not supported") whenever
+            the model picks a tool under `tool_choice: auto`.
     """
 
     def __init__(
@@ -49,12 +53,14 @@ class OpenAIClient:
         extra_headers: Mapping[str, str] | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         clock: Callable[[], float] = time.time,
+        stream_with_tools: bool = True,
     ) -> None:
         headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._model = model
         self._timeout_s = timeout_s
+        self._stream_with_tools = stream_with_tools
         self._endpoint = Endpoint(
             http,
             base_url.rstrip("/") + "/chat/completions",
@@ -80,10 +86,14 @@ class OpenAIClient:
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         """Send `request` with `stream: true`; yields `TextDelta`s then one `ReplyDone`."""
+        if request.tools and not self._stream_with_tools:
+            reply = await self.complete(request)
+            yield StaticEvents(reply, [reply.message.content])
+            return
         body = build_body(request, model=self._model, stream=True)
         deadline = self._deadline()
         async with self._endpoint.open_stream(body, deadline) as response:
-            if "json" in response.headers.get("content-type", ""):
+            if response.headers.get("content-type", "").startswith("application/json"):
                 # The server ignored `stream` and answered in one JSON body.
                 with deadline.scope():
                     await response.aread()

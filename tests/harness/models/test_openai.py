@@ -53,8 +53,9 @@ class Recorder:
         self.requests.append(request)
         return self.responses.pop(0)
 
-    def body(self, n: int = 0) -> JsonValue:
-        result: JsonValue = json.loads(self.requests[n].content)
+    def body(self, n: int = 0) -> JsonObject:
+        result = json.loads(self.requests[n].content)
+        assert isinstance(result, dict)
         return result
 
 
@@ -122,7 +123,7 @@ async def test_request_body_maps_system_messages_tool_calls_and_tool_results_exa
             {"role": "user", "content": "remember I like tea\n<recall/>"},
             {
                 "role": "assistant",
-                "content": None,
+                "content": "",  # a string, never null: llama-cpp-python rejects null
                 "tool_calls": [
                     {
                         "id": "call_1",
@@ -174,9 +175,7 @@ async def test_tool_choice_maps_to_the_wire_form(choice: str, wire: JsonValue) -
     await client_for(rec).complete(
         ModelRequest(system="s", messages=TRANSCRIPT, tools=TOOLS, tool_choice=choice)
     )
-    body = rec.body()
-    assert isinstance(body, dict)
-    assert body["tool_choice"] == wire
+    assert rec.body()["tool_choice"] == wire
 
 
 async def test_tool_choice_naming_an_unknown_tool_fails_before_sending() -> None:
@@ -267,7 +266,6 @@ async def test_streaming_sends_stream_flags_and_accumulates_text_and_interleaved
         client_for(rec), ModelRequest(system="s", messages=TRANSCRIPT, tools=TOOLS)
     )
     body = rec.body()
-    assert isinstance(body, dict)
     assert (body["stream"], body["stream_options"]) == (True, {"include_usage": True})
     assert rec.requests[0].headers["accept"] == "text/event-stream"
     assert texts == ["Let me ", "check."]
@@ -409,3 +407,18 @@ async def test_fastapi_validation_detail_is_quoted_in_the_request_error() -> Non
     )
     with pytest.raises(ModelRequestError, match="field required"):
         await client_for(rec).complete(ModelRequest(system="s", messages=()))
+
+
+async def test_with_stream_with_tools_off_a_request_offering_tools_is_sent_unstreamed() -> None:
+    rec = Recorder(
+        completion({"role": "assistant", "content": "no stream"}),
+        sse({"choices": [{"index": 0, "delta": {"content": "streamed"}, "finish_reason": "stop"}]}, "[DONE]"),
+    )
+    http = httpx.AsyncClient(transport=httpx.MockTransport(rec))
+    client = OpenAIClient(http, base_url="http://llm.test/v1", model="smol", stream_with_tools=False)
+    texts, reply = await stream_all(client, ModelRequest(system="s", messages=TRANSCRIPT, tools=TOOLS))
+    assert (texts, reply.message.content) == (["no stream"], "no stream")
+    assert "stream" not in rec.body(0)
+    texts, _ = await stream_all(client, ModelRequest(system="s", messages=TRANSCRIPT))
+    assert texts == ["streamed"]
+    assert rec.body(1)["stream"] is True
