@@ -1,9 +1,11 @@
 """The one boundary where HTTP failures become `harness.errors` model errors.
 
-Both clients send through here: `Deadline.scope()` is the only place a model call's timeout
-is enforced (an `anyio.fail_after` scope; httpx's own timeouts are switched off per request)
-and the only place httpx exceptions are translated. `error_for_status` turns a non-2xx reply
-into the right error class; `parse_retry_after` reads `Retry-After` in both of its forms.
+Both clients send through an `Endpoint` (URL, headers, the injected httpx client).
+`Deadline.scope()` is the only place a model call's timeout is enforced (an
+`anyio.fail_after` scope over the remaining time of the whole call; httpx's own timeouts are
+switched off per request) and the only place httpx exceptions are translated.
+`error_for_status` turns a non-2xx reply into the error class of whoever must act;
+`parse_retry_after` reads `Retry-After` in both of its forms.
 """
 
 from __future__ import annotations
