@@ -84,7 +84,11 @@ class ModelRateLimitError(RetryableModelError):
 
 
 class ModelServerError(RetryableModelError):
-    """HTTP 5xx or an explicit overload signal."""
+    """HTTP 5xx or an explicit overload signal. `retry_after` as for `ModelRateLimitError`."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelError):

@@ -1,6 +1,34 @@
 # Model clients. `base` holds the `ModelClient` protocol and the stream events; each
-# backend (openai, anthropic, scripted) lives in its own module over an injected
-# `httpx.AsyncClient`; `retry` wraps any client with backoff.
+# backend lives in its own public module over an injected `httpx.AsyncClient`:
+# `openai` (chat completions) and `anthropic` (Messages API with cache breakpoints), with
+# their wire mapping and SSE parsing in private `_openai_*` / `_anthropic_*` modules and the
+# shared HTTP error boundary in `_http`. `retry` wraps any client with backoff, `usage`
+# normalizes provider usage shapes, `scripted` is the deterministic test model (its
+# data form for scenario files is in `_script_data`).
+from harness.models._script_data import step_from_data, steps_from_data
+from harness.models.anthropic import AnthropicClient
 from harness.models.base import ModelClient, ModelEvent, ReplyDone, TextDelta
+from harness.models.openai import OpenAIClient
+from harness.models.retry import RetryAttempt, RetryingClient
+from harness.models.scripted import DynamicStep, RaiseStep, ReplyStep, ScriptedModel, ScriptStep
+from harness.models.usage import normalize_anthropic_usage, normalize_openai_usage
 
-__all__ = ["ModelClient", "ModelEvent", "ReplyDone", "TextDelta"]
+__all__ = [
+    "AnthropicClient",
+    "DynamicStep",
+    "ModelClient",
+    "ModelEvent",
+    "OpenAIClient",
+    "RaiseStep",
+    "ReplyDone",
+    "ReplyStep",
+    "RetryAttempt",
+    "RetryingClient",
+    "ScriptStep",
+    "ScriptedModel",
+    "TextDelta",
+    "normalize_anthropic_usage",
+    "normalize_openai_usage",
+    "step_from_data",
+    "steps_from_data",
+]

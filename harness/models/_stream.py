@@ -1,0 +1,208 @@
+"""Server-sent events in, `ModelEvent`s out: the part both streaming clients share.
+
+`SSEDecoder` is a pure line decoder. `SSEReplyStream` reads an httpx response's lines under
+the call's `Deadline`, feeds decoded events to a provider-specific `StreamAccumulator`, and
+yields its text deltas and finally one `ReplyDone`. There is no producer task: each
+`__anext__` reads just enough of the body, so nothing outlives the `async with` that opened
+the response and no cancel scope spans the consumer's code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.errors import ModelResponseError
+from harness.models._http import Deadline, snippet
+from harness.models.base import ModelEvent, ReplyDone, TextDelta
+from harness.types import ModelReply
+
+__all__ = ["SSEDecoder", "SSEEvent", "SSEReplyStream", "StaticEvents", "StreamAccumulator", "split_text"]
+
+_FIELDS = frozenset({"data", "event", "id", "retry"})
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched server-sent event."""
+
+    event: str
+    data: str
+
+
+class SSEDecoder:
+    """Decodes SSE lines (without their line endings) into events.
+
+    Lines that are neither SSE fields nor comments are ignored as the SSE spec says, but
+    the first one is kept in `stray` so a garbage body can be reported as such.
+    """
+
+    def __init__(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+        self.stray: str | None = None
+
+    def feed(self, line: str) -> SSEEvent | None:
+        """Take one line; return the event it completes, if any."""
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, sep, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif (name not in _FIELDS or not sep) and self.stray is None:
+            self.stray = line
+        return None
+
+    def close(self) -> SSEEvent | None:
+        """End of input: a final event without its blank line is still dispatched."""
+        return self._dispatch()
+
+    def _dispatch(self) -> SSEEvent | None:
+        if not self._data:
+            self._event = ""
+            return None
+        event = SSEEvent(event=self._event or "message", data="\n".join(self._data))
+        self._event, self._data = "", []
+        return event
+
+
+class StreamAccumulator(Protocol):
+    """Builds one reply from a provider's stream events."""
+
+    @property
+    def finished(self) -> bool:
+        """A terminal event arrived; nothing more needs reading."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """Enough arrived to build the whole reply."""
+        ...
+
+    def feed(self, event: SSEEvent) -> list[str]:
+        """Take one event; return the text deltas it carried. Raises `ModelError`s."""
+        ...
+
+    def progress(self) -> str:
+        """What has arrived so far, for a truncation error."""
+        ...
+
+    def reply(self) -> ModelReply:
+        """The assembled reply (only when `complete`)."""
+        ...
+
+
+class SSEReplyStream:
+    """Iterates a streamed reply as `TextDelta`s then one `ReplyDone`.
+
+    Args:
+        lines: The response's line iterator (`httpx.Response.aiter_lines()`).
+        accumulator: The provider's stream parser.
+        deadline: The call's deadline; every read runs inside its scope.
+    """
+
+    def __init__(self, lines: AsyncIterator[str], accumulator: StreamAccumulator, deadline: Deadline) -> None:
+        self._lines = lines
+        self._acc = accumulator
+        self._deadline = deadline
+        self._decoder = SSEDecoder()
+        self._pending: deque[ModelEvent] = deque()
+        self._eof = False
+        self._done = False
+
+    def __aiter__(self) -> SSEReplyStream:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        while not self._pending:
+            if self._done:
+                raise StopAsyncIteration
+            if self._acc.finished or self._eof:
+                self._done = True
+                self._pending.append(ReplyDone(self._finish()))
+                break
+            await self._read_some()
+        return self._pending.popleft()
+
+    async def _read_some(self) -> None:
+        with self._deadline.scope():
+            try:
+                line = await self._lines.__anext__()
+            except StopAsyncIteration:
+                self._eof = True
+                event = self._decoder.close()
+            else:
+                event = self._decoder.feed(line)
+        if event is not None:
+            self._pending.extend(TextDelta(text) for text in self._acc.feed(event) if text)
+
+    def _finish(self) -> ModelReply:
+        if not self._acc.complete:
+            stray = self._decoder.stray
+            hint = (
+                f"; the body held lines that are not server-sent events, starting with {snippet(stray)!r}"
+                if stray is not None
+                else ""
+            )
+            raise ModelResponseError(
+                f"{self._deadline.what}: the stream ended before the reply was complete "
+                f"({self._acc.progress()}){hint}"
+            )
+        return self._acc.reply()
+
+
+def split_text(text: str, pieces: int) -> list[str]:
+    """Split `text` into at most `pieces` non-empty chunks at word boundaries (joined == text)."""
+    if not text:
+        return []
+    if pieces <= 1:
+        return [text]
+    size = max(len(text) // pieces, 1)
+    chunks: list[str] = []
+    start = 0
+    while start < len(text) and len(chunks) < pieces - 1:
+        end = text.find(" ", start + size)
+        if end == -1:
+            break
+        chunks.append(text[start:end])
+        start = end
+    chunks.append(text[start:])
+    return chunks
+
+
+class StaticEvents:
+    """Iterates a reply that is already complete: its text in chunks, then `ReplyDone`.
+
+    Args:
+        reply: The reply to replay.
+        chunks: Text chunks to yield first (joined, they should equal the reply text).
+        error: Raised on the first `__anext__` instead, when set.
+    """
+
+    def __init__(
+        self, reply: ModelReply | None, chunks: Sequence[str] = (), *, error: Exception | None = None
+    ):
+        self._events: deque[ModelEvent] = deque(TextDelta(c) for c in chunks if c)
+        if reply is not None:
+            self._events.append(ReplyDone(reply))
+        self._error = error
+
+    def __aiter__(self) -> StaticEvents:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._events.clear()
+            raise error
+        if not self._events:
+            raise StopAsyncIteration
+        return self._events.popleft()

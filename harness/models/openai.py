@@ -1,0 +1,105 @@
+"""`OpenAIClient`: any OpenAI-compatible chat-completions endpoint over an injected httpx client.
+
+Works with OpenAI, vLLM, SGLang, llama.cpp's server, llama-cpp-python's server, Ollama,
+DeepSeek and OpenRouter: the request is the common subset (messages, tools, tool_choice,
+max_tokens, temperature, stream), and usage is normalized from each of their shapes
+(`harness.models.usage`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import httpx
+
+from harness.models._http import Deadline, Endpoint, parse_json_object
+from harness.models._openai_stream import OpenAIStreamAccumulator
+from harness.models._openai_wire import build_body, parse_completion
+from harness.models._stream import SSEReplyStream, StaticEvents
+from harness.models.base import ModelEvent
+from harness.types import ModelReply, ModelRequest
+
+__all__ = ["OpenAIClient"]
+
+
+class OpenAIClient:
+    """A `ModelClient` for `POST {base_url}/chat/completions`.
+
+    Args:
+        http: The httpx client to send with (its own timeouts are overridden per request).
+        base_url: The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`.
+        model: The model id sent on the wire.
+        api_key: Sent as `Authorization: Bearer …` when set (local servers need none).
+        timeout_s: Time allowed for one whole call, streamed or not.
+        extra_headers: Added to every request (e.g. OpenRouter's `HTTP-Referer`).
+        api_key_env: The environment variable named when the endpoint refuses the key.
+        clock: Unix time, for `Retry-After` dates.
+        stream_with_tools: When False, `stream` sends requests that offer tools unstreamed
+            and yields the whole text as one delta. llama-cpp-python's server needs this: it
+            fails mid-stream ("Automatic streaming tool choice is not supported") whenever
+            the model picks a tool under `tool_choice: auto`.
+    """
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        extra_headers: Mapping[str, str] | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        clock: Callable[[], float] = time.time,
+        stream_with_tools: bool = True,
+    ) -> None:
+        headers = dict(extra_headers or {})
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._model = model
+        self._timeout_s = timeout_s
+        self._stream_with_tools = stream_with_tools
+        self._endpoint = Endpoint(
+            http,
+            base_url.rstrip("/") + "/chat/completions",
+            headers=headers,
+            provider="OpenAI-compatible",
+            api_key_env=api_key_env,
+            clock=clock,
+        )
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    def _deadline(self) -> Deadline:
+        return Deadline(self._timeout_s, what=self._endpoint.what)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send `request` without streaming and return the whole reply."""
+        body = build_body(request, model=self._model, stream=False)
+        data = await self._endpoint.post_json(body, self._deadline())
+        return parse_completion(data, what=self._endpoint.what, fallback_model=self._model)
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+        """Send `request` with `stream: true`; yields `TextDelta`s then one `ReplyDone`."""
+        if request.tools and not self._stream_with_tools:
+            reply = await self.complete(request)
+            yield StaticEvents(reply, [reply.message.content])
+            return
+        body = build_body(request, model=self._model, stream=True)
+        deadline = self._deadline()
+        async with self._endpoint.open_stream(body, deadline) as response:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                # The server ignored `stream` and answered in one JSON body.
+                with deadline.scope():
+                    await response.aread()
+                data = parse_json_object(response.text, what=self._endpoint.what)
+                reply = parse_completion(data, what=self._endpoint.what, fallback_model=self._model)
+                yield StaticEvents(reply, [reply.message.content])
+                return
+            accumulator = OpenAIStreamAccumulator(what=self._endpoint.what, fallback_model=self._model)
+            yield SSEReplyStream(response.aiter_lines(), accumulator, deadline)
