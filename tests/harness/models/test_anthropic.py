@@ -22,8 +22,6 @@ from harness.types import (
     Usage,
 )
 
-pytestmark = pytest.mark.anyio
-
 EPHEMERAL: JsonObject = {"type": "ephemeral"}
 TOOLS = (ToolSpec(name="memory", description="Save facts.", parameters={"type": "object"}),)
 

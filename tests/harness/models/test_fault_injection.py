@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from faultserver import Drip, Drop, FaultServer, Reply, json_reply, sse_reply
 
 from harness.errors import (
     ModelConnectionError,
@@ -18,6 +17,7 @@ from harness.errors import (
 from harness.models import AnthropicClient, OpenAIClient, ReplyDone, RetryingClient, TextDelta
 from harness.models.base import ModelClient
 from harness.types import JsonObject, Message, ModelReply, ModelRequest
+from tests.harness.models.faultserver import Drip, Drop, FaultServer, Reply, json_reply, sse_reply
 
 REQUEST = ModelRequest(system="You are terse.", messages=(Message(role="user", content="hi"),))
 GOOD: JsonObject = {

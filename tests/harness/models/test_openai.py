@@ -19,8 +19,6 @@ from harness.errors import (
 from harness.models import OpenAIClient, ReplyDone, RetryingClient, TextDelta
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 
-pytestmark = pytest.mark.anyio
-
 Handler = Callable[[httpx.Request], httpx.Response]
 RAW_ARGS = '{"action":  "add", "content": "likes tea"}'  # odd spacing must survive verbatim
 

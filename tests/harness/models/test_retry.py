@@ -21,8 +21,6 @@ from harness.models import OpenAIClient, ReplyDone, RetryAttempt, RetryingClient
 from harness.models.base import ModelEvent
 from harness.types import Message, ModelRequest
 
-pytestmark = pytest.mark.anyio
-
 REQUEST = ModelRequest(system="s", messages=(Message(role="user", content="hi"),))
 
 
