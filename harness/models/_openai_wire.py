@@ -8,6 +8,7 @@ produced, so a message serializes to the same bytes on every request.
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from pydantic import JsonValue
 
@@ -15,11 +16,18 @@ from harness.errors import ModelRequestError, ModelResponseError
 from harness.models.usage import normalize_openai_usage
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall
 
-__all__ = ["build_body", "parse_completion", "tool_call_from_wire"]
+__all__ = ["ToolResultStyle", "build_body", "parse_completion", "tool_call_from_wire"]
+
+ToolResultStyle = Literal["native", "as_user"]
 
 
-def _message(message: Message) -> JsonObject:
+def _message(message: Message, tool_results: ToolResultStyle) -> JsonObject:
     if message.role == "tool":
+        if tool_results == "as_user":
+            label = f"[result of tool call {message.name or 'tool'} {message.tool_call_id or ''}]".replace(
+                " ]", "]"
+            )
+            return {"role": "user", "content": f"{label}\n{message.wire_content}"}
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.wire_content}
     # Always a string, "" for a tool-calling turn without text: OpenAI also accepts null
     # there, but llama-cpp-python's server rejects a null assistant content outright.
@@ -47,12 +55,14 @@ def _tool_choice(request: ModelRequest) -> JsonValue:
     return {"type": "function", "function": {"name": choice}}
 
 
-def build_body(request: ModelRequest, *, model: str, stream: bool) -> JsonObject:
+def build_body(
+    request: ModelRequest, *, model: str, stream: bool, tool_results: ToolResultStyle = "native"
+) -> JsonObject:
     """The JSON body of `POST /chat/completions` for `request`."""
     messages: list[JsonValue] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.extend(_message(m) for m in request.messages)
+    messages.extend(_message(m, tool_results) for m in request.messages)
     body: JsonObject = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = [

@@ -16,7 +16,7 @@ import httpx
 
 from harness.models._http import Deadline, Endpoint, parse_json_object
 from harness.models._openai_stream import OpenAIStreamAccumulator
-from harness.models._openai_wire import build_body, parse_completion
+from harness.models._openai_wire import ToolResultStyle, build_body, parse_completion
 from harness.models._stream import SSEReplyStream, StaticEvents
 from harness.models.base import ModelEvent
 from harness.types import ModelReply, ModelRequest
@@ -40,6 +40,10 @@ class OpenAIClient:
             and yields the whole text as one delta. llama-cpp-python's server needs this: it
             fails mid-stream ("Automatic streaming tool choice is not supported") whenever
             the model picks a tool under `tool_choice: auto`.
+        tool_results: `native` sends tool results as `role: tool` messages; `as_user` sends
+            them as user messages naming the call. llama-cpp-python's chatml-function-calling
+            template drops `tool` messages entirely, so the local model needs `as_user` to
+            see its results at all.
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class OpenAIClient:
         api_key_env: str = "OPENAI_API_KEY",
         clock: Callable[[], float] = time.time,
         stream_with_tools: bool = True,
+        tool_results: ToolResultStyle = "native",
     ) -> None:
         headers = dict(extra_headers or {})
         if api_key:
@@ -61,6 +66,7 @@ class OpenAIClient:
         self._model = model
         self._timeout_s = timeout_s
         self._stream_with_tools = stream_with_tools
+        self._tool_results: ToolResultStyle = tool_results
         self._endpoint = Endpoint(
             http,
             base_url.rstrip("/") + "/chat/completions",
@@ -79,7 +85,7 @@ class OpenAIClient:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send `request` without streaming and return the whole reply."""
-        body = build_body(request, model=self._model, stream=False)
+        body = build_body(request, model=self._model, stream=False, tool_results=self._tool_results)
         data = await self._endpoint.post_json(body, self._deadline())
         return parse_completion(data, what=self._endpoint.what, fallback_model=self._model)
 
@@ -90,7 +96,7 @@ class OpenAIClient:
             reply = await self.complete(request)
             yield StaticEvents(reply, [reply.message.content])
             return
-        body = build_body(request, model=self._model, stream=True)
+        body = build_body(request, model=self._model, stream=True, tool_results=self._tool_results)
         deadline = self._deadline()
         async with self._endpoint.open_stream(body, deadline) as response:
             if response.headers.get("content-type", "").startswith("application/json"):

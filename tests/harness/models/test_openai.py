@@ -420,3 +420,24 @@ async def test_with_stream_with_tools_off_a_request_offering_tools_is_sent_unstr
     texts, _ = await stream_all(client, ModelRequest(system="s", messages=TRANSCRIPT))
     assert texts == ["streamed"]
     assert rec.body(1)["stream"] is True
+
+
+def test_tool_results_can_be_sent_as_user_messages_for_templates_that_drop_tool_roles() -> None:
+    from harness.models._openai_wire import build_body
+    from harness.types import Message, ModelRequest, ToolCall
+
+    request = ModelRequest(
+        system="s",
+        messages=(
+            Message("user", "hi"),
+            Message("assistant", "", tool_calls=(ToolCall("c1", "memory", "{}"),)),
+            Message("tool", '{"success": false}', tool_call_id="c1", name="memory"),
+        ),
+    )
+    native = build_body(request, model="m", stream=False)
+    as_user = build_body(request, model="m", stream=False, tool_results="as_user")
+    assert native["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": '{"success": false}'}  # type: ignore[index]  # JSON list
+    assert as_user["messages"][-1] == {  # type: ignore[index]  # JSON list
+        "role": "user",
+        "content": '[result of tool call memory c1]\n{"success": false}',
+    }
