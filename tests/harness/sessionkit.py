@@ -1,0 +1,190 @@
+"""Building blocks for turn-loop tests: fakes for the session's ports, and a builder.
+
+The fakes record what the session asked of them, so tests assert on the loop's behaviour
+(what was sent, persisted, recalled) rather than on internals.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import date
+from itertools import count
+
+import anyio
+from anyio.abc import TaskGroup
+
+from harness.config import KeelConfig, load_config
+from harness.events import Event, FlushEntry, MemoryWritten
+from harness.models.base import ModelClient
+from harness.ports import EndReason, MemoryBlocks, NoProviders
+from harness.prompt import PromptAssembler
+from harness.session import Session
+from harness.testing import FakeTokenizer
+from harness.tokens import TokenCounter
+from harness.tools import RawTool, ToolOutput, ToolRegistry
+from harness.trace import TraceWriter
+from harness.types import Message, ToolSpec, Usage
+from prompts.slots import SlotId
+
+
+def config(**env: str) -> KeelConfig:
+    """Defaults plus `KEEL_`-style overrides given as keyword arguments (`memory__overflow="x"`)."""
+    return load_config(None, environ={f"KEEL_{k.upper()}": v for k, v in env.items()})
+
+
+@dataclass
+class FakeMemory:
+    """A MemoryPort whose blocks change only at load() (the frozen policy)."""
+
+    entries: list[str] = field(default_factory=list)
+    loads: int = 0
+    turns_started: int = 0
+    _snapshot: MemoryBlocks = field(default_factory=lambda: MemoryBlocks("", ""))
+
+    async def load(self) -> None:
+        self.loads += 1
+        self._snapshot = MemoryBlocks("MEMORY\n" + "\n§\n".join(self.entries) if self.entries else "", "")
+
+    async def prompt_blocks(self) -> MemoryBlocks:
+        return self._snapshot
+
+    def start_turn(self) -> None:
+        self.turns_started += 1
+
+    def tool(self) -> RawTool:
+        async def handle(arguments: str) -> ToolOutput:
+            try:
+                args = json.loads(arguments)
+            except json.JSONDecodeError:
+                return ToolOutput(json.dumps({"success": False, "error": "bad json"}), True)
+            content = args.get("content") if isinstance(args, dict) else None
+            if not isinstance(content, str) or not content:
+                return ToolOutput(json.dumps({"success": False, "error": "content is required"}), True)
+            self.entries.append(content)
+            return ToolOutput(
+                json.dumps({"success": True, "done": True}),
+                events=(MemoryWritten(action="add", target=args.get("target", "memory"), content=content),),
+            )
+
+        return RawTool(ToolSpec("memory", "Save a durable fact.", {"type": "object"}), handle)
+
+
+@dataclass
+class RecordingRecorder:
+    """A Recorder that keeps everything in lists."""
+
+    started: list[tuple[str, str | None]] = field(default_factory=list)
+    ended: list[tuple[str, EndReason]] = field(default_factory=list)
+    messages: dict[str, list[Message]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    flushes: list[tuple[str, str, tuple[FlushEntry, ...]]] = field(default_factory=list)
+
+    async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
+        self.started.append((session_id, parent_session_id))
+        self.messages[session_id] = []
+
+    async def end_session(self, session_id: str, *, reason: EndReason) -> None:
+        self.ended.append((session_id, reason))
+
+    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
+        self.messages[session_id].append(message)
+
+    async def add_usage(self, session_id: str, usage: Usage) -> None:
+        self.usage = self.usage + usage
+
+    async def record_flush(
+        self, session_id: str, *, mode: str, entries: Sequence[FlushEntry], reply_text: str
+    ) -> None:
+        self.flushes.append((session_id, mode, tuple(entries)))
+
+
+class FakeProviders(NoProviders):
+    """Providers whose recall is a fixed text (optionally slow)."""
+
+    def __init__(self, recall_text: str = "", *, delay_s: float = 0.0) -> None:
+        self.recall_text = recall_text
+        self.delay_s = delay_s
+        self.recall_calls: list[tuple[int, str]] = []
+        self.after: list[tuple[int, str, str]] = []
+        self.switches: list[tuple[str, str]] = []
+        self.pre_compress: list[int] = []
+
+    async def recall(self, *, turn: int, query: str) -> str:
+        self.recall_calls.append((turn, query))
+        if self.delay_s:
+            await anyio.sleep(self.delay_s)
+        return self.recall_text
+
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
+        self.after.append((turn, user, assistant))
+
+    async def on_pre_compress(self, messages: Sequence[Message]) -> str:
+        self.pre_compress.append(len(messages))
+        return "provider says: keep the tea preference"
+
+    async def on_session_switch(self, new_session_id: str, *, parent_session_id: str) -> None:
+        self.switches.append((new_session_id, parent_session_id))
+
+
+STATIC: Mapping[SlotId, str] = {
+    "identity": "You are a test agent.",
+    "tool_guidance": "Use tools well.",
+    "session": "Conversation started: Sunday, November 22, 2026",
+}
+
+
+@asynccontextmanager
+async def make_session(
+    model: ModelClient,
+    *,
+    cfg: KeelConfig | None = None,
+    memory: FakeMemory | None = None,
+    recorder: RecordingRecorder | None = None,
+    providers: FakeProviders | None = None,
+    extra_tools: Sequence[RawTool] = (),
+    trace: TraceWriter | None = None,
+    summary_model: ModelClient | None = None,
+) -> AsyncIterator[Session]:
+    """A started session over fakes; background work is owned by this context."""
+    cfg = cfg or config()
+    tools = ToolRegistry(timeout_s=cfg.limits.tool_timeout_s)
+    if memory is not None:
+        tools.add(memory.tool())
+    for t in extra_tools:
+        tools.add(t)
+    tokenizer = FakeTokenizer()
+
+    async def static() -> Mapping[SlotId, str]:
+        return STATIC
+
+    ids = count(1)
+    async with anyio.create_task_group() as tg:
+        session = Session(
+            config=cfg,
+            model=model,
+            counter=TokenCounter(tokenizer),
+            tools=tools,
+            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
+            memory=memory,
+            recorder=recorder or RecordingRecorder(),
+            providers=providers or FakeProviders(),
+            background=tg,
+            trace=trace,
+            summary_model=summary_model,
+            new_id=lambda: f"s{next(ids)}",
+            today=lambda: date(2026, 11, 22),
+        )
+        await session.start()
+        yield session
+
+
+async def run(session: Session, text: str) -> list[Event]:
+    """Run one turn and collect its events."""
+    events: list[Event] = []
+    async with session.run_turn(text) as stream:
+        async for ev in stream:
+            events.append(ev)
+    return events

@@ -1,0 +1,230 @@
+"""The turn loop over fakes: events, tools, recall, errors, cancellation, traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from harness.errors import ModelConnectionError, ModelServerError, SessionError
+from harness.events import (
+    EVENT_ADAPTER,
+    MemoryWritten,
+    RecallAttached,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReady,
+    TurnEnded,
+    UsageReported,
+    Warning,
+)
+from harness.testing import ScriptedModel, call_tool, calls, fail, say, tool_call
+from harness.tools import RawTool, ToolOutput
+from harness.trace import TraceWriter, read_trace
+from harness.types import ToolSpec, Usage
+from tests.harness.sessionkit import FakeMemory, FakeProviders, RecordingRecorder, config, make_session, run
+
+
+async def test_a_turn_streams_text_and_ends_with_the_final_answer() -> None:
+    model = ScriptedModel([say("Hello there, friend.")])
+    recorder = RecordingRecorder()
+    async with make_session(model, recorder=recorder) as session:
+        events = await run(session, "hi")
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "Hello there, friend."
+    assert isinstance(events[-1], TurnEnded)
+    assert events[-1].final_text == "Hello there, friend."
+    assert [m.role for m in session.transcript] == ["user", "assistant"]
+    assert [m.role for m in recorder.messages[session.session_id]] == ["user", "assistant"]
+    model.assert_complete()
+
+
+async def test_events_round_trip_through_the_type_adapter() -> None:
+    model = ScriptedModel([call_tool("memory", {"target": "user", "content": "Likes tea"}), say("ok")])
+    async with make_session(model, memory=FakeMemory()) as session:
+        events = await run(session, "remember I like tea")
+    for ev in events:
+        assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(ev)) == ev
+
+
+async def test_tool_calls_run_and_results_are_appended_in_call_order() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(
+        [
+            calls(
+                tool_call("memory", {"target": "memory", "content": "first"}, id="a"),
+                tool_call("memory", {"target": "memory", "content": "second"}, id="b"),
+            ),
+            say("Saved both."),
+        ]
+    )
+    async with make_session(model, memory=memory) as session:
+        events = await run(session, "save two facts")
+    roles = [m.role for m in session.transcript]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [m.tool_call_id for m in session.transcript[2:4]] == ["a", "b"]
+    assert sorted(memory.entries) == ["first", "second"]
+    assert [e.content for e in events if isinstance(e, MemoryWritten)] == ["first", "second"]
+    started = [e.call_id for e in events if isinstance(e, ToolCallStarted)]
+    assert started == ["a", "b"]
+    # the second request carried both results
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool", "tool"]
+
+
+async def test_a_bad_tool_call_becomes_an_error_result_and_the_turn_goes_on() -> None:
+    model = ScriptedModel(
+        [call_tool("memory", {"target": "memory"}), call_tool("no_such_tool", {}), say("sorry")]
+    )
+    async with make_session(model, memory=FakeMemory()) as session:
+        events = await run(session, "remember something")
+    results = [e for e in events if isinstance(e, ToolResultReady)]
+    assert [r.is_error for r in results] == [True, True]
+    assert "content is required" in results[0].content
+    assert "unknown tool 'no_such_tool'" in results[1].content
+    assert isinstance(events[-1], TurnEnded)
+    assert events[-1].stop_reason == "final"
+
+
+async def test_max_iterations_stops_a_tool_loop_with_a_warning() -> None:
+    loop = [call_tool("memory", {"target": "memory", "content": f"x{i}"}) for i in range(3)]
+    model = ScriptedModel(loop)
+    async with make_session(model, cfg=config(limits__max_iterations="3"), memory=FakeMemory()) as session:
+        events = await run(session, "loop forever")
+    assert any(isinstance(e, Warning) and "limits.max_iterations" in e.message for e in events)
+    end = events[-1]
+    assert isinstance(end, TurnEnded)
+    assert end.stop_reason == "max_iterations"
+    assert end.iterations == 3
+
+
+async def test_recall_is_fenced_onto_the_user_message_and_replayed_byte_for_byte() -> None:
+    providers = FakeProviders("- [0.5] User likes oolong tea")
+    model = ScriptedModel([say("one"), say("two")])
+    async with make_session(model, providers=providers) as session:
+        events = await run(session, "What tea do I like?")
+        await run(session, "And coffee?")
+    assert any(isinstance(e, RecallAttached) for e in events)
+    first_user = model.requests[0].messages[0]
+    assert first_user.content == "What tea do I like?"
+    assert first_user.api_content is not None
+    assert first_user.api_content.startswith("What tea do I like?\n\n<memory-context>\n")
+    # the second request replays exactly the bytes the first one sent
+    assert model.requests[1].messages[0].wire_content == first_user.api_content
+    # recall never touches the system prompt
+    assert model.requests[0].system == model.requests[1].system
+    assert "oolong" not in model.requests[0].system
+
+
+async def test_recall_persist_false_drops_the_fence_after_its_turn() -> None:
+    providers = FakeProviders("User likes oolong")
+    model = ScriptedModel([say("one"), say("two")])
+    async with make_session(model, cfg=config(recall__persist="false"), providers=providers) as session:
+        await run(session, "What tea do I like?")
+        await run(session, "Tell me more")
+    assert model.requests[0].messages[0].api_content is not None
+    replayed = model.requests[1].messages[0]
+    assert replayed.api_content is None
+    assert replayed.wire_content == "What tea do I like?"
+
+
+async def test_trivial_messages_skip_recall() -> None:
+    providers = FakeProviders("something")
+    model = ScriptedModel([say("a"), say("b"), say("c")])
+    async with make_session(model, providers=providers) as session:
+        for text in ("ok", "/usage", "k8s pods keep restarting"):
+            await run(session, text)
+    assert [q for _, q in providers.recall_calls] == ["k8s pods keep restarting"]
+
+
+async def test_a_slow_recall_is_abandoned_after_the_bounded_wait() -> None:
+    providers = FakeProviders("late facts", delay_s=30)
+    model = ScriptedModel([say("answered without recall")])
+    async with make_session(model, cfg=config(recall__wait_s="0.05"), providers=providers) as session:
+        events = await run(session, "what do you remember about me?")
+    assert not any(isinstance(e, RecallAttached) for e in events)
+    assert model.requests[0].messages[0].api_content is None
+
+
+async def test_a_model_error_surfaces_after_the_stream_and_keeps_the_transcript_whole() -> None:
+    model = ScriptedModel(
+        [call_tool("memory", {"target": "memory", "content": "x"}), fail(ModelServerError("boom"))]
+    )
+    async with make_session(model, memory=FakeMemory()) as session:
+        seen: list[object] = []
+
+        async def consume() -> None:
+            async with session.run_turn("save then fail") as stream:
+                async for ev in stream:
+                    seen.append(ev)
+
+        with pytest.raises(ModelServerError, match="boom"):
+            await consume()
+        assert any(isinstance(e, ToolResultReady) for e in seen)
+        assert [m.role for m in session.transcript] == ["user", "assistant", "tool"]
+        # the session is usable again
+        model.extend([say("recovered")])
+        events = await run(session, "again")
+    assert isinstance(events[-1], TurnEnded)
+
+
+async def test_leaving_the_stream_early_cancels_the_turn_and_repairs_the_transcript() -> None:
+    gate = anyio.Event()
+
+    async def stuck(_: str) -> ToolOutput:
+        await gate.wait()
+        return ToolOutput("never")
+
+    tool = RawTool(ToolSpec("stuck", "Never returns."), stuck)
+    model = ScriptedModel([call_tool("stuck", {})])
+    async with make_session(model, extra_tools=[tool]) as session:
+        async with session.run_turn("run the stuck tool") as stream:
+            async for ev in stream:
+                if isinstance(ev, ToolCallStarted):
+                    break
+        roles = [m.role for m in session.transcript]
+        assert roles == ["user", "assistant"]
+        assert session.transcript[1].tool_calls == ()  # the unanswered call was stripped
+
+
+async def test_a_second_turn_while_one_runs_is_refused() -> None:
+    model = ScriptedModel([say("slow answer")])
+    async with make_session(model) as session, session.run_turn("first") as stream:
+        with pytest.raises(SessionError, match="already running"):
+            async with session.run_turn("second"):
+                pass
+        async for _ in stream:
+            pass
+
+
+async def test_every_request_is_traced_with_its_slot_map_and_usage(tmp_path: Path) -> None:
+    trace_path = tmp_path / "trace.jsonl"
+    usage = Usage(input=90, output=5, cache_read=10)
+    model = ScriptedModel(
+        [call_tool("memory", {"target": "user", "content": "tea"}, usage=usage), say("done", usage=usage)]
+    )
+    async with make_session(model, memory=FakeMemory(), trace=TraceWriter(trace_path)) as session:
+        events = await run(session, "remember tea")
+    records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
+    assert [r.purpose for r in records] == ["turn", "turn"]
+    assert all(r.system == session.prompt.text for r in records)
+    slot_names = [s.name for s in records[0].slots]
+    assert slot_names[:2] == ["identity", "tool_guidance"]
+    ident = records[0].slots[0]
+    assert records[0].system[ident.start : ident.end] == "You are a test agent."
+    assert records[0].usage is not None
+    assert records[0].usage.cache_read == 10
+    assert [t.name for t in records[0].tools] == ["memory"]
+    assert len(records[1].messages) == 3
+    reported = [e for e in events if isinstance(e, UsageReported)]
+    assert [e.reported for e in reported] == [True, True]
+
+
+async def test_connection_errors_are_not_swallowed() -> None:
+    model = ScriptedModel([fail(ModelConnectionError("refused"))])
+    async with make_session(model) as session:
+        with pytest.raises(ModelConnectionError):
+            await run(session, "hello")
+        assert [m.role for m in session.transcript] == ["user"]
+        assert json.dumps([m.content for m in session.transcript]) == '["hello"]'
