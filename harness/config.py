@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import ConfigError
 
@@ -144,6 +144,13 @@ class CompressionConfig(_Section):
     enabled: bool = True
     threshold: float = Field(0.5, gt=0, le=1)
     flush: Literal["memory_only", "cache_safe", "off"] = "memory_only"
+
+    @field_validator("flush", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` as False; that is what the user meant.
+        return "off" if value is False else value
+
     summary_model: str | None = None
     tail_ratio: float = Field(0.2, ge=0.05, le=0.8)
     protect_first_n: int = Field(3, ge=0)

@@ -158,7 +158,7 @@ async def make_session(
     tokenizer = FakeTokenizer()
 
     async def static() -> Mapping[SlotId, str]:
-        return STATIC
+        return {**STATIC, "system_message": cfg.agent.system_message}
 
     ids = count(1)
     async with anyio.create_task_group() as tg:

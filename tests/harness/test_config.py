@@ -90,3 +90,9 @@ def test_missing_file_and_non_mapping_are_clear_errors(tmp_path: Path) -> None:
 def test_duplicate_slot_in_order_is_refused() -> None:
     with pytest.raises(ConfigError, match="slot_order"):
         load_config(None, environ={"KEEL_PROMPT__SLOT_ORDER": "[identity, identity]"})
+
+
+def test_a_bare_yaml_off_means_the_flush_mode_off(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("compression:\n  flush: off\n", encoding="utf-8")
+    assert load_config(path, environ={}).compression.flush == "off"
