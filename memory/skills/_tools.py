@@ -17,9 +17,9 @@ import anyio.to_thread
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from memory.skills._errors import SkillBlockedError, SkillError, SkillInputError
+from memory.skills._format import check_name
 from memory.skills._guard import Finding, GuardReport
 from memory.skills._library import SkillLibrary
-from memory.skills._paths import split_ref
 from memory.skills._schemas import JsonObject, SkillManageArgs, SkillsListArgs, SkillViewArgs
 from memory.skills._types import SkillChange
 
@@ -52,7 +52,7 @@ class SkillsListTool:
 
     async def _run(self, args: SkillsListArgs) -> JsonObject:
         if args.category is not None:
-            split_ref(f"{args.category}/x")  # validates the category segment
+            check_name(args.category, what="category")
         scan = await anyio.to_thread.run_sync(self._library.scan)
         skills = [s for s in scan.skills if args.category is None or s.category == args.category]
         reply: JsonObject = {
