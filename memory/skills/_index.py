@@ -7,6 +7,7 @@ mid-session is on disk at once but reaches the prompt only at the next rebuild.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import anyio.to_thread
@@ -16,6 +17,8 @@ from memory.skills._library import SkillLibrary
 from memory.skills._types import Skill
 
 __all__ = ["load_skills_index", "render_skills_index"]
+
+_log = logging.getLogger("memory.skills")
 
 
 def render_skills_index(skills: Iterable[Skill], header: str) -> str:
@@ -40,8 +43,11 @@ def render_skills_index(skills: Iterable[Skill], header: str) -> str:
 async def load_skills_index(library: SkillLibrary, header: str) -> str:
     """Scan the library from disk (in a worker thread) and render its index.
 
-    Invalid skills and skills the guard blocks for their trust tier are left out (the
-    scan records them as problems; `skills_list` reports them).
+    Invalid skills and skills the guard blocks for their trust tier are left out, each
+    with a warning on the `memory.skills` logger (`skills_list` reports them too).
     """
     scan = await anyio.to_thread.run_sync(library.scan)
+    for problem in scan.problems:
+        # Once per prompt build, so a broken skill is visible in the logs without spamming them.
+        _log.warning("skill %s left out of the index (%s): %s", problem.path, problem.problem, problem.reason)
     return render_skills_index(scan.skills, header)

@@ -117,7 +117,8 @@ def skill_manage_schema(description: str) -> JsonObject:
             },
             "category": {
                 "type": "string",
-                "description": "create only: the category directory (one segment); omit for 'general'.",
+                "description": "create: the category directory (one segment); omit for 'general'. "
+                "Other actions: picks the skill when its name exists in several categories.",
             },
             "content": {
                 "type": "string",

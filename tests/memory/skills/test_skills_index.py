@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from pathlib import Path
+
+import pytest
 
 from memory.skills import Skill, SkillLibrary, load_skills_index, render_skills_index
 from prompts._text import load_text
@@ -70,13 +73,19 @@ async def test_the_index_from_disk_is_byte_identical_regardless_of_creation_orde
     assert "Body that must never reach the index" not in expected
 
 
-async def test_invalid_skills_on_disk_are_left_out_of_the_index(tmp_path: Path) -> None:
+async def test_invalid_skills_on_disk_are_left_out_of_the_index_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     lib = SkillLibrary(tmp_path / "skills")
     lib.create("good", skill_text("good", "Fine."))
     broken = tmp_path / "skills" / "broken"
     broken.mkdir()
     (broken / "SKILL.md").write_text("no front matter\n", encoding="utf-8")
-    assert (await load_skills_index(lib, HEADER)).splitlines()[3:] == ["general: good — Fine."]
+    with caplog.at_level(logging.WARNING, logger="memory.skills"):
+        assert (await load_skills_index(lib, HEADER)).splitlines()[3:] == ["general: good — Fine."]
+    (record,) = caplog.records
+    assert record.getMessage().startswith("skill broken left out of the index (invalid): ")
+    assert "must start with a '---' line" in record.getMessage()
 
 
 async def test_the_shipped_header_text_loads_and_renders(tmp_path: Path) -> None:
