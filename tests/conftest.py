@@ -16,10 +16,9 @@ def data_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def anyio_backend() -> str:
-    # `anyio_mode = "auto"` runs every async test on this backend; session scope lets
-    # session-scoped async fixtures (the embedded model server) share it.
+    # `anyio_mode = "auto"` runs every async test on this backend.
     return "asyncio"
 
 

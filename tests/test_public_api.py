@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-PACKAGES = ["harness", "harness.models", "harness.testing", "harness.cli", "memory", "prompts"]
+PACKAGES = ["harness", "harness.models", "harness.cli", "harness.testing", "memory", "memory.skills", "prompts"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -7,10 +7,11 @@ with the install command; CI installs it, so there they run for real.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from anyio.from_thread import start_blocking_portal
 
 from harness.local import LocalModel, start_local_model
 
@@ -28,7 +29,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-async def local_model(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[LocalModel]:
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModel]:
+    # The server's lifetime is owned by an event loop in a portal thread, not the test
+    # thread: a session-long loop in the test thread would break sync tests that call
+    # anyio.run() themselves.
     log: Path = tmp_path_factory.mktemp("local-model") / "server.log"
-    async with start_local_model(n_ctx=4096, log_path=log) as lm:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(start_local_model(n_ctx=4096, log_path=log)) as lm,
+    ):
         yield lm

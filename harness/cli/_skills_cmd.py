@@ -1,0 +1,75 @@
+"""`keel skills list|show|path`: inspect the skill library under `<home>/skills`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from rich.table import Table
+from rich.text import Text
+
+from harness.cli._common import Subparsers, config_from_args, console
+from harness.errors import KeelError
+from memory.skills import SkillBlockedError, SkillError, SkillLibrary
+
+__all__ = ["register"]
+
+
+class SkillsCommandError(KeelError):
+    """A `keel skills` command could not do what was asked; the message says what to do."""
+
+
+def _library(args: argparse.Namespace) -> SkillLibrary:
+    cfg = config_from_args(args)
+    return SkillLibrary(
+        cfg.resolved_home(os.environ) / "skills", guard_agent_created=cfg.skills.guard_agent_created
+    )
+
+
+def _list(args: argparse.Namespace) -> int:
+    library = _library(args)
+    scan = library.scan()
+    if not scan.skills and not scan.problems:
+        console.print(f"no skills yet in {str(library.root)!r}")
+        return 0
+    if scan.skills:
+        table = Table("category", "name", "description", "files")
+        for skill in scan.skills:
+            # Text(), not str: a description with [brackets] must not be read as rich markup.
+            table.add_row(skill.category, skill.name, Text(skill.description), str(len(skill.files)))
+        console.print(table)
+    for problem in scan.problems:
+        console.print(f"skipped {problem.path} ({problem.problem}): {problem.reason}", markup=False)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    library = _library(args)
+    try:
+        view = library.view(args.name, args.file)
+    except SkillBlockedError as exc:
+        raise SkillsCommandError(f"{exc}; the files are under {str(library.root)!r}") from exc
+    except SkillError as exc:
+        raise SkillsCommandError(f"{exc} (`keel skills list` shows what exists)") from exc
+    # Written raw, not through rich: the exact text matters more than colour here.
+    sys.stdout.write(view.content if view.content.endswith("\n") else view.content + "\n")
+    return 0
+
+
+def _path(args: argparse.Namespace) -> int:
+    console.print(str(_library(args).root), markup=False, soft_wrap=True)
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("skills", help="list and read saved skills")
+    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    listing = verbs.add_parser("list", help="table of skills (category, name, description, files)")
+    listing.set_defaults(handler=_list)
+    show = verbs.add_parser("show", help="print a skill's SKILL.md (or one supporting file)")
+    show.add_argument("name", metavar="NAME", help="skill name or category/name")
+    show.add_argument("--file", metavar="PATH", help="a supporting file, e.g. references/notes.md")
+    show.set_defaults(handler=_show)
+    path = verbs.add_parser("path", help="print the skills directory")
+    path.set_defaults(handler=_path)
