@@ -3,9 +3,10 @@
 Tables: `facts` (unique content, category, tags, trust, retrieval/helpful counters,
 timestamps, the HRR vector), `entities` + `fact_entities` (names pulled out of each fact,
 with aliases), `facts_fts` (an FTS5 external-content index over content and tags, kept in
-step by triggers), `memory_banks` (one bundled vector per category, rebuilt lazily after
-writes) and `meta` (the vector dimension). Schema changes are numbered migrations keyed
-on `PRAGMA user_version`.
+step by triggers; English words are Porter-stemmed so "works" finds "work"),
+`memory_banks` (one bundled vector per category, rebuilt lazily after writes) and `meta`
+(the vector dimension). Schema changes are numbered migrations keyed on
+`PRAGMA user_version`.
 
 `FactStore` is synchronous and thread-safe (one connection behind a lock); async callers
 run its methods through `anyio.to_thread.run_sync`. `sqlite3` errors are translated to
@@ -71,7 +72,9 @@ _MIGRATIONS: tuple[str, ...] = (
         entity_id INTEGER NOT NULL REFERENCES entities(entity_id) ON DELETE CASCADE,
         PRIMARY KEY (fact_id, entity_id)
     );
-    CREATE VIRTUAL TABLE facts_fts USING fts5(content, tags, content='facts', content_rowid='fact_id');
+    CREATE VIRTUAL TABLE facts_fts USING fts5(
+        content, tags, content='facts', content_rowid='fact_id', tokenize='porter unicode61'
+    );
     CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN
         INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
     END;
