@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,7 +23,6 @@ from pydantic import (
     Field,
     JsonValue,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -114,15 +113,6 @@ def tool_schemas() -> list[dict[str, JsonValue]]:
     return [fact_store, fact_feedback]
 
 
-def _valid_text(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError("text contains invalid unicode (a lone surrogate)") from exc
-    return value
-
-
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -134,7 +124,7 @@ class FactStoreArgs(_Args):
     content: str | None = Field(None, max_length=4000)
     query: str | None = Field(None, max_length=1000)
     entity: str | None = Field(None, max_length=200)
-    entities: list[str] | None = Field(None, max_length=8)
+    entities: list[Annotated[str, Field(max_length=200)]] | None = Field(None, max_length=8)
     fact_id: int | None = Field(None, ge=1, le=_MAX_ID)
     category: Category | None = None
     tags: str | None = Field(None, max_length=500)
@@ -142,21 +132,6 @@ class FactStoreArgs(_Args):
     min_trust: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     threshold: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     limit: int | None = Field(None, ge=1, le=50)
-
-    @field_validator("content", "query", "entity", "tags")
-    @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        return _valid_text(value)
-
-    @field_validator("entities")
-    @classmethod
-    def _entity_list(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            for item in value:
-                _valid_text(item)
-                if len(item) > 200:
-                    raise ValueError("each entity is at most 200 characters")
-        return value
 
     @model_validator(mode="after")
     def _required_for_action(self) -> FactStoreArgs:
