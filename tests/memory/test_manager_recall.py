@@ -154,3 +154,20 @@ def test_acknowledgements_and_commands_are_trivial(text: str) -> None:
 )
 def test_messages_with_a_topic_are_not_trivial(text: str) -> None:
     assert not is_trivial(text)
+
+
+async def test_a_cancelled_turn_does_not_leave_a_provider_marked_as_running(home: Path) -> None:
+    holo = ScriptedProvider("holo", recall="fresh")
+    gate = holo.hold("prefetch")
+    manager = await make(home, holo)
+    async with anyio.create_task_group() as tg:
+        manager.start_prefetch(tg, turn=1, query="first question")
+        await holo.entered("prefetch").wait()
+        tg.cancel_scope.cancel()  # the user interrupted the turn
+    gate.set()
+    async with anyio.create_task_group() as tg:
+        manager.start_prefetch(tg, turn=2, query="second question")
+        recall = await manager.recall(turn=2, query="second question")
+    assert recall.skipped == ()
+    assert recall.sources == ("builtin", "holo")
+    assert manager.breaker_state("holo") == "closed"
