@@ -2,7 +2,8 @@
 # `hrr.py` phase-vector HRR algebra (numpy; imported only when vectors are on),
 # `store.py` the SQLite facts / entities / FTS5 / banks store, `retrieval.py` ranking
 # (hybrid search and the entity queries), `provider.py` the MemoryProvider, and private
-# helpers: `_text.py` tokenizing, `_entities.py` entity extraction, `_tools.py` the
+# helpers: `_text.py` tokenizing, `_entities.py` entity extraction, `_schema.py` the
+# numbered SQLite migrations, `_tools.py` the
 # fact_store / fact_feedback tools, `_errors.py` the exception tree.
 # Importing this package does not import numpy; `memory.holographic.hrr` does.
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from memory.holographic._entities import ExtractedEntity, extract_entities
 from memory.holographic._errors import FactInputError, FactStoreError
+from memory.holographic._schema import MIGRATIONS, split_sql
 
 if TYPE_CHECKING:
     from memory.holographic.hrr import HrrCodec, Vector
@@ -42,62 +43,6 @@ CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 HELPFUL_DELTA = 0.05
 UNHELPFUL_DELTA = -0.10
-
-_MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE facts (
-        fact_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        content TEXT NOT NULL UNIQUE,
-        category TEXT NOT NULL DEFAULT 'general',
-        tags TEXT NOT NULL DEFAULT '',
-        trust_score REAL NOT NULL DEFAULT 0.5,
-        retrieval_count INTEGER NOT NULL DEFAULT 0,
-        helpful_count INTEGER NOT NULL DEFAULT 0,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        hrr_vector BLOB
-    );
-    CREATE INDEX idx_facts_trust ON facts(trust_score DESC);
-    CREATE INDEX idx_facts_category ON facts(category);
-    CREATE TABLE entities (
-        entity_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        name TEXT NOT NULL,
-        entity_type TEXT NOT NULL DEFAULT 'unknown',
-        aliases TEXT NOT NULL DEFAULT '',
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX idx_entities_name ON entities(name COLLATE NOCASE);
-    CREATE TABLE fact_entities (
-        fact_id INTEGER NOT NULL REFERENCES facts(fact_id) ON DELETE CASCADE,
-        entity_id INTEGER NOT NULL REFERENCES entities(entity_id) ON DELETE CASCADE,
-        PRIMARY KEY (fact_id, entity_id)
-    );
-    CREATE VIRTUAL TABLE facts_fts USING fts5(
-        content, tags, content='facts', content_rowid='fact_id', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN
-        INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
-    END;
-    CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN
-        INSERT INTO facts_fts(facts_fts, rowid, content, tags)
-            VALUES ('delete', old.fact_id, old.content, old.tags);
-    END;
-    CREATE TRIGGER facts_au AFTER UPDATE OF content, tags ON facts BEGIN
-        INSERT INTO facts_fts(facts_fts, rowid, content, tags)
-            VALUES ('delete', old.fact_id, old.content, old.tags);
-        INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
-    END;
-    CREATE TABLE memory_banks (
-        bank_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        bank_name TEXT NOT NULL UNIQUE,
-        vector BLOB NOT NULL,
-        dim INTEGER NOT NULL,
-        fact_count INTEGER NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-)
 
 _FACT_COLUMNS = (
     "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
@@ -259,15 +204,15 @@ class FactStore:
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=5000")
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(_MIGRATIONS):
+        if version > len(MIGRATIONS):
             raise FactStoreError(
                 f"the fact store {str(self.path)!r} has schema version {version}, newer than this keel "
-                f"understands ({len(_MIGRATIONS)}); upgrade keel or point "
+                f"understands ({len(MIGRATIONS)}); upgrade keel or point "
                 "memory.holographic.db_path elsewhere"
             )
-        for number in range(version, len(_MIGRATIONS)):
+        for number in range(version, len(MIGRATIONS)):
             with self._db(write=True) as conn:
-                for statement in _split_sql(_MIGRATIONS[number]):
+                for statement in split_sql(MIGRATIONS[number]):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number + 1}")
         if self.codec is not None:
@@ -626,18 +571,3 @@ class FactStore:
                 (name, codec.to_bytes(vector), codec.dim, len(blobs), self._now()),
             )
             return vector
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies (which contain `;`) whole."""
-    statements: list[str] = []
-    current: list[str] = []
-    for line in script.strip().splitlines():
-        current.append(line)
-        text = "\n".join(current).strip()
-        if text.endswith(";") and sqlite3.complete_statement(text):
-            statements.append(text)
-            current = []
-    if "\n".join(current).strip():
-        statements.append("\n".join(current).strip())
-    return statements
