@@ -1,10 +1,10 @@
 # The holographic memory provider: a local fact store with hybrid retrieval.
 # `hrr.py` phase-vector HRR algebra (numpy; imported only when vectors are on),
 # `store.py` the SQLite facts / entities / FTS5 / banks store, `retrieval.py` ranking
-# (hybrid search and the entity queries), `provider.py` the MemoryProvider, and private
+# (hybrid search and the entity queries), `provider.py` the MemoryProvider. Private
 # helpers: `_text.py` tokenizing, `_entities.py` entity extraction, `_schema.py` the
-# numbered SQLite migrations, `_tools.py` the
-# fact_store / fact_feedback tools, `_errors.py` the exception tree.
+# numbered SQLite migrations, `_tools.py` the fact_store / fact_feedback tools,
+# `_errors.py` the exception tree.
 # Importing this package does not import numpy; `memory.holographic.hrr` does.
 
 from memory.holographic._entities import ExtractedEntity, extract_entities
