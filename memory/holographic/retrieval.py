@@ -195,17 +195,22 @@ class Retriever:
     def probe(
         self, entity: str, *, category: Category | None = None, min_trust: float = 0.3, limit: int = 10
     ) -> list[ScoredFact]:
-        """Facts that name `entity` as an entity (its role-bound atom is in their vector)."""
+        """Facts that name `entity` as an entity, then keyword matches to fill up `limit`.
+
+        With vectors, "names it" means its role-bound atom is in the fact's vector; without,
+        the entity table. Single capitalized words are not extracted as entities, so the
+        keyword fill is what finds "Caroline".
+        """
+        keyword = self.search(entity, category=category, min_trust=min_trust, limit=limit)
         if self._codec is None:
             linked = [f for f in self._store.facts_by_entity(entity, min_trust=min_trust) if _in(f, category)]
-            return self._merge(
-                linked, self.search(entity, category=category, min_trust=min_trust, limit=limit), limit
-            )
+            return self._merge([ScoredFact(fact=f, score=f.trust) for f in linked], keyword, limit)
         codec = self._codec
         key = codec.entity_key(entity)
-        return self._by_similarity(
+        named = self._by_similarity(
             codec, lambda matrix: codec.similarities(matrix, key), category, min_trust, limit
         )
+        return self._merge(named, keyword, limit)
 
     def related(
         self, entity: str, *, category: Category | None = None, min_trust: float = 0.3, limit: int = 10
@@ -319,9 +324,9 @@ class Retriever:
         return scored[:limit]
 
     @staticmethod
-    def _merge(first: Sequence[Fact], then: Sequence[ScoredFact], limit: int) -> list[ScoredFact]:
-        out = [ScoredFact(fact=f, score=f.trust) for f in first]
-        seen = {f.fact_id for f in first}
+    def _merge(first: Sequence[ScoredFact], then: Sequence[ScoredFact], limit: int) -> list[ScoredFact]:
+        out = list(first)
+        seen = {s.fact.fact_id for s in first}
         out.extend(s for s in then if s.fact.fact_id not in seen)
         return out[:limit]
 

@@ -138,6 +138,14 @@ def test_probe_finds_the_facts_naming_an_entity(store: FactStore) -> None:
     assert Retriever(store).probe("Nobody Atall") == []
 
 
+def test_probe_fills_up_with_keyword_matches_for_single_word_names(store: FactStore) -> None:
+    # "Melanie" alone is not an extracted entity (one capitalized word), so only the
+    # keyword fill can find it.
+    assert [h.fact.content for h in Retriever(store).probe("Melanie")] == [
+        "Melanie paints sunrises over the lake on weekends."
+    ]
+
+
 def test_reason_needs_every_entity(store: FactStore) -> None:
     hits = Retriever(store).reason(["Alice Smith", "Robert Jones"])
     assert [h.fact.content for h in hits] == ["Robert Jones manages Alice Smith at Acme Corp."]
