@@ -7,7 +7,16 @@ import types
 
 import pytest
 
-PACKAGES = ["harness", "harness.models", "harness.cli", "harness.testing", "memory", "memory.skills", "prompts"]
+PACKAGES = [
+    "harness",
+    "harness.models",
+    "harness.cli",
+    "harness.testing",
+    "memory",
+    "memory.holographic",
+    "memory.skills",
+    "prompts",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
