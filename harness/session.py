@@ -56,28 +56,11 @@ from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
 from harness.trace import TraceSlot, TraceWriter, record_for_request
 from harness.types import Message, ModelReply, ModelRequest, Usage
+from memory import is_trivial
 from prompts.fence import attach_recall
 from prompts.slots import SystemPrompt
 
-__all__ = ["Session", "is_trivial", "new_session_id"]
-
-# Acknowledgements and greetings that carry nothing to recall against ("k8s" is not one).
-_TRIVIAL = frozenset(
-    {
-        "cool", "continue", "do it", "done", "go ahead", "got it", "great", "hello", "hey", "hi",
-        "k", "lgtm", "n", "nah", "next", "nice", "no", "nope", "ok", "okay", "proceed", "sup",
-        "sure", "thank you", "thanks", "y", "yeah", "yep", "yes", "yo",
-    }
-)  # fmt: skip
-
-
-def is_trivial(text: str) -> bool:
-    """Messages too small to deserve recall: empty, a /command, or a bare acknowledgement."""
-    stripped = text.strip()
-    if not stripped or stripped.startswith("/"):
-        return True
-    core = stripped.lower().rstrip(" .!?,:;)(-~*^_'\"")
-    return core in _TRIVIAL
+__all__ = ["Session", "new_session_id"]
 
 
 def new_session_id() -> str:
