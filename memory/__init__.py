@@ -2,5 +2,80 @@
 # and `memory` tool; the episodic session store (SQLite FTS5) and session_search; skills;
 # the external-provider contract, the manager and the holographic provider.
 # `memory` imports only the stdlib, filelock, pydantic and numpy — never `harness`.
+#
+# Curated store: `store` (MemoryStore, snapshot policies), `scanner` (threat scan),
+# `tool` (the `memory` tool schema and handler), `errors` (the MemoryLayerError tree);
+# private helpers `_entries` (text format), `_ops` (write planning), `_disk` (file I/O).
+from memory._entries import (
+    DEFAULT_MEMORY_CHAR_LIMIT,
+    DEFAULT_USER_CHAR_LIMIT,
+    ENTRY_DELIMITER,
+    MemoryTarget,
+    MemoryUsage,
+)
+from memory._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
+from memory.errors import (
+    AmbiguousMatchError,
+    DriftError,
+    InvalidWriteError,
+    MemoryLayerError,
+    NoMatchError,
+    RefusalReason,
+    ScanBlockedError,
+    StoreError,
+    StoreFullError,
+    StoreIOError,
+    StoreLockTimeout,
+    StoreReadError,
+    StoreWriteError,
+    TargetDisabledError,
+    WriteRefused,
+)
+from memory.scanner import Finding, FindingCategory, ScanScope, blocked_placeholder, describe_findings, scan
+from memory.store import MemoryBlocks, MemoryStore, SnapshotPolicy, WriteResult, memories_dir, sanitize_entry
+from memory.tool import MEMORY_TOOL_NAME, MemoryTool, MemoryToolReply, memory_tool_schema
 
-__all__: list[str] = []
+__all__ = [
+    "DEFAULT_MEMORY_CHAR_LIMIT",
+    "DEFAULT_USER_CHAR_LIMIT",
+    "ENTRY_DELIMITER",
+    "MEMORY_TOOL_NAME",
+    "AddOp",
+    "AmbiguousMatchError",
+    "CommittedOp",
+    "DriftError",
+    "Finding",
+    "FindingCategory",
+    "InvalidWriteError",
+    "MemoryBlocks",
+    "MemoryLayerError",
+    "MemoryOp",
+    "MemoryStore",
+    "MemoryTarget",
+    "MemoryTool",
+    "MemoryToolReply",
+    "MemoryUsage",
+    "NoMatchError",
+    "OverflowPolicy",
+    "RefusalReason",
+    "RemoveOp",
+    "ReplaceOp",
+    "ScanBlockedError",
+    "ScanScope",
+    "SnapshotPolicy",
+    "StoreError",
+    "StoreFullError",
+    "StoreIOError",
+    "StoreLockTimeout",
+    "StoreReadError",
+    "StoreWriteError",
+    "TargetDisabledError",
+    "WriteRefused",
+    "WriteResult",
+    "blocked_placeholder",
+    "describe_findings",
+    "memories_dir",
+    "memory_tool_schema",
+    "sanitize_entry",
+    "scan",
+]
