@@ -93,6 +93,21 @@ class _Pattern:
     scope: Literal["context", "strict"]
     description: str
     regex: re.Pattern[str]
+    before: re.Pattern[str] | None = None
+    lookback: int = 0
+
+    def hits(self, text: str) -> bool:
+        if self.before is None:
+            return self.regex.search(text) is not None
+        # Anchored form: find the rare part (a file name, a `$SECRET`) first, then look for the
+        # verb in a bounded window before it on the same line. Linear in the text length.
+        for match in self.regex.finditer(text):
+            start = match.start()
+            low = max(0, start - self.lookback)
+            low = max(low, text.rfind("\n", low, start) + 1)
+            if self.before.search(text, low, start):
+                return True
+        return False
 
 
 # Up to 8 filler words between two keywords. Both pieces are bounded and `\W`/`\w` are
@@ -105,9 +120,17 @@ _FLAGS = re.IGNORECASE
 
 
 def _p(
-    pid: str, category: FindingCategory, scope: Literal["context", "strict"], description: str, regex: str
+    pid: str,
+    category: FindingCategory,
+    scope: Literal["context", "strict"],
+    description: str,
+    regex: str,
+    *,
+    before: str | None = None,
+    lookback: int = 120,
 ) -> _Pattern:
-    return _Pattern(pid, category, scope, description, re.compile(regex, _FLAGS))
+    compiled_before = re.compile(before, _FLAGS) if before is not None else None
+    return _Pattern(pid, category, scope, description, re.compile(regex, _FLAGS), compiled_before, lookback)
 
 
 _VERB_IGNORE = r"\b(?:ignore|forget|disregard|override|overrule|drop|abandon|bypass|skip)\b"
@@ -204,7 +227,9 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "context",
         "tries to give the model a new role",
         r"\byou\W{1,3}are\W{1,3}(?:now|henceforth|from\W{1,3}now\W{1,3}on)\W{1,20}"
-        r"(?:a|an|the|my|no\W{1,3}longer|free|unrestricted|jailbroken|DAN)\b",
+        r"(?:a|an|the|my|no\W{1,3}longer|free|unrestricted|jailbroken|DAN)\b"
+        r"|\byou\W{1,3}are\W{1,3}no\W{1,3}longer\W{1,3}(?:an?\W{1,3}|bound\W{1,3}by\W{1,3})?(?:assistant|AI|"
+        r"chatbot|language\W{1,3}model|restricted|helpful|harmless|rules|guidelines|claude|keel)\b",
     ),
     _p(
         "role_pretend",
@@ -253,7 +278,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "c2",
         "context",
         "registers the agent as a node with a remote controller",
-        r"\b(?:register|enrol+)\W{1,20}(?:this\W{1,3}|the\W{1,3}|your\W{1,3})?(?:self|node|agent|bot|"
+        r"\b(?:register|enrol{1,2})\W{1,20}(?:this\W{1,3}|the\W{1,3}|your\W{1,3})?(?:self|node|agent|bot|"
         r"implant|machine|host|device)\W{1,20}(?:with|to|at|on)\W{1,20}(?:the\W{1,3})?(?:c2|controller|"
         r"mothership|botnet|swarm|command\W{1,3}server|network|https?://)",
     ),
@@ -325,17 +350,19 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "exfiltration",
         "context",
         "sends a secret environment variable with curl/wget",
-        r"\b(?:curl|wget|httpie|http|nc|ncat|netcat|Invoke-WebRequest|iwr)\b[^\n]{0,200}?"
         r"\$\{?\w{0,40}(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|PAT)\b",
+        before=r"\b(?:curl|wget|httpie|http|nc|ncat|netcat|Invoke-WebRequest|iwr)\b",
+        lookback=200,
     ),
     _p(
         "read_secrets",
         "exfiltration",
         "context",
         "reads credential files",
-        r"\b(?:cat|less|more|head|tail|type|base64|xxd|strings|print|dump|upload|send|read|copy|cp|scp)\b"
-        r"[^\n]{0,80}?(?:\.env(?![\w.])|credentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|"
-        r"id_rsa\b|id_ed25519\b|id_ecdsa\b|\.aws/|\.kube/config\b|\.docker/config\.json|\.git-credentials\b)",
+        r"(?:\.env(?![\w.])|\bcredentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|"
+        r"\bid_rsa\b|\bid_ed25519\b|\bid_ecdsa\b|\.aws/|\.kube/config\b|\.docker/config\.json|\.git-credentials\b)",
+        before=r"\b(?:cat|less|more|head|tail|type|base64|xxd|strings|print|dump|upload|send|read|copy|cp|scp)\b",
+        lookback=80,
     ),
     _p(
         "send_to_url",
@@ -354,7 +381,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "asks to dump the conversation or context",
         r"\b(?:include|output|print|share|send|copy|paste|repeat|dump|leak|forward|post|append|attach)\b"
         rf"{_GAP}(?:(?:the|this)\W{{1,3}})?(?:(?:entire|full|whole|complete|all|every)\W{{1,3}})"
-        r"(?:conversation|chat|context|history|transcript|messages?)\b"
+        r"(?:conversation|chat\W{1,3}(?:history|log)|transcript|context\W{1,3}window|system\W{1,3}prompt)\b"
         rf"|\b(?:include|output|print|share|send|copy|paste|repeat|dump|leak|forward|post)\b{_GAP}"
         r"(?:(?:the|this|your)\W{1,3})?(?:chat\W{1,3}history|previous\W{1,3}messages|message\W{1,3}history|"
         r"context\W{1,3}window|conversation\W{1,3}history)\b",
@@ -379,8 +406,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "persistence",
         "strict",
         "writes into the SSH directory",
-        r"(?:\b(?:write|append|add|echo|copy|cp|mv|move|modify|edit|tee|install|drop|put|place)\b|>{1,2})"
-        r"[^\n]{0,120}?(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]{1,32}|/root)/\.ssh\b",
+        r"(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]{1,32}|/root)/\.ssh\b",
+        before=r"\b(?:write|append|add|echo|copy|cp|mv|move|modify|edit|tee|install|drop|put|place)\b|>",
     ),
     _p(
         "agent_env_file",
@@ -394,19 +421,18 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "persistence",
         "strict",
         "modifies an agent instruction or config file",
-        r"(?:\b(?:update|modify|edit|write|append|overwrite|replace|insert|inject|echo|tee|patch|"
-        r"prepend|add)\b|>{1,2})"
-        r"[^\n]{0,120}?(?:\bAGENTS\.md|\bCLAUDE\.md|\.cursorrules|\.clinerules|\.cursor/rules|\bSOUL\.md|"
+        r"(?:\bAGENTS\.md|\bCLAUDE\.md|\.cursorrules|\.clinerules|\.cursor/rules|\bSOUL\.md|"
         r"\.(?:keel|hermes)/config\.ya?ml|\bGEMINI\.md|\.github/copilot-instructions\.md)",
+        before=r"\b(?:update|modify|edit|write|append|overwrite|replace|insert|inject|echo|tee|patch|"
+        r"prepend|add)\b|>",
     ),
     _p(
         "shell_rc_mod",
         "persistence",
         "strict",
         "modifies a shell startup file",
-        r"(?:\b(?:write|append|add|echo|insert|modify|edit|tee|inject|prepend)\b|>{1,2})"
-        r"[^\n]{0,120}?(?:~|\$HOME|\$\{HOME\})?/?\.(?:bashrc|zshrc|bash_profile|bash_login|profile|"
-        r"zprofile|zshenv|zlogin|config/fish/config\.fish)\b",
+        r"\.(?:bashrc|zshrc|bash_profile|bash_login|profile|zprofile|zshenv|zlogin|config/fish/config\.fish)\b",
+        before=r"\b(?:write|append|add|echo|insert|modify|edit|tee|inject|prepend)\b|>",
     ),
     _p(
         "cron_persistence",
@@ -425,6 +451,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
         r"\b(?:api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?key)?|client[_-]?secret|"
         r"auth[_-]?token|access[_-]?token|bearer|token|password|passwd|pwd)\b[\"']?\s{0,3}(?:[:=]|=>)\s{0,3}"
         r"[\"']?[A-Za-z0-9+/_\-.=~]{20,300}",
+    ),
+    _p(
+        "password_literal",
+        "secret",
+        "strict",
+        "a literal password (letters and digits after 'password:' or 'password is')",
+        r"\b(?:password|passwd|pwd|passphrase)\W{0,3}(?:[:=]|=>|\bis\b)\s{0,3}[\"'`]?"
+        r"(?=[^\s\"'`]{0,200}\d)(?=[^\s\"'`]{0,200}[A-Za-z])[^\s\"'`]{8,200}",
     ),
     _p(
         "known_key_format",
@@ -490,7 +524,7 @@ def scan(text: str, scope: ScanScope) -> tuple[Finding, ...]:
             )
     normalized = unicodedata.normalize("NFKC", window)
     for pattern in _patterns_for(scope):
-        if pattern.regex.search(normalized):
+        if pattern.hits(normalized):
             findings.append(Finding(pattern.id, pattern.category, pattern.description))
     return tuple(findings)
 
