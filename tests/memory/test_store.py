@@ -46,6 +46,10 @@ def make_store(directory: Path, **kwargs: object) -> MemoryStore:
     return MemoryStore(directory, clock=FakeClock(), **kwargs)  # type: ignore[arg-type]  # test helper forwards options
 
 
+def names(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
 def seed(directory: Path, name: str, text: str | bytes) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
@@ -450,7 +454,7 @@ async def test_add_skips_the_drift_guard_because_appending_cannot_clobber(tmp_pa
     store = make_store(tmp_path)
     await store.add("memory", "c")
     assert store.entries("memory") == ("a", "b", "c")
-    assert not any(".bak." in p.name for p in tmp_path.iterdir())
+    assert not any(".bak." in name for name in names(tmp_path))
 
 
 # ---------------------------------------------------------------- snapshot policies
