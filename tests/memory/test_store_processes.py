@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from store_worker import entry_text
 
 from memory._entries import parse_entries, round_trips
-from store_worker import entry_text
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("store_worker.py")
