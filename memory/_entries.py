@@ -124,11 +124,19 @@ def check_content(content: str, *, what: str = "content") -> str:
     """Strip `content` and make sure it can be stored as exactly one entry.
 
     Raises:
-        InvalidWriteError: it is empty, or a line of it is a lone `§` (which would split it).
+        InvalidWriteError: it is empty, cannot be encoded as UTF-8, or a line of it is a lone
+            `§` (which would split it).
     """
-    text = content.strip()
+    # CRLF is folded on read, so fold it here too: what we write must read back unchanged.
+    text = content.replace("\r\n", "\n").strip()
     if not text:
         raise InvalidWriteError(f"{what} cannot be empty; give the text of one entry.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidWriteError(
+            f"{what} holds characters that cannot be stored as UTF-8 (unpaired surrogates); remove them."
+        ) from None
     if "§" in text and any(line == "§" for line in text.split("\n")):
         raise InvalidWriteError(
             f"{what} has a line holding only '§', which is the entry separator; "
