@@ -59,8 +59,6 @@ async def test_a_successful_add_is_terminal_compact_and_lists_no_entries(tmp_pat
     assert payload["usage"] == "2% — 50/2,200 chars"
     assert "do not repeat" in str(payload["message"])
     assert "Existing" not in reply.text
-    assert " " not in reply.text.split('"message"')[0].replace(
-        "2% — 50/2,200 chars", ""
     assert reply.text == json.dumps(payload, ensure_ascii=False, separators=(",", ":"))  # compact
     assert [(c.kind, c.target, c.content, c.previous) for c in reply.committed] == [
         ("add", "memory", "User prefers dark mode", None)
