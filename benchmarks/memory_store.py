@@ -75,11 +75,13 @@ def _child(directory: Path, worker: int, iterations: int, limit: int, start_at: 
 
     _use_checkout()
     time.sleep(max(0.0, start_at - time.time()))  # all children start together
+    began = time.time()
     adds, replaces = anyio.run(_cycles, directory, worker, iterations, limit, 2)
-    out.write_text(json.dumps({"add": adds, "replace": replaces}), encoding="utf-8")
+    ended = time.time()
+    out.write_text(json.dumps({"add": adds, "replace": replaces, "span": [began, ended]}), encoding="utf-8")
 
 
-def _contended(directory: Path, procs: int, iterations: int) -> tuple[list[float], list[float]]:
+def _contended(directory: Path, procs: int, iterations: int) -> tuple[list[float], list[float], float]:
     limit = LIMIT + procs * (ENTRY_LEN + 3)
     start_at = time.time() + 3.0 + procs * 0.25  # time for every interpreter to start
     outs = [directory / f"lat-{w}.json" for w in range(procs)]
@@ -106,11 +108,16 @@ def _contended(directory: Path, procs: int, iterations: int) -> tuple[list[float
             raise SystemExit(f"a contending writer failed with exit code {child.returncode}")
     adds: list[float] = []
     replaces: list[float] = []
+    spans: list[tuple[float, float]] = []
     for out in outs:
         data = json.loads(out.read_text(encoding="utf-8"))
         adds += data["add"]
         replaces += data["replace"]
-    return adds, replaces
+        spans.append((data["span"][0], data["span"][1]))
+    # How long every writer was running at once, as a share of the longest writer's run.
+    together = min(end for _, end in spans) - max(start for start, _ in spans)
+    longest = max(end - start for start, end in spans)
+    return adds, replaces, max(0.0, together) / longest if longest > 0 else 0.0
 
 
 def _line(label: str, samples: list[float]) -> str:
@@ -143,12 +150,22 @@ def main() -> None:
         f"MemoryStore writes, MEMORY.md pre-filled to {filled:,}/{LIMIT:,} chars "
         f"({filled * 100 // LIMIT}%), fsync on, store in {root}"
     )
-    add_alone, replace_alone = anyio.run(_cycles, alone_dir, 0, args.iterations, LIMIT, 5)
+    # The uncontended run is split around the contended one so slow drift in the machine's
+    # fsync latency (other work on the disk) affects both sides alike.
+    half = max(1, args.iterations // 2)
+    add_before, replace_before = anyio.run(_cycles, alone_dir, 0, half, LIMIT, 5)
+    add_busy, replace_busy, overlap = _contended(busy_dir, args.procs, args.contended_iterations)
+    add_after, replace_after = anyio.run(_cycles, alone_dir, 1, args.iterations - half, LIMIT, 5)
+    add_alone, replace_alone = add_before + add_after, replace_before + replace_after
+    print(
+        f"uncontended add median before/after the contended run: "
+        f"{median(add_before):.2f} / {median(add_after):.2f} ms"
+    )
     print(_line("add, 1 process", add_alone))
     print(_line("replace, 1 process", replace_alone))
-    add_busy, replace_busy = _contended(busy_dir, args.procs, args.contended_iterations)
     print(_line(f"add, {args.procs} processes", add_busy))
     print(_line(f"replace, {args.procs} processes", replace_busy))
+    print(f"all {args.procs} writers ran at the same time for {overlap:.0%} of the longest writer's run")
     print(
         f"contention ratio (median {args.procs} processes / 1 process): "
         f"add {median(add_busy) / median(add_alone):.1f}x, "

@@ -85,7 +85,9 @@ def locked(path: Path, timeout_s: float) -> Iterator[None]:
     lock_path = path.with_name(path.name + ".lock")
     # A fresh lock object per transaction: flock locks belong to the open file description,
     # so two threads of one process exclude each other exactly like two processes do.
-    lock = FileLock(lock_path, timeout=timeout_s, mode=0o600, preserve_lock_file=True)
+    # A short poll interval: filelock polls a non-blocking flock, and its default 50 ms sleep
+    # would dominate the latency of a contended write that itself takes a few milliseconds.
+    lock = FileLock(lock_path, timeout=timeout_s, mode=0o600, preserve_lock_file=True, poll_interval=0.005)
     try:
         lock.acquire()
     except Timeout as exc:
@@ -166,14 +168,14 @@ def backup_copy(path: Path, raw: bytes, unix_seconds: int) -> Path:
     """Write `raw` to `<path>.bak.<unix_seconds>` (a numbered suffix if that name holds other bytes)."""
     candidate = path.with_name(f"{path.name}.bak.{unix_seconds}")
     n = 0
-    while candidate.exists():
-        try:
+    try:
+        while candidate.exists():
             if candidate.read_bytes() == raw:
                 return candidate
-        except OSError:
-            pass
-        n += 1
-        candidate = path.with_name(f"{path.name}.bak.{unix_seconds}.{n}")
+            n += 1
+            candidate = path.with_name(f"{path.name}.bak.{unix_seconds}.{n}")
+    except OSError as exc:
+        raise StoreWriteError(f"could not check {str(candidate)!r}: {exc.strerror or exc}") from exc
     atomic_write(candidate, raw)
     return candidate
 
