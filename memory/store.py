@@ -280,14 +280,17 @@ class MemoryStore:
         Entries the strict scan objects to appear in the snapshot as `[BLOCKED: ...]`
         placeholders; `entries()` keeps their raw text so they can be removed.
         """
-        generation = self._generation
-        reads = await anyio.to_thread.run_sync(self._read_all)  # blocking: read MEMORY.md / USER.md
-        for target in _TARGETS:
-            read = reads.get(target)
-            self._live[target] = dedupe(parse_entries(read.text)) if read else ()
-            self._read_errors[target] = read.error if read else None
-        self._snapshot = {t: self._render(t) for t in _TARGETS}
-        self._rendered_generation = generation
+        # Under the write lock, so a write of ours cannot commit between the read and the
+        # update and leave the live view older than the disk.
+        async with self._write_lock:
+            generation = self._generation
+            reads = await anyio.to_thread.run_sync(self._read_all)  # blocking: read MEMORY.md / USER.md
+            for target in _TARGETS:
+                read = reads.get(target)
+                self._live[target] = dedupe(parse_entries(read.text)) if read else ()
+                self._read_errors[target] = read.error if read else None
+            self._snapshot = {t: self._render(t) for t in _TARGETS}
+            self._rendered_generation = generation
 
     async def prompt_blocks(self) -> MemoryBlocks:
         """The blocks for the next request, applying the snapshot policy."""

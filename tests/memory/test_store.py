@@ -441,6 +441,19 @@ async def test_the_drift_guard_backs_up_a_hand_edited_file_and_refuses(tmp_path:
     assert path.read_text(encoding="utf-8") == raw
 
 
+async def test_two_different_drifts_in_the_same_second_keep_both_backups(tmp_path: Path) -> None:
+    path = seed(tmp_path, "MEMORY.md", "a\n§\n\n§\nb")
+    store = MemoryStore(tmp_path, clock=FakeClock(1_750_000_000))
+    with pytest.raises(DriftError):
+        await store.remove("memory", "a")
+    path.write_text("c\n§\n\n§\nd", encoding="utf-8")
+    with pytest.raises(DriftError) as info:
+        await store.remove("memory", "c")
+    assert info.value.backup == tmp_path / "MEMORY.md.bak.1750000000.1"
+    assert (tmp_path / "MEMORY.md.bak.1750000000").read_text(encoding="utf-8") == "a\n§\n\n§\nb"
+    assert (tmp_path / "MEMORY.md.bak.1750000000.1").read_text(encoding="utf-8") == "c\n§\n\n§\nd"
+
+
 async def test_an_entry_longer_than_the_budget_counts_as_drift(tmp_path: Path) -> None:
     path = seed(tmp_path, "MEMORY.md", "free-form notes " * 10)  # 160 chars, one "entry"
     store = make_store(tmp_path, memory_char_limit=100)
