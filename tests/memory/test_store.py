@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import anyio
 import pytest
 from filelock import FileLock
 
@@ -29,6 +30,7 @@ from memory import (
     TargetDisabledError,
     memories_dir,
 )
+from memory._entries import parse_entries
 from memory.store import SnapshotPolicy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -550,6 +552,26 @@ async def test_writes_from_another_session_are_merged_not_overwritten(tmp_path: 
     await theirs.add("memory", "theirs")
     await mine.add("memory", "mine")
     assert mine.entries("memory") == ("theirs", "mine")
+
+
+async def test_concurrent_writes_in_one_process_all_land_and_the_live_view_matches_disk(
+    tmp_path: Path,
+) -> None:
+    one, other = (
+        make_store(tmp_path, memory_char_limit=100_000),
+        make_store(tmp_path, memory_char_limit=100_000),
+    )
+    async with anyio.create_task_group() as tg:
+        for i in range(12):
+            # Two store objects: their writes run in different worker threads and meet only at the file lock.
+            tg.start_soon(one.add, "memory", f"one {i:02d}")
+            tg.start_soon(other.add, "memory", f"other {i:02d}")
+    on_disk = parse_entries((tmp_path / "MEMORY.md").read_text(encoding="utf-8"))
+    assert sorted(on_disk) == sorted(
+        [f"one {i:02d}" for i in range(12)] + [f"other {i:02d}" for i in range(12)]
+    )
+    await one.add("memory", "last")
+    assert one.entries("memory") == (*on_disk, "last")
 
 
 async def test_temp_files_left_by_a_killed_writer_are_cleaned_under_the_lock(tmp_path: Path) -> None:
