@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,6 +172,8 @@ def main() -> None:
         f"add {median(add_busy) / median(add_alone):.1f}x, "
         f"replace {median(replace_busy) / median(replace_alone):.1f}x"
     )
+    if args.dir is None:
+        shutil.rmtree(root, ignore_errors=True)
     print(f"add_median_ms {median(add_alone):.3f}")
 
 
