@@ -1,0 +1,198 @@
+"""`keel memory list|show|add|remove|path`: the curated memory (MEMORY.md / USER.md) from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Awaitable, Callable
+from typing import cast, get_args
+
+import anyio
+from rich.markup import escape
+
+from harness.cli._common import Subparsers, config_from_args, console
+from harness.errors import ConfigError, KeelError
+from memory import (
+    AmbiguousMatchError,
+    MemoryLayerError,
+    MemoryStore,
+    MemoryTarget,
+    NoMatchError,
+    StoreFullError,
+    WriteResult,
+    memories_dir,
+)
+
+__all__ = ["register"]
+
+_TARGETS: tuple[MemoryTarget, ...] = get_args(MemoryTarget)
+FILE_NAMES: dict[MemoryTarget, str] = {"memory": "MEMORY.md", "user": "USER.md"}
+
+
+def preview(entry: str, width: int = 80) -> str:
+    flat = " ".join(entry.split())
+    return flat if len(flat) <= width else flat[:width] + "..."
+
+
+def _store(args: argparse.Namespace) -> MemoryStore:
+    cfg = config_from_args(args)
+    mem = cfg.memory
+    try:
+        directory = memories_dir(cfg.resolved_home(os.environ), user_id=mem.user_id)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    return MemoryStore(
+        directory,
+        memory_char_limit=mem.memory_char_limit,
+        user_char_limit=mem.user_char_limit,
+        overflow=mem.overflow,
+        lock_timeout_s=mem.lock_timeout_s,
+        memory_enabled=mem.memory_enabled,
+        user_profile_enabled=mem.user_profile_enabled,
+    )
+
+
+def _targets(args: argparse.Namespace) -> tuple[MemoryTarget, ...]:
+    chosen = cast("MemoryTarget | None", args.target)
+    return _TARGETS if chosen is None else (chosen,)
+
+
+def _user_error(exc: MemoryLayerError, target: MemoryTarget) -> KeelError:
+    message = str(exc)
+    if isinstance(exc, AmbiguousMatchError):
+        message += "\nMatching entries:\n" + "\n".join(f"  - {p}" for p in exc.previews)
+    elif isinstance(exc, NoMatchError):
+        message += f"\n`keel memory list {target}` shows the entries."
+    elif isinstance(exc, StoreFullError):
+        message += (
+            f"\nFrom the command line: free room with `keel memory remove {target} TEXT` "
+            "(or edit the file `keel memory path` names), then add again."
+        )
+    # The app prints errors with rich markup on; entries may contain `[...]`.
+    return KeelError(escape(message))
+
+
+def _run_write(
+    args: argparse.Namespace, action: Callable[[MemoryStore], Awaitable[WriteResult]]
+) -> WriteResult:
+    store = _store(args)
+    try:
+        return anyio.run(action, store)
+    except MemoryLayerError as exc:
+        raise _user_error(exc, cast("MemoryTarget", args.target)) from exc
+
+
+def _summary(result: WriteResult) -> str:
+    usage = result.usage
+    count = f"{usage.entry_count} entr{'y' if usage.entry_count == 1 else 'ies'}"
+    return f"{FILE_NAMES[result.target]}: {usage.gauge}, {count}"
+
+
+def _add(args: argparse.Namespace) -> int:
+    result = _run_write(args, lambda store: store.add(args.target, args.text))
+    if result.committed:
+        console.out(f"Added. {_summary(result)}", highlight=False)
+    else:
+        console.out(f"Already saved; nothing added. {_summary(result)}", highlight=False)
+    for entry in result.evicted:
+        console.out(f"Moved to ARCHIVE.jsonl to make room: {preview(entry)}", highlight=False)
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    result = _run_write(args, lambda store: store.remove(args.target, args.old_text))
+    removed = result.committed[0].previous or ""
+    console.out(f"Removed: {preview(removed)}\n{_summary(result)}", highlight=False)
+    return 0
+
+
+def _loaded(args: argparse.Namespace) -> MemoryStore:
+    store = _store(args)
+    anyio.run(store.load)
+    return store
+
+
+def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
+    name = FILE_NAMES[target]
+    if not store.enabled(target):
+        key = "memory_enabled" if target == "memory" else "user_profile_enabled"
+        return [f"{name}: disabled (memory.{key} is false)"]
+    lines: list[str] = []
+    error = store.read_error(target)
+    if error is not None:
+        lines.append(f"{name}: could not be read ({error}); writes are refused until the file is fixed")
+    return lines
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = _loaded(args)
+    blocks: list[str] = []
+    for target in _targets(args):
+        problems = _status_lines(store, target)
+        if problems:
+            blocks.append("\n".join(problems))
+            continue
+        usage = store.usage(target)
+        entries = store.entries(target)
+        count = f"{usage.entry_count} entr{'y' if usage.entry_count == 1 else 'ies'}"
+        lines = [f"{FILE_NAMES[target]} ({target}): {usage.gauge}, {count}"]
+        width = len(str(len(entries)))
+        for n, entry in enumerate(entries, start=1):
+            first, *rest = entry.split("\n")
+            lines.append(f"  {n:>{width}}. {first}")
+            lines.extend(f"  {' ' * width}  {line}" for line in rest)
+        blocks.append("\n".join(lines))
+    console.out("\n\n".join(blocks), highlight=False)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _loaded(args)
+    blocks: list[str] = []
+    for target in _targets(args):
+        problems = _status_lines(store, target)
+        block = store.snapshot(target)
+        if block:
+            blocks.append(block)
+        elif not problems:
+            blocks.append(f"({FILE_NAMES[target]} is empty; add with `keel memory add {target} TEXT`)")
+        blocks.extend(problems)
+    console.out("\n\n".join(blocks), highlight=False)
+    return 0
+
+
+def _path(args: argparse.Namespace) -> int:
+    store = _store(args)
+    rows = [("memories", store.directory)]
+    rows += [(FILE_NAMES[t], store.path(t)) for t in _TARGETS]
+    rows.append(("ARCHIVE.jsonl", store.archive_path))
+    width = max(len(label) for label, _ in rows)
+    console.out("\n".join(f"{label:<{width}}  {path}" for label, path in rows), highlight=False)
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("memory", help="list, show, add or remove curated memory entries")
+    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    target_help = "memory (the agent's notes, MEMORY.md) or user (the user profile, USER.md)"
+
+    list_p = verbs.add_parser("list", help="numbered entries with usage, per target")
+    list_p.add_argument("target", nargs="?", choices=_TARGETS, metavar="TARGET", help=target_help)
+    list_p.set_defaults(handler=_list)
+
+    show_p = verbs.add_parser("show", help="the rendered block(s) exactly as the system prompt shows them")
+    show_p.add_argument("target", nargs="?", choices=_TARGETS, metavar="TARGET", help=target_help)
+    show_p.set_defaults(handler=_show)
+
+    add_p = verbs.add_parser("add", help="add an entry")
+    add_p.add_argument("target", choices=_TARGETS, metavar="TARGET", help=target_help)
+    add_p.add_argument("text", metavar="TEXT", help="the entry, a short declarative fact")
+    add_p.set_defaults(handler=_add)
+
+    remove_p = verbs.add_parser("remove", help="remove the entry containing OLD_TEXT")
+    remove_p.add_argument("target", choices=_TARGETS, metavar="TARGET", help=target_help)
+    remove_p.add_argument("old_text", metavar="OLD_TEXT", help="a part of the entry no other entry contains")
+    remove_p.set_defaults(handler=_remove)
+
+    path_p = verbs.add_parser("path", help="where the memory files live")
+    path_p.set_defaults(handler=_path)
