@@ -8,13 +8,13 @@ user can plug in their own (a different store, a remote transcript log).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from anyio.abc import TaskGroup
 
 from harness.events import FlushEntry
 from harness.types import Message, Usage
+from memory import MemoryBlocks
 
 __all__ = [
     "EndReason",
@@ -27,14 +27,6 @@ __all__ = [
 ]
 
 EndReason = Literal["compression", "user_exit", "new_session", "error"]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryBlocks:
-    """The rendered MEMORY and USER blocks for the system prompt ("" when empty)."""
-
-    memory: str
-    user: str
 
 
 class MemoryPort(Protocol):

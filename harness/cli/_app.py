@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from rich.markup import escape
+
 from harness.cli._common import Subparsers, err_console
 from harness.errors import KeelError
 
@@ -49,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except KeelError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from typing import cast, get_args
 
 import anyio
-from rich.markup import escape
 
 from harness.cli._common import Subparsers, config_from_args, console
 from harness.errors import ConfigError, KeelError
@@ -69,7 +68,7 @@ def _user_error(exc: MemoryLayerError, target: MemoryTarget) -> KeelError:
             "(or edit the file `keel memory path` names), then add again."
         )
     # The app prints errors with rich markup on; entries may contain `[...]`.
-    return KeelError(escape(message))
+    return KeelError(message)  # the app escapes markup when it prints errors
 
 
 def _run_write(
