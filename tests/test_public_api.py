@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-PACKAGES = ["harness", "harness.models", "harness.cli", "memory", "prompts"]
+PACKAGES = ["harness", "harness.models", "harness.cli", "harness.cachemeter", "memory", "prompts"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -1,10 +1,144 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
-# the rest was lost. `_input` reads traces (ours, OpenAI-style chat JSONL) into `MeterRequest`s;
-# `render` turns a request into token ids with segment boundaries; `sim` holds the simulators
-# (`_ideal`, `_engines`, `_providers` over the radix tree in `_tree`); `attribution` names the
-# reason of each miss; `report` runs it all over a trace and builds totals, JSON and a table;
-# `plot` draws the PNG.
+# the rest was lost (design.md §7). Layout: `_input` reads traces (keel JSONL, OpenAI/Anthropic
+# chat JSONL) into `MeterRequest`s (`_request`); `render` (+ `_jinja`, `_gguf`) turns a request
+# into packed token ids with segment boundaries; `sim` holds the simulators (`_ideal`,
+# `_engines`, `_providers`, all over the radix tree in `_tree`); `attribution` names the reason
+# of each miss; `report` runs everything over a trace (`measure`) and owns the JSON schema;
+# `_table` and `plot` present it. The CLI is harness/cli/_cache_cmd.py.
+from harness.cachemeter._errors import MeterError, MeterInputError
+from harness.cachemeter._factory import MeterTokenizerName, load_meter_tokenizer, make_renderer
+from harness.cachemeter._gguf import GGUFTokenizer, read_gguf_metadata, smollm2_gguf_path
+from harness.cachemeter._input import (
+    TraceFormat,
+    detect_format,
+    read_requests,
+    request_from_chat,
+    request_from_record,
+    requests_from_records,
+)
+from harness.cachemeter._jinja import ChatTemplate, JinjaRenderer, template_from_file, template_from_gguf
+from harness.cachemeter._request import (
+    MeterBreakpoint,
+    MeterMessage,
+    MeterRequest,
+    MeterSlot,
+    MeterTool,
+    MeterToolCall,
+    ReportedUsage,
+)
 from harness.cachemeter._seq import pack, unpack
-from harness.cachemeter._simtypes import SimRequest, SimStep, Simulator
+from harness.cachemeter._table import report_tables
+from harness.cachemeter.attribution import Attribution, ReasonKind, attribute, content_break
+from harness.cachemeter.plot import plot_report
+from harness.cachemeter.render import (
+    CanonicalRenderer,
+    ChatMLRenderer,
+    Rendered,
+    Renderer,
+    RendererName,
+    Segment,
+    SegmentKind,
+    TokenMemo,
+)
+from harness.cachemeter.report import (
+    SCHEMA,
+    MeterReport,
+    PurposeTotals,
+    ReasonTotals,
+    ReportedTotals,
+    RequestResult,
+    SimResult,
+    SimTotals,
+    measure,
+    measure_async,
+)
+from harness.cachemeter.sim import (
+    SIM_NAMES,
+    AnthropicSimulator,
+    IdealSimulator,
+    LlamaCppRamSimulator,
+    LlamaCppSimulator,
+    OpenAISimulator,
+    PrefixMatch,
+    SglangSimulator,
+    SimName,
+    SimRequest,
+    SimSettings,
+    SimStep,
+    Simulator,
+    VllmSimulator,
+    anthropic_min_tokens,
+    make_simulator,
+    parse_sim_names,
+)
 
-__all__ = ["SimRequest", "SimStep", "Simulator", "pack", "unpack"]
+__all__ = [
+    "SCHEMA",
+    "SIM_NAMES",
+    "AnthropicSimulator",
+    "Attribution",
+    "CanonicalRenderer",
+    "ChatMLRenderer",
+    "ChatTemplate",
+    "GGUFTokenizer",
+    "IdealSimulator",
+    "JinjaRenderer",
+    "LlamaCppRamSimulator",
+    "LlamaCppSimulator",
+    "MeterBreakpoint",
+    "MeterError",
+    "MeterInputError",
+    "MeterMessage",
+    "MeterReport",
+    "MeterRequest",
+    "MeterSlot",
+    "MeterTokenizerName",
+    "MeterTool",
+    "MeterToolCall",
+    "OpenAISimulator",
+    "PrefixMatch",
+    "PurposeTotals",
+    "ReasonKind",
+    "ReasonTotals",
+    "Rendered",
+    "Renderer",
+    "RendererName",
+    "ReportedTotals",
+    "ReportedUsage",
+    "RequestResult",
+    "Segment",
+    "SegmentKind",
+    "SglangSimulator",
+    "SimName",
+    "SimRequest",
+    "SimResult",
+    "SimSettings",
+    "SimStep",
+    "SimTotals",
+    "Simulator",
+    "TokenMemo",
+    "TraceFormat",
+    "VllmSimulator",
+    "anthropic_min_tokens",
+    "attribute",
+    "content_break",
+    "detect_format",
+    "load_meter_tokenizer",
+    "make_renderer",
+    "make_simulator",
+    "measure",
+    "measure_async",
+    "pack",
+    "parse_sim_names",
+    "plot_report",
+    "read_gguf_metadata",
+    "read_requests",
+    "report_tables",
+    "request_from_chat",
+    "request_from_record",
+    "requests_from_records",
+    "smollm2_gguf_path",
+    "template_from_file",
+    "template_from_gguf",
+    "unpack",
+]

@@ -212,12 +212,9 @@ class AnthropicSimulator:
             node.marks[p] = _Entry(now, ttl_s, idx)
         write = max(0, max(cacheable, default=0) - read)
 
-        reachable = [p for p in candidates if 0 < p <= shared]
-        policy: PolicyReason
-        if shared < minimum or (reachable and max(reachable) < minimum):
-            policy = "below_minimum"
-        else:
-            policy = "no_breakpoint"
+        # Below the minimum when even the whole shared prefix is too short to cache; otherwise
+        # a breakpoint where an earlier request wrote one would have hit.
+        policy: PolicyReason = "below_minimum" if shared < minimum else "no_breakpoint"
         return SimStep(
             reusable=read,
             prefix=read,
