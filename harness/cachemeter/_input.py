@@ -235,14 +235,14 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         )
         raise ValueError(problems) from exc
     breakpoints: list[MeterBreakpoint] = []
-    ttl: Literal["5m", "1h"] | None = None
+    ttls: set[str | None] = set()
 
     tools = tuple(_tool(t) for t in chat.tools or ())
     for t in chat.tools or ():
         marked, t_ttl = _has_marker(t)
         if marked:
             breakpoints.append(MeterBreakpoint("tools"))
-            ttl = ttl or t_ttl
+            ttls.add(t_ttl)
 
     system_parts: list[str] = []
     chars = 0
@@ -257,7 +257,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
             chars += len(text)
             if marked:
                 breakpoints.append(MeterBreakpoint("system", system_chars=chars))
-                ttl = ttl or _has_marker(block)[1]
+                ttls.add(_has_marker(block)[1])
 
     messages: list[MeterMessage] = []
     lifted = 0
@@ -274,8 +274,9 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         messages.append(MeterMessage(role, text, tuple(calls), m.tool_call_id, m.name))
         if marked:
             breakpoints.append(MeterBreakpoint("message", index=len(messages) - 1))
-            block_ttl = [_has_marker(b)[1] for b in m.content or () if isinstance(b, dict)]
-            ttl = ttl or next((x for x in block_ttl if x), None)
+            ttls.update(_has_marker(b)[1] for b in m.content or () if isinstance(b, dict))
+    # One TTL per request in the simulation: the longest one any marker asked for.
+    ttl: Literal["5m", "1h"] | None = "1h" if "1h" in ttls else "5m" if "5m" in ttls else None
     return MeterRequest(
         kind="chat",
         model=chat.model,

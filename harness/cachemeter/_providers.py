@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from harness.cachemeter._simtypes import PolicyReason, SimRequest, SimStep
-from harness.cachemeter._tree import RadixTree
+from harness.cachemeter._tree import Access, RadixTree
 
 __all__ = ["AnthropicSimulator", "OpenAISimulator", "anthropic_min_tokens"]
 
@@ -160,6 +160,27 @@ class AnthropicSimulator:
                 found.update(earlier[-lookback:])
         return sorted(found, reverse=True)
 
+    @staticmethod
+    def _policy(
+        access: Access, request: SimRequest, candidates: list[int], shared: int, minimum: int, now: float
+    ) -> PolicyReason:
+        """Why the shared prefix was not read: too short, or no breakpoint where an entry was.
+
+        Entries sit at earlier requests' breakpoints, which are content-block ends; the shared
+        prefix has the same block ends in this request, so checking those finds them.
+        """
+        if shared < minimum:
+            return "below_minimum"
+        for p in request.boundaries:
+            if minimum <= p <= shared:
+                node = access.locate(p)
+                entry = node.marks.get(p) if node is not None and node.marks else None
+                if isinstance(entry, _Entry) and entry.stamp + entry.ttl_s >= now:
+                    return "no_breakpoint"  # an entry was there to read, at a block end of ours
+        if all(p < minimum for p in candidates if p <= shared):
+            return "below_minimum"
+        return "no_breakpoint"
+
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
         self._count += 1
@@ -212,9 +233,9 @@ class AnthropicSimulator:
             node.marks[p] = _Entry(now, ttl_s, idx)
         write = max(0, max(cacheable, default=0) - read)
 
-        # Below the minimum when even the whole shared prefix is too short to cache; otherwise
-        # a breakpoint where an earlier request wrote one would have hit.
-        policy: PolicyReason = "below_minimum" if shared < minimum else "no_breakpoint"
+        policy: PolicyReason | None = None
+        if potential < min(shared, n - 1):
+            policy = self._policy(access, request, candidates, shared, minimum, now)
         return SimStep(
             reusable=read,
             prefix=read,
