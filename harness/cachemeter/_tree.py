@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.cachemeter._seq import ITEM, common_prefix
@@ -234,12 +233,3 @@ class RadixTree:
                 self._push(node)
         return dropped
 
-
-def marks_at(access: Access, depths: Sequence[int]) -> list[tuple[int, object]]:
-    """The marks found at the given prefix lengths along the access path."""
-    found: list[tuple[int, object]] = []
-    for d in depths:
-        node = access.locate(d)
-        if node is not None and node.marks and d in node.marks:
-            found.append((d, node.marks[d]))
-    return found

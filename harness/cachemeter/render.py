@@ -116,7 +116,7 @@ class Renderer(Protocol):
 class TokenMemo:
     """Packed token ids per distinct text, least recently used evicted beyond `max_entries`."""
 
-    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 200_000) -> None:
+    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 50_000) -> None:
         self.tokenizer = tokenizer
         self._max = max_entries
         self._memo: OrderedDict[str, bytes] = OrderedDict()

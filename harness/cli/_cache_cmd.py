@@ -134,7 +134,10 @@ async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, .
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
-            await anyio.to_thread.run_sync(_write_atomic, Path(args.json_out), text)
+            try:
+                await anyio.to_thread.run_sync(_write_atomic, Path(args.json_out), text)
+            except OSError as exc:
+                raise MeterError(f"cannot write the JSON report to {args.json_out!r}: {exc}") from exc
     if args.plot is not None:
         await anyio.to_thread.run_sync(plot_report, report, args.plot)
     if args.json_out != "-":
