@@ -109,7 +109,7 @@ class TraceGen:
 
 def run(trace: list[SimRequest], name: SimName, settings: SimSettings) -> tuple[float, float]:
     """Seconds to feed the whole trace, and the token-weighted hit ratio."""
-    sim = make_simulator(name, settings)
+    sim = make_simulator(name, settings=settings)
     hits = 0
     start = time.perf_counter()
     for req in trace:

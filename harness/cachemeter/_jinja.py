@@ -220,6 +220,12 @@ class JinjaRenderer:
                     kind = "tools"
                 asm.add(text, kind)
                 continue
+            if stop - first > 1:
+                lo, hi = max(first - lead, 0), stop - lead - 1
+                asm.warnings.append(
+                    f"the chat template rewrites earlier turns; messages {lo}..{hi} share one segment"
+                    + (" with the system prompt" if first == 0 and lead else "")
+                )
             if first == 0 and lead:
                 where = text.find(request.system) if stop == 1 else -1
                 if where >= 0:

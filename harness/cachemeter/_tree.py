@@ -232,4 +232,3 @@ class RadixTree:
                 dropped += excess
                 self._push(node)
         return dropped
-

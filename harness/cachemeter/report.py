@@ -295,7 +295,7 @@ def measure(
     cfg = settings or SimSettings()
     names = tuple(dict.fromkeys(simulators))
     ideal = IdealSimulator()
-    sims: dict[str, Simulator] = {n: make_simulator(n, cfg) for n in names if n != "ideal"}
+    sims: dict[str, Simulator] = {n: make_simulator(n, settings=cfg) for n in names if n != "ideal"}
     generation_starts: list[int] = []
     rows: list[RequestResult] = []
     for i, item in enumerate(requests):

@@ -80,7 +80,7 @@ class SimSettings:
     anthropic_explicit_lookback: int = 0
 
 
-def make_simulator(name: SimName, settings: SimSettings | None = None) -> Simulator:
+def make_simulator(name: SimName, *, settings: SimSettings | None = None) -> Simulator:
     """A fresh simulator by name."""
     s = settings or SimSettings()
     if name == "ideal":

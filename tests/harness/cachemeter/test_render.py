@@ -196,3 +196,18 @@ def test_gguf_tokenizer_reads_special_tokens_as_single_ids() -> None:
     tok = load_meter_tokenizer("gguf")
     assert tok.name == "gguf"
     assert tok.encode("<|im_start|>user") == [1, 4093]
+
+
+def test_jinja_merges_turns_a_template_rewrites_and_says_so(cl100k: TiktokenTokenizer) -> None:
+    # This template renders the last message differently, so no shorter conversation is a
+    # prefix of the full render: every boundary after the system prompt is unknown.
+    source = (
+        "{% if messages[0].role != 'system' %}{{ raise_exception('system first') }}{% endif %}"
+        "{% for m in messages %}{% if loop.last %}{{ m.content | upper }}"
+        "{% else %}{{ m.content }}{% endif %}\n{% endfor %}"
+    )
+    request = make_request(tools=(), messages=(MeterMessage("user", "one"), MeterMessage("user", "two")))
+    r = JinjaRenderer(cl100k, ChatTemplate(source, origin="test")).render(request)
+    assert _text(cl100k, r.ids()) == SYSTEM + "oneTWO"  # trim_blocks eats the newline after a tag
+    assert any("messages 0..1 share one segment with the system prompt" in w for w in r.warnings)
+    assert [(s.kind, s.start, s.end) for s in r.segments] == [("system", 0, r.n_tokens)]
