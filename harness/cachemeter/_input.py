@@ -3,10 +3,12 @@
 The format is detected per file from its first non-blank line: a keel trace record has
 `session_id`, `purpose` and `system`; anything else with a `messages` list is a chat line
 (`{"model": ..., "messages": [...], "tools": [...]}`, optional `timestamp` as epoch seconds
-or ISO 8601, optional `usage`). Chat lines accept OpenAI shapes (string or list-of-parts
-content, `tool_calls`, `tool` results) and Anthropic request bodies (top-level `system`,
-content blocks, `tool_use`, `cache_control` markers, which become breakpoints). Leading
-system/developer messages are lifted into the system prompt. Unknown keys are ignored: foreign
+or ISO 8601, optional `usage` in OpenAI or Anthropic shape, optional `purpose` (default
+`turn`) and `session_id`). Chat lines accept OpenAI shapes (string or list-of-parts content,
+`tool_calls`, `tool` results) and Anthropic request bodies (top-level `system`, content
+blocks, `tool_use`, `cache_control` markers, which become breakpoints; the request's TTL is
+the longest any marker asks for). Leading system/developer messages are lifted into the
+system prompt (`MeterRequest.message_base` counts them). Unknown keys are ignored: foreign
 request bodies carry many API options the meter has no use for.
 
 A line that is not a request raises `MeterInputError` naming the file, the line number and
