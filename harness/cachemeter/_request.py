@@ -1,0 +1,109 @@
+"""The meter's one internal request type, whatever trace format it came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.types import JsonObject, Purpose
+
+__all__ = [
+    "MeterBreakpoint",
+    "MeterMessage",
+    "MeterRequest",
+    "MeterSlot",
+    "MeterTool",
+    "MeterToolCall",
+    "ReportedUsage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MeterTool:
+    name: str
+    description: str
+    parameters: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MeterToolCall:
+    id: str
+    name: str
+    arguments: str
+    """Raw JSON text, exactly as sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeterMessage:
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: tuple[MeterToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MeterSlot:
+    """A named character range of the system prompt (keel's slot map)."""
+
+    name: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class MeterBreakpoint:
+    """An Anthropic cache_control marker: after the tools, the system prompt, or a message."""
+
+    at: Literal["tools", "system", "message"]
+    index: int | None = None
+    """Message index (into `MeterRequest.messages`) for `message` breakpoints."""
+    system_chars: int | None = None
+    """For `system` breakpoints: after this many characters of the system prompt (None: all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedUsage:
+    """What the provider said about the prompt, in the exclusive convention of `harness.types.Usage`."""
+
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    @property
+    def prompt(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+
+@dataclass(frozen=True, slots=True)
+class MeterRequest:
+    """One model request, normalized from a keel trace line or a foreign chat line.
+
+    Attributes:
+        kind: the format it came from.
+        line: 1-based line number in its file (0 when built in memory).
+        model: the model name; caches are per model.
+        timestamp: seconds since the epoch, None when the line had none.
+        tools, system, slots, messages: what was sent, in cache order.
+        message_base: leading system messages of a chat line lifted into `system`; message
+            indices in reports add it back, so they match the line's own numbering.
+        breakpoints, cache_ttl: Anthropic cache markers, when the line recorded them.
+        usage: the provider's reported usage, when the line recorded it.
+    """
+
+    kind: Literal["keel", "chat"]
+    model: str
+    system: str = ""
+    messages: tuple[MeterMessage, ...] = ()
+    tools: tuple[MeterTool, ...] = ()
+    slots: tuple[MeterSlot, ...] = ()
+    timestamp: float | None = None
+    session_id: str | None = None
+    turn: int | None = None
+    purpose: Purpose = "turn"
+    line: int = 0
+    message_base: int = 0
+    breakpoints: tuple[MeterBreakpoint, ...] = ()
+    cache_ttl: Literal["5m", "1h"] | None = None
+    usage: ReportedUsage | None = None

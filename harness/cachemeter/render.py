@@ -1,0 +1,338 @@
+"""Renderers: a request → token ids, keeping where each part of the prompt sits.
+
+A `Rendered` request is its packed token ids plus `segments` — which token range is the
+tools block, each slot of the system prompt (when the trace has a slot map), each message,
+and the generation prompt — plus its breakpoints and content-block ends as token positions.
+The attribution maps a first divergent token through the segments to a reason.
+
+Three renderers, all in the cache order tools → system → messages:
+
+- `canonical`: provider-neutral. Tools as one JSON array (sorted keys), the system prompt,
+  then each message as one JSON object (sorted keys), each part on its own line.
+- `chatml`: `<|im_start|>role\\n...<|im_end|>\\n` turns; tools open the system turn as a
+  `# Tools` list; tool calls as `<tool_call>` JSON; a trailing `<|im_start|>assistant\\n`.
+- `jinja` (module `_jinja`): a model's own chat template.
+
+Each piece (a tools block, a slot, a message) is tokenized on its own and the ids are
+concatenated. That keeps segment boundaries exact and makes a prompt that only grew at the
+end render to a strict extension of the previous one. A server tokenizing the whole string
+can merge tokens across a boundary; with chat markup between parts that is rare, and it is
+the price of exact attribution. Tokenization is memoized per piece, so a long trace pays
+once for each distinct message. Rendering is deterministic: same request, same tokenizer,
+same ids, in any process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol, TypeAlias
+
+from pydantic import JsonValue
+
+from harness.cachemeter._request import MeterMessage, MeterRequest, MeterSlot, MeterTool
+from harness.cachemeter._seq import ITEM, pack, unpack
+from harness.tokens import Tokenizer
+
+__all__ = [
+    "CanonicalRenderer",
+    "ChatMLRenderer",
+    "Rendered",
+    "Renderer",
+    "RendererName",
+    "Segment",
+    "SegmentKind",
+    "TokenMemo",
+]
+
+RendererName: TypeAlias = Literal["canonical", "chatml", "jinja"]
+SegmentKind: TypeAlias = Literal["tools", "system", "message", "generation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Tokens `[start, end)` of a rendered request and what they hold.
+
+    `slot` names the system-prompt slot for `system` segments (None when unknown);
+    `index` is the message index (into `MeterRequest.messages`) for `message` segments.
+    """
+
+    kind: SegmentKind
+    start: int
+    end: int
+    slot: str | None = None
+    index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One request as tokens, with its segments, breakpoints and content-block ends."""
+
+    tokens: bytes
+    segments: tuple[Segment, ...]
+    breakpoints: tuple[int, ...] = ()
+    """Token positions of the request's cache_control markers, in trace order."""
+    boundaries: tuple[int, ...] = ()
+    """Token positions where content blocks end (tools, system blocks, messages), ascending."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens) // ITEM
+
+    def ids(self) -> list[int]:
+        return unpack(self.tokens)
+
+    def segment_at(self, position: int) -> Segment | None:
+        """The segment holding token `position` (None past the end)."""
+        starts = [s.start for s in self.segments]
+        i = bisect_right(starts, position) - 1
+        if i >= 0 and self.segments[i].start <= position < self.segments[i].end:
+            return self.segments[i]
+        return None
+
+    @property
+    def generation_start(self) -> int:
+        """Where the trailing generation prompt starts (the length when there is none)."""
+        for seg in self.segments:
+            if seg.kind == "generation":
+                return seg.start
+        return self.n_tokens
+
+
+class Renderer(Protocol):
+    """Turns a request into tokens with segment boundaries."""
+
+    @property
+    def name(self) -> str: ...
+
+    def render(self, request: MeterRequest) -> Rendered: ...
+
+
+class TokenMemo:
+    """Packed token ids per distinct text, least recently used evicted beyond `max_entries`."""
+
+    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 50_000) -> None:
+        self.tokenizer = tokenizer
+        self._max = max_entries
+        self._memo: OrderedDict[str, bytes] = OrderedDict()
+
+    def encode(self, text: str) -> bytes:
+        hit = self._memo.get(text)
+        if hit is not None:
+            self._memo.move_to_end(text)
+            return hit
+        data = pack(self.tokenizer.encode(text)) if text else b""
+        self._memo[text] = data
+        if len(self._memo) > self._max:
+            self._memo.popitem(last=False)
+        return data
+
+
+def dumps(value: JsonValue) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_json(tool: MeterTool) -> JsonValue:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
+class Assembler:
+    """Builds a `Rendered` piece by piece; consecutive pieces of one segment merge."""
+
+    def __init__(self, memo: TokenMemo) -> None:
+        self._memo = memo
+        self._parts: list[bytes] = []
+        self.pos = 0
+        self.segments: list[Segment] = []
+        self.warnings: list[str] = []
+
+    def add(self, text: str, kind: SegmentKind, *, slot: str | None = None, index: int | None = None) -> int:
+        """Append one piece; return the token position after it."""
+        data = self._memo.encode(text)
+        n = len(data) // ITEM
+        if n == 0:
+            return self.pos
+        self._parts.append(data)
+        last = self.segments[-1] if self.segments else None
+        if last is not None and (last.kind, last.slot, last.index) == (kind, slot, index):
+            self.segments[-1] = replace(last, end=self.pos + n)
+        else:
+            self.segments.append(Segment(kind, self.pos, self.pos + n, slot, index))
+        self.pos += n
+        return self.pos
+
+    def build(self, breakpoints: Sequence[int], boundaries: Sequence[int]) -> Rendered:
+        return Rendered(
+            tokens=b"".join(self._parts),
+            segments=tuple(self.segments),
+            breakpoints=tuple(breakpoints),
+            boundaries=tuple(sorted(set(boundaries))),
+            warnings=tuple(self.warnings),
+        )
+
+
+def system_cuts(request: MeterRequest) -> list[int]:
+    """Character offsets where a system breakpoint cuts the system prompt."""
+    size = len(request.system)
+    return sorted(
+        {
+            size if b.system_chars is None else min(max(b.system_chars, 0), size)
+            for b in request.breakpoints
+            if b.at == "system"
+        }
+    )
+
+
+def add_system(
+    asm: Assembler, request: MeterRequest, *, head: str = "", tail: str = ""
+) -> tuple[dict[int, int], list[int]]:
+    """Add the system prompt as one piece per slot (and per breakpoint cut).
+
+    `head` and `tail` are framing text glued to the first and last piece. Returns the token
+    position of each character cut, and the content-block ends inside the system prompt.
+    """
+    system = request.system
+    size = len(system)
+    slots: list[MeterSlot] = []
+    for s in request.slots:
+        if 0 <= s.start <= s.end <= size:
+            slots.append(s)
+        else:
+            asm.warnings.append(
+                f"slot {s.name!r} [{s.start}, {s.end}) lies outside the system prompt; ignored"
+            )
+    cuts = system_cuts(request)
+    points = sorted({c for s in slots for c in (s.start, s.end)} | set(cuts) | {0, size})
+    positions: dict[int, int] = {0: asm.pos}
+    pieces = [(a, b) for a, b in itertools.pairwise(points) if b > a] or [(0, size)]
+    for k, (a, b) in enumerate(pieces):
+        slot = next((s.name for s in slots if s.start <= a < s.end), None)
+        text = system[a:b]
+        if k == 0:
+            text = head + text
+        if k == len(pieces) - 1:
+            text = text + tail
+        positions[b] = asm.add(text, "system", slot=slot)
+    blocks = [positions[c] for c in {*cuts, size} if c in positions and c > 0]
+    return positions, blocks
+
+
+def finish(
+    asm: Assembler,
+    request: MeterRequest,
+    *,
+    tools_end: int | None,
+    system_cut_pos: dict[int, int],
+    system_blocks: list[int],
+    message_ends: list[int],
+) -> Rendered:
+    """Map the request's breakpoints to token positions and build the result."""
+    breakpoints: list[int] = []
+    size = len(request.system)
+    for bp in request.breakpoints:
+        if bp.at == "tools":
+            if tools_end is None:
+                asm.warnings.append("a tools breakpoint on a request without tools; ignored")
+                continue
+            breakpoints.append(tools_end)
+        elif bp.at == "system":
+            c = size if bp.system_chars is None else min(max(bp.system_chars, 0), size)
+            breakpoints.append(system_cut_pos.get(c, system_cut_pos.get(size, asm.pos)))
+        else:
+            if bp.index is None or not 0 <= bp.index < len(message_ends):
+                asm.warnings.append(
+                    f"a breakpoint on message {bp.index!r} but the request has "
+                    f"{len(message_ends)} messages; ignored"
+                )
+                continue
+            breakpoints.append(message_ends[bp.index])
+    boundaries = [p for p in (tools_end,) if p is not None]
+    boundaries += system_blocks
+    boundaries += message_ends
+    return asm.build(breakpoints, boundaries)
+
+
+def _message_json(m: MeterMessage) -> JsonValue:
+    obj: dict[str, JsonValue] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        obj["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls]
+    if m.tool_call_id is not None:
+        obj["tool_call_id"] = m.tool_call_id
+    if m.name is not None:
+        obj["name"] = m.name
+    return obj
+
+
+class CanonicalRenderer:
+    """Provider-neutral: tools JSON (sorted keys), then the system prompt, then messages."""
+
+    def __init__(self, tokenizer: Tokenizer, *, memo: TokenMemo | None = None) -> None:
+        self.memo = memo or TokenMemo(tokenizer)
+
+    @property
+    def name(self) -> str:
+        return "canonical"
+
+    def render(self, request: MeterRequest) -> Rendered:
+        asm = Assembler(self.memo)
+        tools_end = None
+        if request.tools:
+            tools_end = asm.add(dumps([tool_json(t) for t in request.tools]) + "\n", "tools")
+        cut_pos: dict[int, int] = {}
+        blocks: list[int] = []
+        if request.system:
+            cut_pos, blocks = add_system(asm, request, tail="\n")
+        ends = [
+            asm.add(dumps(_message_json(m)) + "\n", "message", index=i)
+            for i, m in enumerate(request.messages)
+        ]
+        return finish(
+            asm, request, tools_end=tools_end, system_cut_pos=cut_pos, system_blocks=blocks, message_ends=ends
+        )
+
+
+def _chatml_body(m: MeterMessage) -> str:
+    text = m.content
+    for call in m.tool_calls:
+        payload = f'{{"name": {json.dumps(call.name)}, "arguments": {call.arguments or "{}"}}}'
+        text += f"\n<tool_call>\n{payload}\n</tool_call>"
+    return text
+
+
+class ChatMLRenderer:
+    """ChatML turns; tools open the system turn; a trailing assistant generation prompt."""
+
+    def __init__(self, tokenizer: Tokenizer, *, memo: TokenMemo | None = None) -> None:
+        self.memo = memo or TokenMemo(tokenizer)
+
+    @property
+    def name(self) -> str:
+        return "chatml"
+
+    def render(self, request: MeterRequest) -> Rendered:
+        asm = Assembler(self.memo)
+        tools_end = None
+        head = "<|im_start|>system\n"
+        if request.tools:
+            listing = "\n".join(dumps(tool_json(t)) for t in request.tools)
+            text = f"{head}# Tools\n{listing}\n\n" + ("" if request.system else "<|im_end|>\n")
+            tools_end = asm.add(text, "tools")
+            head = ""
+        cut_pos: dict[int, int] = {}
+        blocks: list[int] = []
+        if request.system:
+            cut_pos, blocks = add_system(asm, request, head=head, tail="<|im_end|>\n")
+        ends = [
+            asm.add(f"<|im_start|>{m.role}\n{_chatml_body(m)}<|im_end|>\n", "message", index=i)
+            for i, m in enumerate(request.messages)
+        ]
+        asm.add("<|im_start|>assistant\n", "generation")
+        return finish(
+            asm, request, tools_end=tools_end, system_cut_pos=cut_pos, system_blocks=blocks, message_ends=ends
+        )
