@@ -99,7 +99,10 @@ def make_snippet(content: str, query: str) -> str:
     stems = [s for s in stems if s]
     if not stems:
         return text[:_SNIPPET_CHARS]
-    pattern = re.compile("|".join(re.escape(s) for s in sorted(stems, key=len, reverse=True)), re.IGNORECASE)
+    # A term is matched by its first five letters (stemming makes "painting" find
+    # "paints"), and the whole word around them is marked.
+    alternatives = "|".join(re.escape(s) for s in sorted(stems, key=len, reverse=True))
+    pattern = re.compile(rf"\w*(?:{alternatives})\w*", re.IGNORECASE)
     first = pattern.search(text)
     start = 0 if first is None else max(0, first.start() - _SNIPPET_CHARS // 3)
     excerpt = text[start : start + _SNIPPET_CHARS]

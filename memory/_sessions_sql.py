@@ -398,4 +398,4 @@ def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[
         root = roots.get(current, current)
         for sid in path:
             roots[sid] = root
-    return roots
+    return {sid: roots[sid] for sid in session_ids}

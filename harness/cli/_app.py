@@ -17,9 +17,9 @@ Registrar = Callable[[Subparsers], None]
 def _registrars() -> list[Registrar]:
     # Imported here, not at module import, so `keel --help` stays fast and a broken
     # optional command cannot break the others.
-    from harness.cli import _config_cmd
+    from harness.cli import _config_cmd, _sessions_cmd
 
-    return [_config_cmd.register]
+    return [_config_cmd.register, _sessions_cmd.register]
 
 
 def build_parser() -> argparse.ArgumentParser:
