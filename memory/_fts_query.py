@@ -40,6 +40,7 @@ _MAX_TERMS = 24
 # `.`, `-` and `_` stay inside words, which are then quoted whole (`my-app.config.ts`).
 _SPECIAL = re.compile(r"""[+{}():"^@/#&|~\[\]<>,;!?$=\\'%`]""")
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
+_KEYWORDS = _OPERATORS | {"NEAR"}
 
 # A compact English stopword list: function words plus the question words and auxiliaries
 # that questions are made of ("when did", "what would"). They carry no topic.
@@ -103,8 +104,8 @@ def _has_word_char(text: str) -> bool:
 def _needs_quotes(word: str) -> bool:
     # Bare FTS5 words allow ASCII letters/digits and any non-ASCII character. `_` is legal
     # too, but the tokenizer splits on it, so underscored names are quoted like dotted ones.
-    # NEAR is quoted because `NEAR(` starts a proximity group.
-    return word == "NEAR" or any(ord(ch) < 128 and not ch.isalnum() for ch in word)
+    # Keywords used as words (`AND*`, `NEAR`) are quoted: bare, they are syntax.
+    return word in _KEYWORDS or any(ord(ch) < 128 and not ch.isalnum() for ch in word)
 
 
 def _split_phrases(text: str) -> list[tuple[bool, str]]:

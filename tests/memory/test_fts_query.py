@@ -61,6 +61,7 @@ def matches(conn: sqlite3.Connection, query: str | None, table: str = "words") -
         ("deploy and script", "deploy and script"),  # lower-case "and" is a word, not an operator
         ("(a OR b) AND c:d ^e +f {g}", "a OR b AND c d e f g"),
         ("NEAR(a b)", '"NEAR" a b'),
+        ("AND* OR*", '"AND"* "OR"*'),
         ("don't", "don t"),
         ("", None),
         ("   ", None),
