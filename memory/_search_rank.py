@@ -6,16 +6,16 @@ each anchored on the message its result window will be centred on:
 - `all_terms`: FTS5 with the query as written (implicit AND); first hit per lineage wins.
 - `any_terms`: an OR of the meaningful terms ranked by BM25; first hit per lineage wins.
 - `best`: the OR query (plus a trigram pass for substrings when words find little), then
-  every candidate window is scored by the BM25 mass of all hits inside it, weighted by
-  distance from the centre — a result window is what the caller reads, so a window where
-  several messages match beats one lucky message.
+  every candidate window is scored by the BM25 mass of the hits inside it and by how
+  much of the query it covers (`score_windows`) — a result window is what the caller
+  reads, so a window where the question's words meet beats one lucky message.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from memory._session_records import SearchHit
@@ -40,13 +40,19 @@ class RankedSession:
     score: float
 
 
-def score_windows(hits: Sequence[SearchHit], *, window: int) -> list[tuple[SearchHit, float]]:
-    """For each session, the hit whose ±`window` neighbourhood holds the most BM25 mass.
+def score_windows(
+    hits: Sequence[SearchHit], *, weights: Mapping[str, float], window: int
+) -> list[tuple[SearchHit, float]]:
+    """For each session, the hit whose ±`window` neighbourhood makes the best result window.
 
-    A neighbour `d` positions away counts `1 / (1 + d / 2)` of its score, so the anchor
-    itself dominates but a cluster of matching messages lifts a window above a stray hit.
+    A window's score is the BM25 mass of the hits inside it — a neighbour `d` positions
+    away counts `1 / (1 + d / 2)` of its score, so the anchor dominates but a cluster of
+    matching messages beats a stray one — times `1 + coverage`, where coverage is the
+    IDF-weighted share of the query's terms found anywhere in the window (what BM25 on
+    one message cannot see: the question's words spread over an exchange).
     Returns (anchor, window score) per session, best first.
     """
+    total_weight = sum(weights.values())
     by_session: dict[str, list[SearchHit]] = defaultdict(list)
     for hit in hits:
         by_session[hit.session_id].append(hit)
@@ -55,13 +61,17 @@ def score_windows(hits: Sequence[SearchHit], *, window: int) -> list[tuple[Searc
         ordered = sorted(session_hits, key=lambda h: h.seq)
         top: tuple[SearchHit, float] | None = None
         for anchor in ordered:
-            total = 0.0
+            mass = 0.0
+            covered: set[str] = set()
             for other in ordered:
                 distance = abs(other.seq - anchor.seq)
                 if distance <= window:
-                    total += other.score / (1 + distance / 2)
-            if top is None or total > top[1]:
-                top = (anchor, total)
+                    mass += other.score / (1 + distance / 2)
+                    covered |= other.terms
+            coverage = sum(weights.get(t, 0.0) for t in covered) / total_weight if total_weight > 0 else 0.0
+            score = mass * (1 + coverage)
+            if top is None or score > top[1]:
+                top = (anchor, score)
         if top is not None:
             best.append(top)
     best.sort(key=lambda pair: (-pair[1], -pair[0].message_id))
@@ -79,18 +89,24 @@ async def rank_sessions(
 ) -> list[RankedSession]:
     """The top `limit` lineages for `query`, skipping the lineage rooted at `skip_root`."""
     if strategy == "all_terms":
-        scored = [(h, h.score) for h in await db.search(query, match="all", limit=CANDIDATES)]
+        result = await db.search(query, match="all", limit=CANDIDATES)
+        scored = [(h, h.score) for h in result.hits]
     elif strategy == "any_terms":
-        scored = [(h, h.score) for h in await db.search(query, match="any", limit=CANDIDATES)]
+        result = await db.search(query, match="any", limit=CANDIDATES)
+        scored = [(h, h.score) for h in result.hits]
     else:
-        hits = await db.search(query, match="any", limit=CANDIDATES)
-        if len(hits) < limit and db.features.trigram and hits and hits[0].route == "fts":
+        result = await db.search(query, match="any", limit=CANDIDATES)
+        hits = list(result.hits)
+        if len(hits) < limit and db.features.trigram and result.route == "fts" and result.terms:
+            # Few whole-word matches: look for the terms inside longer words too.
             seen = {h.message_id for h in hits}
             extra = await db.search(query, match="any", route="trigram", limit=CANDIDATES)
             # Trigram scores are on another scale; keep them behind every word hit.
-            floor = min((h.score for h in hits), default=0.0)
-            hits += [_rescale(h, floor) for h in extra if h.message_id not in seen]
-        scored = score_windows(hits, window=window)
+            floor = min((h.score for h in hits), default=1.0)
+            hits += [
+                replace(h, score=min(h.score, floor) * 0.5) for h in extra.hits if h.message_id not in seen
+            ]
+        scored = score_windows(hits, weights=result.weights, window=window)
     roots = await db.lineage_roots(sorted({h.session_id for h, _ in scored}))
     results: list[RankedSession] = []
     taken: set[str] = set()
@@ -103,15 +119,3 @@ async def rank_sessions(
         if len(results) == limit:
             break
     return results
-
-
-def _rescale(hit: SearchHit, floor: float) -> SearchHit:
-    return SearchHit(
-        message_id=hit.message_id,
-        session_id=hit.session_id,
-        seq=hit.seq,
-        role=hit.role,
-        timestamp=hit.timestamp,
-        score=min(hit.score, floor) * 0.5,
-        route=hit.route,
-    )

@@ -18,6 +18,7 @@ __all__ = [
     "FlushRecord",
     "MessageRecord",
     "SearchHit",
+    "SearchResult",
     "SearchRoute",
     "SessionRecord",
     "StoredMessage",
@@ -142,6 +143,7 @@ class SearchHit:
         score: higher is better. BM25 (sign-flipped) on the FTS routes; the number of
             matched terms on the LIKE route. Comparable only within one query.
         route: which index answered.
+        terms: the query's terms this message holds (see `SearchResult.terms`).
     """
 
     message_id: int
@@ -151,3 +153,22 @@ class SearchHit:
     timestamp: float
     score: float
     route: SearchRoute
+    terms: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The answer to one full-text query.
+
+    Attributes:
+        route: which index answered.
+        terms: the query's meaningful terms, lower-cased, in query order.
+        weights: each term's weight (BM25's IDF on the word index: rarer weighs more;
+            1.0 on the substring routes).
+        hits: matching messages, best first.
+    """
+
+    route: SearchRoute
+    terms: tuple[str, ...]
+    weights: dict[str, float]
+    hits: tuple[SearchHit, ...]

@@ -165,6 +165,10 @@ class SqliteConnection:
 
         return self._with_retry(attempt)
 
+    def autocommit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` outside any transaction (schema work on the temp database), retried while locked."""
+        return self._with_retry(lambda: fn(self._conn))
+
     def _with_retry(self, fn: Callable[[], T]) -> T:
         delay = self._retry.backoff_s
         for attempt in range(self._retry.attempts):

@@ -36,7 +36,7 @@ from memory._session_records import (
     FlushMode,
     FlushRecord,
     MessageRecord,
-    SearchHit,
+    SearchResult,
     SearchRoute,
     SessionRecord,
     StoredMessage,
@@ -72,6 +72,32 @@ def _check_message(message: StoredMessage) -> None:
     if message.role not in _ROLES:
         raise ValueError(f"message role {message.role!r} is unknown; use one of {sorted(_ROLES)}")
     _check_time(message.timestamp, "message timestamp")
+
+
+def _open_connection(
+    path: Path, *, fts: bool | None, trigram: bool | None, retry: LockRetryPolicy
+) -> tuple[SqliteConnection, IndexFeatures]:
+    """Connect, migrate and reconcile the indexes (blocking: run it in a worker thread)."""
+    available = probe_features()
+    if fts and not available.fts:
+        raise SessionStoreError("this SQLite build has no FTS5; open with fts=None or fts=False")
+    if trigram and not available.trigram:
+        raise SessionStoreError(
+            "this SQLite build has no trigram tokenizer (needs 3.34+); open with trigram=None"
+        )
+    use_fts = available.fts if fts is None else fts
+    wanted = IndexFeatures(
+        fts=use_fts, trigram=use_fts and (available.trigram if trigram is None else trigram)
+    )
+    conn = SqliteConnection.connect(path, retry=retry)
+    try:
+        features = conn.write(lambda c: (migrate(c), reconcile_indexes(c, wanted))[1])
+        if features.fts:
+            conn.autocommit(_search_index.prepare_connection)
+    except BaseException:
+        conn.close()
+        raise
+    return conn, features
 
 
 class SessionDB:
@@ -113,27 +139,9 @@ class SessionDB:
                 than this code, or `fts=True` was asked of a SQLite without FTS5.
         """
         policy = retry or LockRetryPolicy()
-
-        def _open() -> tuple[SqliteConnection, IndexFeatures]:
-            available = probe_features()
-            if fts and not available.fts:
-                raise SessionStoreError("this SQLite build has no FTS5; open with fts=None or fts=False")
-            if trigram and not available.trigram:
-                raise SessionStoreError(
-                    "this SQLite build has no trigram tokenizer (needs 3.34+); open with trigram=None"
-                )
-            use_fts = available.fts if fts is None else fts
-            use_trigram = use_fts and (available.trigram if trigram is None else trigram)
-            wanted = IndexFeatures(fts=use_fts, trigram=use_trigram)
-            conn = SqliteConnection.connect(path, retry=policy)
-            try:
-                features = conn.write(lambda c: (migrate(c), reconcile_indexes(c, wanted))[1])
-            except BaseException:
-                conn.close()
-                raise
-            return conn, features
-
-        conn, features = await anyio.to_thread.run_sync(_open)
+        conn, features = await anyio.to_thread.run_sync(
+            lambda: _open_connection(path, fts=fts, trigram=trigram, retry=policy)
+        )
         return cls(conn, features)
 
     @property
@@ -389,7 +397,7 @@ class SessionDB:
         route: SearchRoute | None = None,
         roles: Sequence[StoredRole] | None = ("user", "assistant"),
         limit: int = 300,
-    ) -> list[SearchHit]:
+    ) -> SearchResult:
         """Messages matching `query`, best first (message level; no grouping).
 
         The query is sanitized first, so any text is accepted.

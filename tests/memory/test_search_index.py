@@ -12,16 +12,16 @@ from hypothesis import strategies as st
 
 from memory import IndexFeatures, LockRetryPolicy, StoredMessage
 from memory._search_index import RANK_BUDGET, choose_route, search_messages, term_doc_counts
-from memory._sessions_schema import migrate, probe_features, reconcile_indexes
 from memory._sessions_sql import append_messages, create_session
 from memory._sqlite import SqliteConnection
+from memory.sessions import _open_connection
 
 ALL = IndexFeatures(fts=True, trigram=True)
 
 
 def open_sync(path: Path) -> SqliteConnection:
-    conn = SqliteConnection.connect(path, retry=LockRetryPolicy())
-    conn.write(lambda c: (migrate(c), reconcile_indexes(c, probe_features())))
+    # The blocking half of SessionDB.open: these tests drive the synchronous layer directly.
+    conn, _ = _open_connection(path, fts=None, trigram=None, retry=LockRetryPolicy())
     return conn
 
 
@@ -39,8 +39,8 @@ def fill(conn: SqliteConnection, session_id: str, texts: list[str]) -> list[int]
 def search(conn: SqliteConnection, query: str, **kw: object) -> list[int]:
     options: dict[str, object] = {"features": ALL, "match": "any", "route": None, "roles": None, "limit": 50}
     options.update(kw)
-    hits = conn.read(lambda c: search_messages(c, query, **options))  # type: ignore[arg-type]  # test kwargs
-    return [h.message_id for h in hits]
+    result = conn.read(lambda c: search_messages(c, query, **options))  # type: ignore[arg-type]  # test kwargs
+    return [h.message_id for h in result.hits]
 
 
 @pytest.fixture

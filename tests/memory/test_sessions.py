@@ -171,17 +171,20 @@ async def test_search_finds_stemmed_words_dotted_names_and_cjk_substrings(tmp_pa
                 msg("tool output about painting", role="tool", tool_name="shell"),
             ],
         )
-        hits = await db.search("paints")
+        hits = (await db.search("paints")).hits
         assert [h.message_id for h in hits] == [ids[0]]  # the tool row is filtered out by role
         assert hits[0].route == "fts"
-        assert {h.message_id for h in await db.search("paints", roles=None)} == {ids[0], ids[3]}
-        assert [h.message_id for h in await db.search("my-app.config.ts")] == [ids[1]]
-        cjk = await db.search("搜索引擎")
+        assert {h.message_id for h in (await db.search("paints", roles=None)).hits} == {ids[0], ids[3]}
+        assert [h.message_id for h in (await db.search("my-app.config.ts")).hits] == [ids[1]]
+        cjk = (await db.search("搜索引擎")).hits
         assert [(h.message_id, h.route) for h in cjk] == [(ids[2], "trigram")]
-        assert [h.route for h in await db.search("中文")] == ["like"]  # 2 chars: below a trigram
-        assert await db.search("sunsets AND build") == []
-        assert {h.message_id for h in await db.search("sunsets OR build")} == {ids[0], ids[1]}
-        assert {h.message_id for h in await db.search("sunsets build", match="any")} == {ids[0], ids[1]}
+        assert [h.route for h in (await db.search("中文")).hits] == ["like"]  # 2 chars: below a trigram
+        assert (await db.search("sunsets AND build")).hits == ()
+        assert {h.message_id for h in (await db.search("sunsets OR build")).hits} == {ids[0], ids[1]}
+        assert {h.message_id for h in (await db.search("sunsets build", match="any")).hits} == {
+            ids[0],
+            ids[1],
+        }
 
 
 async def test_fts_indexes_stay_consistent_through_updates_and_deletes(tmp_path: Path) -> None:
@@ -211,13 +214,13 @@ async def test_fts_indexes_stay_consistent_through_updates_and_deletes(tmp_path:
     fts_integrity(path, "messages_fts")
     fts_integrity(path, "messages_trigram")
     async with open_session_db(path) as db:
-        assert [h.message_id for h in await db.search("oranges")] == [ids[3]]
-        apples = {h.message_id for h in await db.search("apples", roles=None)}
+        assert [h.message_id for h in (await db.search("oranges")).hits] == [ids[3]]
+        apples = {h.message_id for h in (await db.search("apples", roles=None)).hits}
         assert ids[3] not in apples
         assert ids[5] not in apples
         assert ids[20] not in apples
         assert ids[4] in apples  # still in the word index as a tool row
-        substring = {h.message_id for h in await db.search("apples", route="trigram", roles=None)}
+        substring = {h.message_id for h in (await db.search("apples", route="trigram", roles=None)).hits}
         assert ids[4] not in substring
         assert ids[0] in substring
 
@@ -231,13 +234,13 @@ async def test_without_fts_search_falls_back_to_like(tmp_path: Path) -> None:
             "s1",
             [msg("deploying the kube cluster"), msg("100% done_ok"), msg("nothing here"), msg("doneXok")],
         )
-        hits = await db.search("kube deploy", match="any")
+        hits = (await db.search("kube deploy", match="any")).hits
         assert [h.route for h in hits] == ["like"]
         assert [h.message_id for h in hits] == [ids[0]]
         # LIKE wildcards in the query are literal text, not patterns.
-        assert [h.message_id for h in await db.search("done_ok")] == [ids[1]]
+        assert [h.message_id for h in (await db.search("done_ok")).hits] == [ids[1]]
         # A message holding more of the terms ranks first.
-        more = await db.search("deploying cluster nothing", match="any")
+        more = (await db.search("deploying cluster nothing", match="any")).hits
         assert more[0].message_id == ids[0]
 
 
@@ -249,7 +252,7 @@ async def test_an_index_dropped_by_a_no_fts_process_is_rebuilt_on_the_next_fts_o
     async with open_session_db(path, fts=False) as db:
         late = await db.append_message("s1", msg("written while the index was off: zebra"))
     async with open_session_db(path) as db:
-        hits = await db.search("zebra")
+        hits = (await db.search("zebra")).hits
         assert [(h.message_id, h.route) for h in hits] == [(late, "fts")]
     fts_integrity(path, "messages_fts")
     fts_integrity(path, "messages_trigram")

@@ -78,13 +78,13 @@ async def test_a_version_1_database_upgrades_cleanly_and_keeps_its_rows(tmp_path
         await db.record_flush("old", timestamp=1.0, mode="cache_safe", saved=[], refused=[], reply="")
         assert len(await db.list_flushes("old")) == 1
         # The derived indexes were built over the rows the old version wrote...
-        hits = await db.search("lighthouse")
+        hits = (await db.search("lighthouse")).hits
         assert [h.seq for h in hits if h.session_id == "old"]
         assert all(h.route == "fts" for h in hits)
-        assert len(await db.search("ighthouse", route="trigram")) == 2
+        assert len((await db.search("ighthouse", route="trigram")).hits) == 2
         # ...and keep up with new writes.
         await db.append_message("old", StoredMessage(role="user", content="and the foghorn", timestamp=2.0))
-        assert len(await db.search("foghorn")) == 1
+        assert len((await db.search("foghorn")).hits) == 1
     assert versions(path) == [m.version for m in MIGRATIONS]
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
