@@ -23,6 +23,7 @@ __all__ = [
     "SessionRecord",
     "StoredMessage",
     "StoredRole",
+    "utf8_safe",
 ]
 
 StoredRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -42,6 +43,15 @@ FlushMode: TypeAlias = Literal["memory_only", "cache_safe", "off"]
 
 SearchRoute: TypeAlias = Literal["fts", "trigram", "like"]
 """Which index answered a query: the word index, the trigram index, or a LIKE scan."""
+
+
+def utf8_safe(text: str) -> str:
+    """`text` with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+    return text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

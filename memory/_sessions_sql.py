@@ -24,6 +24,7 @@ from memory._session_records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    utf8_safe,
 )
 
 __all__ = [
@@ -190,6 +191,17 @@ def add_usage(
     )
 
 
+def _json_safe(value: JsonValue) -> JsonValue:
+    # Lone surrogates would make JSON that strict parsers (pydantic's) refuse to read back.
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {utf8_safe(k): _json_safe(v) for k, v in value.items()}
+    return value
+
+
 def record_flush(
     conn: sqlite3.Connection,
     session_id: str,
@@ -207,8 +219,8 @@ def record_flush(
             session_id,
             timestamp,
             mode,
-            json.dumps(saved, ensure_ascii=False),
-            json.dumps(refused, ensure_ascii=False),
+            json.dumps(_json_safe(saved), ensure_ascii=False),
+            json.dumps(_json_safe(refused), ensure_ascii=False),
             reply,
         ),
     )

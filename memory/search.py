@@ -26,7 +26,7 @@ from datetime import UTC, tzinfo
 from typing import TypeAlias
 
 import anyio
-from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from memory._search_rank import RankedSession, SearchStrategy, rank_sessions
 from memory._search_render import (
@@ -38,6 +38,7 @@ from memory._search_render import (
     view_json,
 )
 from memory._session_errors import SessionStoreError
+from memory._session_records import utf8_safe
 from memory._sessions_sql import AnchoredView
 from memory.sessions import SessionDB
 
@@ -46,7 +47,6 @@ __all__ = [
     "SessionSearchArgs",
     "SessionSearchTool",
     "Summarizer",
-    "ToolInputError",
     "session_search_schema",
 ]
 
@@ -62,15 +62,24 @@ _RAW_MARKER = "[Raw window — summarization failed]"
 
 
 class SessionSearchArgs(BaseModel):
-    """The tool's arguments as the model sends them (validated at this trust boundary)."""
+    """The tool's arguments as the model sends them (validated at this trust boundary).
+
+    `limit` and `window` are clamped later rather than refused: a model asking for 50
+    results gets 10. Text that cannot be encoded (lone surrogates) is repaired here.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     query: str | None = None
     limit: int | None = None
     session_id: str | None = None
-    around_message_id: int | None = None
+    around_message_id: int | None = Field(None, ge=1, le=2**63 - 1)
     window: int | None = None
+
+    @field_validator("query", "session_id")
+    @classmethod
+    def _encodable(cls, value: str | None) -> str | None:
+        return None if value is None else utf8_safe(value)
 
 
 def session_search_schema(description: str) -> dict[str, JsonValue]:
@@ -116,7 +125,7 @@ def session_search_schema(description: str) -> dict[str, JsonValue]:
     }
 
 
-class ToolInputError(ValueError):
+class _ToolInputError(ValueError):
     """The arguments make sense as JSON but not as a request; the message tells the model why."""
 
 
@@ -193,7 +202,7 @@ class SessionSearchTool:
         try:
             args = self._parse(arguments)
             if args.session_id is not None and args.query is not None:
-                raise ToolInputError("pass either query (to search) or session_id (to read), not both")
+                raise _ToolInputError("pass either query (to search) or session_id (to read), not both")
             if args.around_message_id is not None:
                 payload = await self._scroll(args)
             elif args.session_id is not None:
@@ -202,7 +211,7 @@ class SessionSearchTool:
                 payload = await self._discover(args.query, _clamp(args.limit, 1, 10, self._default_limit))
             else:
                 payload = await self._browse(_clamp(args.limit, 1, 10, _BROWSE_DEFAULT))
-        except ToolInputError as exc:
+        except _ToolInputError as exc:
             return _error(str(exc))
         except SessionStoreError as exc:
             return _error(f"the session store failed: {exc}")
@@ -214,7 +223,7 @@ class SessionSearchTool:
             try:
                 raw = json.loads(raw) if raw.strip() else {}
             except ValueError as exc:
-                raise ToolInputError(f"arguments are not valid JSON ({exc}); send an object") from exc
+                raise _ToolInputError(f"arguments are not valid JSON ({exc}); send an object") from exc
         if raw is None:
             raw = {}
         try:
@@ -223,7 +232,7 @@ class SessionSearchTool:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
-            raise ToolInputError(f"invalid arguments ({problems}); see the tool schema") from exc
+            raise _ToolInputError(f"invalid arguments ({problems}); see the tool schema") from exc
         query = args.query.strip() if args.query is not None else None
         session_id = args.session_id.strip() if args.session_id is not None else None
         return args.model_copy(update={"query": query or None, "session_id": session_id or None})
@@ -320,9 +329,9 @@ class SessionSearchTool:
     async def _readable(self, session_id: str) -> dict[str, JsonValue]:
         session = await self._db.get_session(session_id)
         if session is None:
-            raise ToolInputError(f"no session {session_id!r}; use an id from a search or browse result")
+            raise _ToolInputError(f"no session {session_id!r}; use an id from a search or browse result")
         if session_id == self._current():
-            raise ToolInputError("that is the current session; its messages are already in your context")
+            raise _ToolInputError("that is the current session; its messages are already in your context")
         return session_meta(session, self._tz)
 
     async def _read(self, session_id: str) -> dict[str, JsonValue]:
@@ -349,7 +358,7 @@ class SessionSearchTool:
         assert args.around_message_id is not None
         anchor = await self._db.get_message(args.around_message_id)
         if anchor is None or (args.session_id is not None and anchor.session_id != args.session_id):
-            raise ToolInputError(
+            raise _ToolInputError(
                 f"message {args.around_message_id!r} is not in session {args.session_id!r}; "
                 "use a message id from that session's results"
             )
@@ -357,7 +366,7 @@ class SessionSearchTool:
         window = _clamp(args.window, 1, 20, 5)
         view = await self._db.anchored_view(anchor.id, window=window, bookend=0)
         if view is None:
-            raise ToolInputError(f"message {args.around_message_id!r} no longer exists")
+            raise _ToolInputError(f"message {args.around_message_id!r} no longer exists")
         payload: dict[str, JsonValue] = {"success": True, "mode": "scroll", "session": meta}
         payload["around_message_id"] = anchor.id
         payload |= view_json(view, bookends=False)
@@ -366,19 +375,26 @@ class SessionSearchTool:
     async def _browse(self, limit: int) -> dict[str, JsonValue]:
         current = self._current()
         skip_root = None if current is None else await self._db.lineage_root(current)
-        sessions = await self._db.list_sessions(limit + 20, order="last_active")
-        roots = await self._db.lineage_roots([s.id for s in sessions])
         entries: list[JsonValue] = []
-        for session in sessions:
-            if session.id == current or (skip_root is not None and roots.get(session.id) == skip_root):
-                continue
-            first = await self._db.get_messages(session.id, limit=1, roles=("user",))
-            preview = " ".join(first[0].message.content.split())[:_PREVIEW_CHARS] if first else ""
-            entry = session_meta(session, self._tz)
-            entry["preview"] = preview
-            entries.append(entry)
-            if len(entries) == limit:
+        offset = 0
+        page = limit + 10
+        while len(entries) < limit:
+            sessions = await self._db.list_sessions(page, offset, order="last_active")
+            if not sessions:
                 break
+            offset += len(sessions)
+            roots = await self._db.lineage_roots([s.id for s in sessions])
+            for session in sessions:
+                if session.id == current or (skip_root is not None and roots.get(session.id) == skip_root):
+                    continue
+                first = await self._db.get_messages(session.id, limit=1, roles=("user",))
+                entry = session_meta(session, self._tz)
+                entry["preview"] = (
+                    " ".join(first[0].message.content.split())[:_PREVIEW_CHARS] if first else ""
+                )
+                entries.append(entry)
+                if len(entries) == limit:
+                    break
         payload: dict[str, JsonValue] = {"success": True, "mode": "browse", "count": len(entries)}
         payload["sessions"] = entries
         if not entries:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeVar, get_args
@@ -41,6 +42,7 @@ from memory._session_records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    utf8_safe,
 )
 from memory._sessions_schema import IndexFeatures, migrate, probe_features, reconcile_indexes
 from memory._sessions_sql import AnchoredView
@@ -68,10 +70,24 @@ def _check_time(value: float, what: str) -> None:
         raise ValueError(f"{what} must be a finite Unix time in seconds, not {value!r}")
 
 
-def _check_message(message: StoredMessage) -> None:
+def _checked_message(message: StoredMessage) -> StoredMessage:
     if message.role not in _ROLES:
         raise ValueError(f"message role {message.role!r} is unknown; use one of {sorted(_ROLES)}")
     _check_time(message.timestamp, "message timestamp")
+
+    # SQLite stores UTF-8; a lone surrogate (from a broken decode upstream) cannot be
+    # stored, and refusing the message would lose the rest of it.
+    def fix(value: str | None) -> str | None:
+        return None if value is None else utf8_safe(value)
+
+    return replace(
+        message,
+        content=utf8_safe(message.content),
+        api_content=fix(message.api_content),
+        tool_calls=fix(message.tool_calls),
+        tool_call_id=fix(message.tool_call_id),
+        tool_name=fix(message.tool_name),
+    )
 
 
 def _open_connection(
@@ -212,10 +228,10 @@ class SessionDB:
                 lambda c: _sessions_sql.create_session(
                     c,
                     session_id,
-                    source=source,
-                    model=model,
+                    source=utf8_safe(source),
+                    model=None if model is None else utf8_safe(model),
                     parent_session_id=parent_session_id,
-                    title=title,
+                    title=None if title is None else utf8_safe(title),
                     started_at=started_at,
                 )
             )
@@ -247,9 +263,7 @@ class SessionDB:
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); return their ids in order."""
-        for message in messages:
-            _check_message(message)
-        batch = tuple(messages)
+        batch = tuple(_checked_message(m) for m in messages)
         return await self._run(
             lambda: self._conn.write(lambda c: _sessions_sql.append_messages(c, session_id, batch))
         )
@@ -306,7 +320,13 @@ class SessionDB:
         return await self._run(
             lambda: self._conn.write(
                 lambda c: _sessions_sql.record_flush(
-                    c, session_id, timestamp=timestamp, mode=mode, saved=saved, refused=refused, reply=reply
+                    c,
+                    session_id,
+                    timestamp=timestamp,
+                    mode=mode,
+                    saved=saved,
+                    refused=refused,
+                    reply=utf8_safe(reply),
                 )
             )
         )

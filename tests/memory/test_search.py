@@ -199,6 +199,16 @@ async def test_browse_lists_recent_sessions_with_previews_outside_the_current_li
     assert (await call(tool(db, current="cur"), {"limit": 1}))["count"] == 1
 
 
+async def test_browse_looks_past_a_long_current_lineage(db: SessionDB) -> None:
+    await add_session(db, "elsewhere", ["an older topic"], at=T0)
+    parent = None
+    for i in range(25):  # a long conversation compressed 24 times, all more recent
+        await add_session(db, f"c{i:02d}", [f"part {i}"], parent=parent, at=T0 + 10 + i)
+        parent = f"c{i:02d}"
+    reply = await call(tool(db, current=parent), {"limit": 3})
+    assert [s["session_id"] for s in dicts(reply["sessions"])] == ["elsewhere"]
+
+
 async def test_an_empty_store_answers_every_mode_politely(db: SessionDB) -> None:
     t = tool(db)
     found = await call(t, {"query": "anything"})
@@ -215,6 +225,8 @@ BAD_ARGUMENTS: list[tuple[object, str]] = [
     ({"around_message_id": "abc"}, "around_message_id"),
     ({"query": "x", "session_id": "s1"}, "not both"),
     ({"around_message_id": 999_999}, "not in session"),
+    ({"around_message_id": 2**70}, "around_message_id"),
+    ({"session_id": "\ud800"}, "no session '\ufffd'"),
     (42, "invalid arguments"),
 ]
 
@@ -251,6 +263,7 @@ HOSTILE = [
     "(((((((((",
     '"unbalanced phrase',
     "{col1 col2}: x",
+    "lone \udfff half",
 ]
 
 

@@ -112,6 +112,21 @@ async def test_flush_records_keep_their_json(tmp_path: Path) -> None:
         )
 
 
+async def test_text_utf8_cannot_hold_is_repaired_not_refused(tmp_path: Path) -> None:
+    async with open_session_db(tmp_path / "state.db") as db:
+        await db.create_session("s1", source="cli", title="bad \ud800 title", started_at=T0)
+        await db.append_message("s1", msg("half a pair \udc00 here", api_content="x\ud83d"))
+        await db.record_flush("s1", timestamp=T0, mode="off", saved=["\ud800"], refused=[], reply="r\udfff")
+        (record,) = await db.get_messages("s1")
+        assert record.message.content == "half a pair \ufffd here"
+        assert record.message.api_content == "x\ufffd"
+        session = await db.get_session("s1")
+        assert session is not None
+        assert session.title == "bad \ufffd title"
+        (flush,) = await db.list_flushes("s1")
+        assert (flush.reply, flush.saved) == ("r\ufffd", ["\ufffd"])
+
+
 async def test_bad_writes_fail_clearly_and_change_nothing(tmp_path: Path) -> None:
     async with open_session_db(tmp_path / "state.db") as db:
         await db.create_session("s1", source="cli", started_at=T0)
