@@ -9,6 +9,12 @@
 # Providers: `provider.py` (the MemoryProvider contract and its value types), `manager.py`
 # (MemoryManager: routing, isolation, background recall, breakers), `holographic/` (the local
 # HRR + SQLite fact store), `testing.py` (ScriptedProvider for tests).
+# Episodic layer: `sessions.py` (SessionDB over <home>/state.db) with its private parts —
+# `_session_records.py` (value types), `_session_errors.py` (exception tree),
+# `_sessions_schema.py` (migrations, FTS indexes), `_sessions_sql.py` (queries),
+# `_sqlite.py` (connection, retry, error translation), `_search_index.py` (message-level
+# FTS5/trigram/LIKE search), `_fts_query.py` (query sanitizer) — and `search.py` (the
+# session_search tool) with `_search_rank.py` (strategies) and `_search_render.py` (JSON).
 from memory._breaker import BreakerState
 from memory._entries import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -17,7 +23,33 @@ from memory._entries import (
     MemoryTarget,
     MemoryUsage,
 )
+from memory._fts_query import sanitize_fts_query
 from memory._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
+from memory._search_index import MatchMode
+from memory._search_rank import RankedSession, SearchStrategy
+from memory._session_errors import (
+    SessionConflictError,
+    SessionNotFoundError,
+    SessionQueryError,
+    SessionSchemaError,
+    SessionStoreBusyError,
+    SessionStoreCorruptError,
+    SessionStoreError,
+)
+from memory._session_records import (
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    MessageRecord,
+    SearchHit,
+    SearchRoute,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+)
+from memory._sessions_schema import IndexFeatures
+from memory._sessions_sql import AnchoredView
+from memory._sqlite import LockRetryPolicy
 from memory._trivial import is_trivial
 from memory.errors import (
     AmbiguousMatchError,
@@ -47,6 +79,14 @@ from memory.provider import (
     WriteTarget,
 )
 from memory.scanner import Finding, FindingCategory, ScanScope, blocked_placeholder, describe_findings, scan
+from memory.search import (
+    DiscoverResult,
+    SessionSearchArgs,
+    SessionSearchTool,
+    Summarizer,
+    session_search_schema,
+)
+from memory.sessions import STATE_DB_NAME, SessionDB, open_session_db
 from memory.store import MemoryBlocks, MemoryStore, SnapshotPolicy, WriteResult, memories_dir, sanitize_entry
 from memory.tool import MEMORY_TOOL_NAME, MemoryTool, MemoryToolReply, memory_tool_schema
 
@@ -56,15 +96,24 @@ __all__ = [
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
     "MEMORY_TOOL_NAME",
+    "STATE_DB_NAME",
     "AddOp",
     "AgentContext",
     "AmbiguousMatchError",
+    "AnchoredView",
     "BreakerState",
     "CommittedOp",
+    "DiscoverResult",
     "DriftError",
+    "EndReason",
     "Finding",
     "FindingCategory",
+    "FlushMode",
+    "FlushRecord",
+    "IndexFeatures",
     "InvalidWriteError",
+    "LockRetryPolicy",
+    "MatchMode",
     "MemoryBlocks",
     "MemoryLayerError",
     "MemoryManager",
@@ -76,14 +125,30 @@ __all__ = [
     "MemoryToolReply",
     "MemoryUsage",
     "MemoryWrite",
+    "MessageRecord",
     "NoMatchError",
     "OverflowPolicy",
+    "RankedSession",
     "Recall",
     "RefusalReason",
     "RemoveOp",
     "ReplaceOp",
     "ScanBlockedError",
     "ScanScope",
+    "SearchHit",
+    "SearchRoute",
+    "SearchStrategy",
+    "SessionConflictError",
+    "SessionDB",
+    "SessionNotFoundError",
+    "SessionQueryError",
+    "SessionRecord",
+    "SessionSchemaError",
+    "SessionSearchArgs",
+    "SessionSearchTool",
+    "SessionStoreBusyError",
+    "SessionStoreCorruptError",
+    "SessionStoreError",
     "SnapshotPolicy",
     "StoreError",
     "StoreFullError",
@@ -91,6 +156,9 @@ __all__ = [
     "StoreLockTimeout",
     "StoreReadError",
     "StoreWriteError",
+    "StoredMessage",
+    "StoredRole",
+    "Summarizer",
     "SwitchReason",
     "TargetDisabledError",
     "TurnMessage",
@@ -103,6 +171,9 @@ __all__ = [
     "is_trivial",
     "memories_dir",
     "memory_tool_schema",
+    "open_session_db",
     "sanitize_entry",
+    "sanitize_fts_query",
     "scan",
+    "session_search_schema",
 ]

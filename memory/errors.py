@@ -15,9 +15,13 @@
             ├── StoreLockTimeout         another writer held the sidecar lock too long
             └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
 
+    MemoryLayerError also roots the other memory areas' trees:
+    ├── SessionStoreError            state.db (memory/_session_errors.py)
+    ├── SkillError                   the skill library (memory/skills/_errors.py)
+    └── HolographicError             the holographic provider (memory/holographic/_errors.py)
+
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
-can report a stable machine-readable cause next to the human message. Other memory areas
-(session DB, skills, providers) add their own subclasses of `MemoryLayerError`.
+can report a stable machine-readable cause next to the human message.
 """
 
 from __future__ import annotations

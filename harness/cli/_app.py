@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from harness.cli._common import Subparsers, err_console
 from harness.errors import KeelError
+from memory.errors import MemoryLayerError
 
 __all__ = ["build_parser", "main"]
 
@@ -19,9 +20,15 @@ Registrar = Callable[[Subparsers], None]
 def _registrars() -> list[Registrar]:
     # Imported here, not at module import, so `keel --help` stays fast and a broken
     # optional command cannot break the others.
-    from harness.cli import _cache_cmd, _config_cmd, _memory_cmd, _skills_cmd
+    from harness.cli import _cache_cmd, _config_cmd, _memory_cmd, _sessions_cmd, _skills_cmd
 
-    return [_memory_cmd.register, _skills_cmd.register, _cache_cmd.register, _config_cmd.register]
+    return [
+        _memory_cmd.register,
+        _sessions_cmd.register,
+        _skills_cmd.register,
+        _cache_cmd.register,
+        _config_cmd.register,
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return handler(args)
-    except KeelError as exc:
+    except (KeelError, MemoryLayerError) as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, soft_wrap=True)
         return 2
     except KeyboardInterrupt:

@@ -10,10 +10,12 @@ HolographicError         root of everything this package raises on purpose
 
 from __future__ import annotations
 
+from memory.errors import MemoryLayerError
+
 __all__ = ["FactInputError", "FactStoreError", "HolographicError"]
 
 
-class HolographicError(Exception):
+class HolographicError(MemoryLayerError):
     """Root of the holographic provider's errors."""
 
 

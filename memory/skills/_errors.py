@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memory.errors import MemoryLayerError
+
 if TYPE_CHECKING:
     from memory.skills._guard import GuardReport
 
@@ -28,7 +30,7 @@ __all__ = [
 ]
 
 
-class SkillError(Exception):
+class SkillError(MemoryLayerError):
     """Root of every error the skills package raises on purpose."""
 
 

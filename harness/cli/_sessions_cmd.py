@@ -1,0 +1,210 @@
+"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+from rich.table import Table
+from rich.text import Text
+
+from harness.cli._common import Subparsers, config_from_args, console, home_from_args
+from harness.errors import KeelError
+from memory import (
+    STATE_DB_NAME,
+    MessageRecord,
+    SessionDB,
+    SessionRecord,
+    SessionSearchTool,
+    SessionStoreError,
+    open_session_db,
+)
+
+__all__ = ["register"]
+
+T = TypeVar("T")
+
+_NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as you chat with keel."
+
+
+class SessionsCommandError(KeelError):
+    """A `keel sessions` command could not do what was asked; the message says what to do."""
+
+
+def _db_path(args: argparse.Namespace) -> Path:
+    return home_from_args(args) / STATE_DB_NAME
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return ""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _with_db(args: argparse.Namespace, work: Callable[[SessionDB], Awaitable[T]]) -> T | None:
+    """Run `work` on the store; None (after saying so) when there is no store yet."""
+    path = _db_path(args)
+    if not path.exists():
+        console.print(_NO_SESSIONS.format(path=path), markup=False)
+        return None
+
+    async def main() -> T:
+        async with open_session_db(path) as db:
+            return await work(db)
+
+    try:
+        return anyio.run(main)
+    except SessionStoreError as exc:
+        raise SessionsCommandError(f"cannot read the session store: {exc}") from exc
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _search_limit(text: str) -> int:
+    value = _positive(text)
+    if value > 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than 10; session_search returns 1 to 10 sessions")
+    return value
+
+
+# ------------------------------------------------------------------ list
+
+
+def _list(args: argparse.Namespace) -> int:
+    sessions = _with_db(args, lambda db: db.list_sessions(args.limit))
+    if sessions is None:
+        return 0
+    if not sessions:
+        console.print("No sessions yet.")
+        return 0
+    table = Table(title=f"sessions in {_db_path(args)}", title_justify="left")
+    for column in ("id", "started", "source", "model", "messages", "end reason", "parent"):
+        table.add_column(column, justify="right" if column == "messages" else "left", overflow="fold")
+    for s in sessions:
+        table.add_row(
+            s.id,
+            _when(s.started_at),
+            s.source,
+            s.model or "",
+            str(s.message_count),
+            s.end_reason or ("(open)" if s.ended_at is None else ""),
+            s.parent_session_id or "",
+        )
+    console.print(table)
+    return 0
+
+
+# ------------------------------------------------------------------ show
+
+
+def _message_text(record: MessageRecord, *, marker: str = " ") -> Text:
+    m = record.message
+    label = f"{m.role}:{m.tool_name}" if m.tool_name else m.role
+    header = Text(
+        f"{marker} #{record.id} {label} {_when(m.timestamp)}", style="bold" if marker != " " else "dim"
+    )
+    body = m.content if m.content else (m.tool_calls or "")
+    return Text.assemble(header, "\n", Text(body), "\n")
+
+
+def _show(args: argparse.Namespace) -> int:
+    async def work(db: SessionDB) -> tuple[SessionRecord, list[MessageRecord]]:
+        session = await db.get_session(args.session_id)
+        if session is None:
+            raise SessionsCommandError(
+                f"no session {args.session_id!r}; run `keel sessions list` to see the ids"
+            )
+        return session, await db.get_messages(args.session_id)
+
+    found = _with_db(args, work)
+    if found is None:
+        return 0
+    session, messages = found
+    console.print(
+        f"session {session.id} — started {_when(session.started_at)}, source {session.source}, "
+        f"model {session.model or '-'}, {session.message_count} messages"
+        + (f", ended ({session.end_reason})" if session.end_reason else "")
+        + (f", continues {session.parent_session_id}" if session.parent_session_id else ""),
+        markup=False,
+    )
+    for record in messages:
+        console.print(_message_text(record))
+    return 0
+
+
+# ------------------------------------------------------------------ search
+
+
+def _search(args: argparse.Namespace) -> int:
+    limit = args.limit or config_from_args(args).session_search.default_limit
+    query = " ".join(args.query).strip()
+    if not query:
+        raise SessionsCommandError("the search query is empty; give some words to look for")
+
+    async def work(db: SessionDB) -> int:
+        tool = SessionSearchTool(db, current_session_id=lambda: None)
+        results = await tool.discover(query, limit=limit)
+        if not results:
+            console.print(f"No matching sessions found for {query!r}.", markup=False)
+            return 0
+        for rank, result in enumerate(results, 1):
+            p = result.payload
+            console.print(
+                Text(
+                    f"{rank}. session {p.get('session_id')} — {p.get('when')}, {p.get('source')}"
+                    + (f", {p.get('model')}" if p.get("model") else ""),
+                    style="bold",
+                )
+            )
+            console.print(Text(f"   {p.get('snippet')}", style="italic"))
+            view = result.view
+            for record in (*view.before, view.anchor, *view.after):
+                marker = ">" if record.id == view.anchor.id else " "
+                console.print(_message_text(record, marker=marker))
+        return 0
+
+    done = _with_db(args, work)
+    return 0 if done is None else done
+
+
+# ------------------------------------------------------------------ path
+
+
+def _path(args: argparse.Namespace) -> int:
+    console.print(str(_db_path(args)), markup=False, soft_wrap=True)
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("sessions", help="list, show and search past sessions")
+    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+
+    ls = verbs.add_parser("list", help="recent sessions, newest first")
+    ls.add_argument("--limit", type=_positive, default=50, help="how many (default 50)")
+    ls.set_defaults(handler=_list)
+
+    show = verbs.add_parser("show", help="every message of one session")
+    show.add_argument("session_id", help="a session id from `keel sessions list`")
+    show.set_defaults(handler=_show)
+
+    search = verbs.add_parser("search", help="full-text search, as the session_search tool sees it")
+    search.add_argument("query", nargs="+", help="words to look for")
+    search.add_argument(
+        "--limit", type=_search_limit, default=None, help="sessions to return, 1–10 (default from config)"
+    )
+    search.set_defaults(handler=_search)
+
+    path = verbs.add_parser("path", help="print where the session store lives")
+    path.set_defaults(handler=_path)
