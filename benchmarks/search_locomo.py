@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import Conversation, load_locomo
 from benchmarks._util import default_data_dir
-
 from memory._search_rank import SearchStrategy
 from memory._session_records import StoredMessage
 from memory.search import SessionSearchTool

@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import load_locomo
 from benchmarks._util import default_data_dir, median, percentile
-
 from memory._search_rank import SearchStrategy
 from memory._session_records import StoredMessage
 from memory.search import SessionSearchTool

@@ -88,6 +88,8 @@ class ModelConfig(_Section):
     """Anthropic cache_control TTL."""
     local_cache: bool = False
     """Embedded model only: start llama-cpp-python with its RAM prompt cache (`--cache true`)."""
+    tokenizer: Literal["cl100k", "chars"] = "cl100k"
+    """How keel estimates prompt sizes when the provider reports none."""
 
 
 class AgentConfig(_Section):

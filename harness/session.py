@@ -141,6 +141,26 @@ class Session:
     async def close(self) -> None:
         await self.recorder.end_session(self.session_id, reason="user_exit")
 
+    async def new_conversation(self) -> None:
+        """End this conversation and start a fresh one (memory reloaded, prompt rebuilt)."""
+        if self._busy:
+            raise SessionError("cannot start a new conversation while a turn is running")
+        await self.recorder.end_session(self.session_id, reason="new_session")
+        self.session_id = self._new_id()
+        self.parent_session_id = None
+        self.turn = 0
+        self.replace_transcript([])
+        self.compressions = 0
+        self.previous_summary = None
+        self.ineffective_compressions = 0
+        self.auto_compress_blocked = False
+        if self.memory is not None:
+            await self.memory.load()
+        await self.rebuild_prompt(refresh_static=True)
+        await self.recorder.start_session(
+            self.session_id, model=self.model.model_name, parent_session_id=None
+        )
+
     async def rebuild_prompt(self, *, refresh_static: bool) -> None:
         """Rebuild the system prompt (session start, compression)."""
         if refresh_static:

@@ -8,13 +8,15 @@ import pytest
 
 from prompts._text import load_text, text_names
 
-TEMPLATES = {"summarize", "summarize_update"}
+TEMPLATES = {"summarize", "summarize_update", "search_summary"}
 TEMPLATE_FIELDS = {
     "date": "2026-11-22",
     "target_tokens": "2,000",
     "provider_context": "",
     "turns": "[USER]: hi",
     "previous_summary": "## Goal\nx",
+    "topic": "tea",
+    "transcript": "[USER]: hi",
 }
 
 
