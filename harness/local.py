@@ -103,6 +103,15 @@ async def _wait_ready(
             )
 
 
+def _child_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # The child imports `harness._local_child`: make this checkout importable even when
+    # keel runs from a source tree rather than an installed package.
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 async def _stop(process: anyio.abc.Process) -> None:
     with anyio.CancelScope(shield=True):
         if process.returncode is None:
@@ -132,7 +141,7 @@ async def start_local_model(
         port: a fixed port; default: a free one.
         log_path: where the server's output goes (default: discarded).
         ready_timeout_s: how long to wait for the server to answer.
-        threads: CPU threads for generation (default: llama.cpp's choice).
+        threads: CPU threads for prompt processing and generation (default: all cores).
 
     Raises:
         LocalModelError: the local extra is missing, or the server failed to start.
@@ -143,7 +152,7 @@ async def start_local_model(
     cmd = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "harness._local_child",  # llama_cpp.server, but it dies with its parent
         "--model",
         str(gguf),
         "--model_alias",
@@ -161,8 +170,9 @@ async def start_local_model(
     ]
     if cache:
         cmd += ["--cache", "True"]
-    if threads:
-        cmd += ["--n_threads", str(threads)]
+    # llama-cpp-python defaults to half the cores; a local model should use them all.
+    n = threads or os.cpu_count() or 1
+    cmd += ["--n_threads", str(n), "--n_threads_batch", str(n)]
     log_fh = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +183,7 @@ async def start_local_model(
             stdin=subprocess.DEVNULL,
             stdout=log_fh if log_fh is not None else subprocess.DEVNULL,
             stderr=log_fh if log_fh is not None else subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=_child_env(),
         )
     except OSError as exc:
         if log_fh is not None:

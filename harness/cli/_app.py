@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 from rich.markup import escape
@@ -20,9 +22,21 @@ Registrar = Callable[[Subparsers], None]
 def _registrars() -> list[Registrar]:
     # Imported here, not at module import, so `keel --help` stays fast and a broken
     # optional command cannot break the others.
-    from harness.cli import _cache_cmd, _config_cmd, _memory_cmd, _sessions_cmd, _skills_cmd
+    from harness.cli import (
+        _cache_cmd,
+        _chat_cmd,
+        _config_cmd,
+        _demo_cmd,
+        _experiment_cmd,
+        _memory_cmd,
+        _sessions_cmd,
+        _skills_cmd,
+    )
 
     return [
+        _demo_cmd.register,
+        _chat_cmd.register,
+        _experiment_cmd.register,
         _memory_cmd.register,
         _sessions_cmd.register,
         _skills_cmd.register,
@@ -48,7 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM unwinds like Ctrl-C, so `finally` blocks run: the embedded model server is
+    # stopped and the session row is closed instead of being left behind.
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

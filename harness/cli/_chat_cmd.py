@@ -1,0 +1,179 @@
+"""`keel chat`: an interactive session with streaming output and slash commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from rich.markup import escape
+from rich.table import Table
+
+from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._render import EventPrinter
+from harness.config import KeelConfig
+from harness.errors import ModelError
+from harness.runtime import SessionHandles, open_session
+from harness.session import Session
+from harness.types import ToolCall
+
+__all__ = ["register"]
+
+HELP = """commands:
+  /memory            what is saved (and what this session's frozen prompt shows)
+  /compress [focus]  compress the conversation now (flush, summary, reload)
+  /search QUERY      search earlier sessions
+  /new               start a new conversation (memory reloaded)
+  /usage             tokens used so far, cache reads and writes included
+  /help              this list
+  /quit              leave (Ctrl-D works too)"""
+
+
+def _reader(send: MemoryObjectSendStream[str | None], token: anyio.lowlevel.EventLoopToken) -> None:
+    # A daemon thread: a blocked readline must never keep the process alive on exit.
+    try:
+        for line in sys.stdin:
+            anyio.from_thread.run_sync(send.send_nowait, line.rstrip("\n"), token=token)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+        return
+    try:
+        anyio.from_thread.run_sync(send.send_nowait, None, token=token)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+        return
+
+
+def _memory_view(session: Session, handles: SessionHandles) -> None:
+    store = handles.store
+    if store is None:
+        console.print("memory is disabled in the config")
+        return
+    for target in ("memory", "user"):
+        usage = store.usage(target)
+        console.print(f"[bold]{target}[/] — {usage.gauge}, {usage.entry_count} entries")
+        for i, entry in enumerate(store.entries(target), 1):
+            console.print(f"  {i}. {escape(entry)}")
+    frozen = session.prompt.text
+    pending = [e for t in ("memory", "user") for e in store.entries(t) if e not in frozen]
+    if pending:
+        console.print(
+            f"[dim]{len(pending)} entr{'y' if len(pending) == 1 else 'ies'} saved this session will "
+            "enter the prompt at the next compression or /new (the prefix stays cached).[/]"
+        )
+
+
+async def _search(session: Session, query: str) -> None:
+    result, _ = await session.tools.run(ToolCall("manual", "session_search", json.dumps({"query": query})))
+    try:
+        payload = json.loads(result.content)
+    except json.JSONDecodeError:
+        console.print(escape(result.content))
+        return
+    if not payload.get("success"):
+        console.print(f"[red]{escape(str(payload.get('error')))}[/]")
+        return
+    results = payload.get("results") or []
+    if not results:
+        console.print("no matching sessions")
+    for r in results:
+        console.print(f"[bold]{escape(str(r.get('session_id')))}[/] {escape(str(r.get('when', '')))}")
+        for m in r.get("messages", [])[:6]:
+            console.print(f"  {escape(str(m.get('role')))}: {escape(str(m.get('content', ''))[:160])}")
+
+
+def _usage(session: Session) -> None:
+    u = session.usage_total
+    table = Table(show_header=False, box=None)
+    table.add_row("requests", f"{session.requests_sent:,}")
+    table.add_row("input (uncached)", f"{u.input:,}")
+    table.add_row("cache read", f"{u.cache_read:,}")
+    table.add_row("cache write", f"{u.cache_write:,}")
+    table.add_row("output", f"{u.output:,}")
+    prompt = u.prompt
+    table.add_row("cached share of prompt", f"{(u.cache_read / prompt * 100) if prompt else 0:.1f}%")
+    table.add_row(
+        "next prompt (est.)", f"{session.estimate_prompt_tokens():,} / threshold {session.threshold_tokens:,}"
+    )
+    table.add_row("session", session.session_id)
+    console.print(table)
+
+
+async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
+    handles: list[SessionHandles] = []
+    printer = EventPrinter(console, show_usage=show_usage)
+    console.print("[dim]starting…[/]")
+    async with open_session(cfg, source="chat", handles=handles) as session:
+        h = handles[0]
+        console.print(
+            f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
+            f"[dim]trace: {escape(str(h.trace_path))}. Type /help for commands.[/]"
+        )
+        send, recv = anyio.create_memory_object_stream[str | None](max_buffer_size=64)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
+        await _loop(session, h, recv, printer)
+    console.print("[dim]bye[/]")
+
+
+async def _loop(
+    session: Session, h: SessionHandles, recv: MemoryObjectReceiveStream[str | None], printer: EventPrinter
+) -> None:
+    while True:
+        console.print("[bold cyan]you>[/] ", end="")
+        line = await recv.receive()
+        if line is None:
+            console.print()
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            cmd, _, rest = text.partition(" ")
+            if cmd in ("/quit", "/exit"):
+                return
+            if cmd == "/help":
+                console.print(HELP)
+            elif cmd == "/memory":
+                _memory_view(session, h)
+            elif cmd == "/compress":
+                for ev in await session.compress(focus=rest.strip() or None):
+                    printer(ev)
+            elif cmd == "/search":
+                if rest.strip():
+                    await _search(session, rest.strip())
+                else:
+                    console.print("usage: /search QUERY")
+            elif cmd == "/new":
+                await session.new_conversation()
+                console.print(f"[dim]new conversation {session.session_id}; memory reloaded[/]")
+            elif cmd == "/usage":
+                _usage(session)
+            else:
+                console.print(f"unknown command {escape(cmd)!r}; /help lists them")
+            continue
+        console.print("[bold magenta]keel>[/] ", end="")
+        try:
+            async with session.run_turn(text) as events:
+                async for ev in events:
+                    printer(ev)
+        except ModelError as exc:
+            console.print(f"\n[red]model error: {escape(str(exc))}[/] — your message is kept; try again")
+
+
+def _run(args: argparse.Namespace) -> int:
+    cfg = config_from_args(args)
+    try:
+        anyio.run(_chat, cfg, bool(args.show_usage))
+    except KeyboardInterrupt:
+        console.print("\n[dim]bye[/]")
+    return 0
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("chat", help="talk to the agent interactively (embedded model unless configured)")
+    p.add_argument("--show-usage", action="store_true", help="print token usage after every model call")
+    p.set_defaults(handler=_run)

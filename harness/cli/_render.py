@@ -1,0 +1,93 @@
+"""How events look on a terminal (chat, run, demo)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from harness.events import (
+    CompressionFinished,
+    CompressionStarted,
+    Event,
+    FlushCompleted,
+    MemoryWritten,
+    RecallAttached,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReady,
+    TurnEnded,
+    UsageReported,
+    Warning,
+)
+
+__all__ = ["EventPrinter"]
+
+
+def _short(text: str, n: int = 100) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+class EventPrinter:
+    """Prints a turn's events: streamed text inline, everything else as dim notes."""
+
+    def __init__(self, console: Console, *, show_usage: bool = False) -> None:
+        self.console = console
+        self.show_usage = show_usage
+        self._mid_text = False
+
+    def _note(self, text: str, style: str = "dim") -> None:
+        if self._mid_text:
+            self.console.print()
+            self._mid_text = False
+        self.console.print(f"[{style}]{text}[/]")
+
+    def __call__(self, ev: Event) -> None:
+        if isinstance(ev, TextDelta):
+            self.console.print(ev.text, end="", markup=False, highlight=False, soft_wrap=True)
+            self._mid_text = True
+        elif isinstance(ev, ToolCallStarted):
+            self._note(f"→ {escape(ev.name)}({escape(_short(ev.arguments, 80))})")
+        elif isinstance(ev, ToolResultReady):
+            mark = "✗" if ev.is_error else "✓"
+            self._note(f"  {mark} {escape(_short(ev.content))}", "red" if ev.is_error else "dim")
+        elif isinstance(ev, MemoryWritten):
+            self._note(f"🧠 saved to {ev.target}: {escape(_short(ev.content, 80))}", "green")
+        elif isinstance(ev, RecallAttached):
+            self._note(f"🧠 recalled {ev.chars:,} chars of memory for this turn")
+        elif isinstance(ev, CompressionStarted):
+            how = "by request" if ev.manual else f"at {ev.tokens_before:,} ≥ {ev.threshold:,} tokens"
+            self._note(f"🗜 compressing ({how}): flush, summary, reload…", "yellow")
+        elif isinstance(ev, FlushCompleted):
+            saved = [e for e in ev.entries if e.saved]
+            refused = [e for e in ev.entries if not e.saved]
+            self._note(
+                f"  flush ({ev.mode}) saved {len(saved)}, refused {len(refused)} in {ev.latency_s:.1f}s",
+                "yellow",
+            )
+            for e in saved:
+                self._note(f"    + {e.target}: {escape(_short(e.content, 80))}", "green")
+            for e in refused:
+                self._note(f"    - {escape(_short(e.content, 60))}: {escape(_short(e.reason, 60))}")
+        elif isinstance(ev, CompressionFinished):
+            if ev.aborted:
+                self._note("  compression aborted; nothing was dropped", "yellow")
+            else:
+                self._note(
+                    f"  compressed {ev.messages_before} → {ev.messages_after} messages, "
+                    f"~{ev.tokens_before:,} → ~{ev.tokens_after:,} tokens"
+                    + (" (fallback summary)" if ev.summary_fallback else ""),
+                    "yellow",
+                )
+        elif isinstance(ev, Warning):
+            self._note(f"warning: {escape(ev.message)}", "bold yellow")
+        elif isinstance(ev, UsageReported):
+            if self.show_usage:
+                src = "reported" if ev.reported else "estimated"
+                self._note(
+                    f"  [{ev.purpose}] in {ev.input:,} + cached {ev.cache_read:,} → out {ev.output:,} "
+                    f"({src}, {ev.latency_s:.2f}s)"
+                )
+        elif isinstance(ev, TurnEnded) and self._mid_text:
+            self.console.print()
+            self._mid_text = False
