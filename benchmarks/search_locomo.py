@@ -23,9 +23,14 @@ parsed). A returned result covers the messages in its window (`messages`, not th
 bookends). recall@k = the fraction of the item's evidence turns covered by the top k
 results, averaged over items; reported per QA category and overall.
 
-Strategies, side by side on the same databases: `all_terms` (a plain FTS5 AND of the
-query's terms), `any_terms` (an OR of the non-stopword terms ranked by BM25), `best` (the
-tool's default). Nothing is tuned per question; the same script runs on any LoCoMo file.
+Strategies, side by side on the same databases (`memory/_search_rank.py`):
+- `all_terms`: a plain FTS5 AND of the question's words, as the sanitizer keeps them;
+- `any_terms`: an OR of the non-stopword terms, ranked by BM25 (porter-stemmed index);
+- `best` (the tool's default): the same OR, then every candidate window is re-ranked by
+  the BM25 mass of the hits inside it times one plus the IDF-weighted share of the
+  question's terms the window covers.
+Nothing is tuned per question; the few constants (window decay, coverage weight 1) are
+round numbers chosen on this dev file, and the same script runs on any LoCoMo file.
 
 The data is CC BY-NC 4.0 and read at run time; nothing derived from it is written except
 the optional `--json` report. The last line printed is `recall@5 <value>` for `best`.

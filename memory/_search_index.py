@@ -20,6 +20,7 @@ BM25 costs time per matching row, so each query scores at most `RANK_BUDGET` row
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Literal, TypeAlias, cast
@@ -177,23 +178,42 @@ def term_doc_counts(conn: sqlite3.Connection, terms: Sequence[str]) -> list[int]
 def _held_tokens(
     conn: sqlite3.Connection, rows: list[tuple[object, ...]], wanted: set[str]
 ) -> dict[int, set[str]]:
+    """Which of the `wanted` index tokens each row's text holds.
+
+    Tokenizing every hit through FTS5 costs more than the search itself, so only the
+    words that could stem to a wanted token are picked out here — Porter stemming
+    rewrites suffixes, never the first three letters — and just those distinct words go
+    through the index's tokenizer.
+    """
+    held: dict[int, set[str]] = {_row_id(r): set() for r in rows}
     if not rows or not wanted:
-        return {_row_id(r): set() for r in rows}
-    return _tokenize(conn, [(_row_id(r), str(r[5])) for r in rows], wanted)
+        return held
+    prefixes = "|".join(sorted({re.escape(w[:3]) for w in wanted}))
+    pattern = re.compile(rf"(?<![^\W_])(?:{prefixes})[^\W_]*", re.IGNORECASE)
+    words = {_row_id(r): {w.lower() for w in pattern.findall(str(r[5]))} for r in rows}
+    candidates = sorted(set().union(*words.values()))
+    if not candidates:
+        return held
+    stems = _tokenize(conn, list(enumerate(candidates, 1)), wanted)
+    stem_of = {word: stems[i] for i, word in enumerate(candidates, 1) if stems[i]}
+    for row_id, row_words in words.items():
+        for word in row_words:
+            held[row_id] |= stem_of.get(word, set())
+    return held
 
 
 def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
-    """An OR of the terms that occur at all, restricted to rows holding the rare ones.
+    """An OR of the terms that occur at all — or, in a big history, of the rare ones only.
 
-    BM25 must score every row a query matches, and an OR over common words matches a
-    large part of a big history. Rare terms carry nearly all the weight, so rows are
-    drawn from the rarest terms whose document counts add up to `RANK_BUDGET` (at least
-    one term), and the full OR is kept for scoring them.
+    BM25 must score every row a query matches, at a cost that grows with the number of
+    terms, and an OR over common words matches a large part of a big history. Rare terms
+    carry nearly all the weight, so once the document counts of all terms add up to more
+    than `RANK_BUDGET`, the query keeps only the rarest terms that fit (at least one).
+    Callers still see which dropped terms each hit holds (`SearchHit.terms`).
     """
     live = [(t, n) for t, n in zip(terms, counts, strict=True) if n > 0]
     if not live:
         return None
-    full = any_terms_query([t for t, _ in live])
     rare: list[str] = []
     total = 0
     for term, n in sorted(live, key=lambda pair: pair[1]):
@@ -201,9 +221,8 @@ def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
             break
         rare.append(term)
         total += n
-    if len(rare) == len(live):
-        return full
-    return f"({any_terms_query(rare)}) AND ({full})"
+    keep = set(rare)
+    return any_terms_query([t for t, _ in live if t in keep])
 
 
 def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:

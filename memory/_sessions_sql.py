@@ -302,6 +302,7 @@ class AnchoredView:
     """A message with its neighbours and the session's opening and closing messages.
 
     Attributes:
+        session: the session the anchor belongs to.
         anchor: the message the view is centred on.
         before: up to `window` visible messages right before the anchor, oldest first.
         after: up to `window` visible messages right after it.
@@ -312,6 +313,7 @@ class AnchoredView:
         messages_after: how many follow it.
     """
 
+    session: SessionRecord
     anchor: MessageRecord
     before: tuple[MessageRecord, ...]
     after: tuple[MessageRecord, ...]
@@ -348,8 +350,12 @@ def anchored_view(
     )
     start = conn.execute(bookend_sql + "AND seq < ? ORDER BY seq ASC LIMIT ?", (sid, low, bookend)).fetchall()
     end = conn.execute(bookend_sql + "AND seq > ? ORDER BY seq DESC LIMIT ?", (sid, high, bookend)).fetchall()
-    total = int(conn.execute("SELECT message_count FROM sessions WHERE id = ?", (sid,)).fetchone()[0])
+    session = get_session(conn, sid)
+    if session is None:
+        return None  # only a hand-edited database has messages without a session
+    total = session.message_count
     return AnchoredView(
+        session=session,
         anchor=anchor,
         before=tuple(_message(tuple(r)) for r in reversed(before)),
         after=tuple(_message(tuple(r)) for r in after),

@@ -251,12 +251,11 @@ class SessionSearchTool:
             skip_root=skip_root,
         )
         results: list[DiscoverResult] = []
-        for item in ranked:
-            view = await self._db.anchored_view(item.anchor_id)
+        views = await self._db.anchored_views([item.anchor_id for item in ranked])
+        for item, view in zip(ranked, views, strict=True):
             if view is None:
                 continue  # deleted between the search and now
-            session = await self._db.get_session(item.session_id)
-            payload = session_meta(session, self._tz)
+            payload = session_meta(view.session, self._tz)
             payload["lineage_root"] = item.root
             payload["match_message_id"] = item.anchor_id
             payload["matched_role"] = view.anchor.message.role

@@ -389,9 +389,17 @@ class SessionDB:
         self, message_id: int, *, window: int = 5, bookend: int = 3
     ) -> AnchoredView | None:
         """The message, `window` visible messages each side, and `bookend` at each end of its session."""
+        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
+        return view
+
+    async def anchored_views(
+        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> list[AnchoredView | None]:
+        """`anchored_view` for several messages in one call (None for an id that does not exist)."""
+        ids = tuple(message_ids)
         return await self._run(
             lambda: self._conn.read(
-                lambda c: _sessions_sql.anchored_view(c, message_id, window=window, bookend=bookend)
+                lambda c: [_sessions_sql.anchored_view(c, i, window=window, bookend=bookend) for i in ids]
             )
         )
 
