@@ -110,7 +110,8 @@ def plan_cut(
     if 0 < head_end < n and messages[head_end - 1].tool_calls:
         head_end = _group_end(messages, head_end)
 
-    tail_start = max(head_end, n - protect_last_n)
+    floor = max(head_end, n - protect_last_n)
+    tail_start = floor
     used = sum(count(m) for m in messages[tail_start:])
     while tail_start > head_end:
         cost = count(messages[tail_start - 1])
@@ -118,14 +119,21 @@ def plan_cut(
             break
         used += cost
         tail_start -= 1
-    tail_start = _group_start(messages, tail_start)
+    plan = _anchored(messages, head_end, tail_start)
+    if plan.empty and floor > head_end:
+        # Everything fit in the token budget: keep only the minimum tail, so a compression
+        # that was asked for still summarizes something.
+        plan = _anchored(messages, head_end, floor)
+    return plan
 
+
+def _anchored(messages: Sequence[Message], head_end: int, tail_start: int) -> CutPlan:
+    """Align a tail start to tool groups and pull it back to the latest real user message."""
+    tail_start = _group_start(messages, tail_start)
     last_user = latest_user_index(messages)
     if last_user is not None and last_user >= head_end and tail_start > last_user:
         tail_start = last_user
-    if tail_start < head_end:
-        tail_start = head_end
-    return CutPlan(head_end, tail_start)
+    return CutPlan(head_end, max(tail_start, head_end))
 
 
 def repair_tool_pairs(messages: Sequence[Message]) -> list[Message]:

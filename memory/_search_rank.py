@@ -84,10 +84,15 @@ async def rank_sessions(
     *,
     strategy: SearchStrategy,
     limit: int,
-    skip_root: str | None,
+    current: str | None,
     window: int = 5,
 ) -> list[RankedSession]:
-    """The top `limit` lineages for `query`, skipping the lineage rooted at `skip_root`."""
+    """The top `limit` lineages for `query`.
+
+    The live session `current` is skipped (its messages are in context already), and so is
+    the rest of its lineage — except ancestors that ended by compression: their turns were
+    summarized away, so searching them is how the agent gets the details back.
+    """
     if strategy == "all_terms":
         result = await db.search(query, match="all", limit=CANDIDATES)
         scored = [(h, h.score) for h in result.hits]
@@ -108,12 +113,20 @@ async def rank_sessions(
             ]
         scored = score_windows(hits, weights=result.weights, window=window)
     roots = await db.lineage_roots(sorted({h.session_id for h, _ in scored}))
+    current_root = None if current is None else await db.lineage_root(current)
+    compressed: dict[str, bool] = {}
     results: list[RankedSession] = []
     taken: set[str] = set()
     for hit, score in scored:
         root = roots.get(hit.session_id, hit.session_id)
-        if root in taken or root == skip_root:
+        if root in taken or hit.session_id == current:
             continue
+        if root == current_root:
+            if hit.session_id not in compressed:
+                record = await db.get_session(hit.session_id)
+                compressed[hit.session_id] = record is not None and record.end_reason == "compression"
+            if not compressed[hit.session_id]:
+                continue
         taken.add(root)
         results.append(RankedSession(hit.session_id, root, hit.message_id, hit.seq, score))
         if len(results) == limit:

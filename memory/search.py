@@ -3,7 +3,8 @@
 The mode follows from the arguments:
 
 - **discover** (`query`): full-text search, grouped by lineage (a compressed conversation
-  and its continuations count once), the current lineage skipped; each result is a window
+  and its continuations count once), the current lineage skipped except for ancestors that
+  ended by compression (their turns left the context); each result is a window
   of ±5 messages around the best match plus the session's first and last 3 messages;
 - **read** (`session_id`): the whole session if it has at most 30 messages, else the
   first 20 and the last 10 with a hint to scroll;
@@ -241,14 +242,12 @@ class SessionSearchTool:
 
     async def discover(self, query: str, *, limit: int | None = None) -> list[DiscoverResult]:
         """Search and hydrate: the typed form of the discover mode (used by the CLI)."""
-        current = self._current()
-        skip_root = None if current is None else await self._db.lineage_root(current)
         ranked = await rank_sessions(
             self._db,
             query,
             strategy=self._strategy,
             limit=_clamp(limit, 1, 10, self._default_limit),
-            skip_root=skip_root,
+            current=self._current(),
         )
         results: list[DiscoverResult] = []
         views = await self._db.anchored_views([item.anchor_id for item in ranked])

@@ -214,3 +214,7 @@ async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchab
     search_result = next(e for e in events if getattr(e, "kind", "") == "tool_result")
     payload = json.loads(search_result.content)  # type: ignore[union-attr]  # a ToolResultReady
     assert payload["success"] is True
+    # the summarized-away turns of the parent session are found from the continuation
+    [hit] = payload["results"]
+    assert hit["session_id"] == first
+    assert any("zanzibar kettle" in m["content"] for m in hit["messages"])

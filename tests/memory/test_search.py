@@ -103,6 +103,14 @@ async def test_the_current_lineage_is_skipped(db: SessionDB) -> None:
     assert [r["session_id"] for r in results if isinstance(r, dict)] == ["d"]
 
 
+async def test_an_ancestor_ended_by_compression_stays_searchable_from_its_continuation(db: SessionDB) -> None:
+    await add_session(db, "a", ["the zeppelin plan in full detail", "ok"])
+    await db.end_session("a", reason="compression", ended_at=T0 + 50)
+    await add_session(db, "b", ["zeppelin summary only", "ok"], parent="a")
+    reply = await call(tool(db, current="b"), {"query": "zeppelin", "limit": 10})
+    assert [r["session_id"] for r in results_of(reply)] == ["a"]
+
+
 async def test_long_messages_are_capped_and_flagged(db: SessionDB) -> None:
     texts = ["opening " + "o" * 3000, "reply", *filler(10), "zeppelin " + "z" * 9991, *filler(10)]
     ids = await add_session(db, "s1", texts)
