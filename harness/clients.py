@@ -22,7 +22,7 @@ from harness.models.base import ModelClient
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryingClient
 
-__all__ = ["open_model"]
+__all__ = ["local_client", "open_model"]
 
 _DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -55,12 +55,12 @@ async def open_model(
         if m.provider == "local":
             if m.base_url:
                 # An already-running llama.cpp-style server: talk to it, do not start one.
-                yield _retrying(_local_client(client, m.base_url, m.name or "local", m.timeout_s), config)
+                yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config)
                 return
             async with start_local_model(
                 n_ctx=m.context_window, cache=m.local_cache, log_path=home / "logs" / "local-model.log"
             ) as lm:
-                yield _retrying(_local_client(client, lm.base_url, lm.model, m.timeout_s), config)
+                yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config)
             return
         key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
         key = env.get(key_env)
@@ -93,7 +93,7 @@ async def open_model(
         yield _retrying(inner, config)
 
 
-def _local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:
+def local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:
     # llama-cpp-python: no streaming when tools may be chosen, tool results as user text.
     return OpenAIClient(
         http,

@@ -18,8 +18,18 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _path(args: argparse.Namespace) -> int:
+    raw = getattr(args, "config", None) or os.environ.get("KEEL_CONFIG")
+    if raw:
+        console.print(raw)
+    else:
+        console.print("no config file: built-in defaults plus KEEL_* environment overrides")
+    return 0
+
+
 def register(sub: Subparsers) -> None:
     p = sub.add_parser("config", help="check the configuration")
     verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
     check = verbs.add_parser("check", help="validate the config file and KEEL_* overrides")
     check.set_defaults(handler=_check)
+    verbs.add_parser("path", help="print which config file is in use").set_defaults(handler=_path)
