@@ -58,7 +58,10 @@ async def open_model(
                 yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config)
                 return
             async with start_local_model(
-                n_ctx=m.context_window, cache=m.local_cache, log_path=home / "logs" / "local-model.log"
+                n_ctx=m.context_window,
+                cache=m.local_cache,
+                log_path=home / "logs" / "local-model.log",
+                max_tokens=m.max_output_tokens,
             ) as lm:
                 yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config)
             return

@@ -103,8 +103,8 @@ async def _wait_ready(
             )
 
 
-def _child_env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _child_env(max_tokens: int) -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "KEEL_LOCAL_MAX_TOKENS": str(max_tokens)}
     # The child imports `harness._local_child`: make this checkout importable even when
     # keel runs from a source tree rather than an installed package.
     root = str(Path(__file__).resolve().parents[1])
@@ -132,6 +132,7 @@ async def start_local_model(
     log_path: Path | None = None,
     ready_timeout_s: float = 120.0,
     threads: int | None = None,
+    max_tokens: int = 512,
 ) -> AsyncIterator[LocalModel]:
     """Run the embedded model for the duration of the `async with` block.
 
@@ -142,6 +143,8 @@ async def start_local_model(
         log_path: where the server's output goes (default: discarded).
         ready_timeout_s: how long to wait for the server to answer.
         threads: CPU threads for prompt processing and generation (default: all cores).
+        max_tokens: hard cap on every generation, whatever a request asks (see
+            `harness/_local_child.py` for why the server needs one).
 
     Raises:
         LocalModelError: the local extra is missing, or the server failed to start.
@@ -183,7 +186,7 @@ async def start_local_model(
             stdin=subprocess.DEVNULL,
             stdout=log_fh if log_fh is not None else subprocess.DEVNULL,
             stderr=log_fh if log_fh is not None else subprocess.DEVNULL,
-            env=_child_env(),
+            env=_child_env(max_tokens),
         )
     except OSError as exc:
         if log_fh is not None:

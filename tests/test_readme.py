@@ -25,7 +25,11 @@ def _readme_commands() -> dict[str, set[str]]:
     for cell in re.findall(r"^\| `keel ([^`]+)`", section, flags=re.MULTILINE):
         words = cell.split()
         noun = words[0]
-        verbs = set(words[1].replace("\\|", "|").split("|")) if len(words) > 1 and words[1][0].islower() else set()
+        verbs = (
+            set(words[1].replace("\\|", "|").split("|"))
+            if len(words) > 1 and words[1][0].islower()
+            else set()
+        )
         found[noun] = {v for v in verbs if v.isidentifier() or "-" in v}
     return found
 
@@ -39,7 +43,9 @@ def test_the_readme_lists_each_commands_verbs() -> None:
     for noun, sub in _subcommands(build_parser()).items():
         verbs = set(_subcommands(sub))  # for `experiment`, its kinds
         if verbs:
-            assert readme[noun] == verbs, f"README lists {sorted(readme[noun])} for {noun}, help has {sorted(verbs)}"
+            assert readme[noun] == verbs, (
+                f"README lists {sorted(readme[noun])} for {noun}, help has {sorted(verbs)}"
+            )
 
 
 def test_the_readme_holds_the_two_commands_ci_runs() -> None:

@@ -1,0 +1,113 @@
+"""Harness-only time per turn: prompt assembly, token counting, dispatch, events.
+
+A scripted model answers instantly (and reports usage, so the model costs nothing), the
+recorder keeps nothing and no trace is written: what is left is the turn loop itself. The
+history is pre-filled with 10, 100 and 1,000 messages; each size runs the same number of
+turns side by side in one process, and the medians and their ratios are printed.
+
+    python benchmarks/turn_overhead.py [--turns 200]
+
+The last line printed is `median_ms_at_1000 <value>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._util import median
+from harness.config import load_config
+from harness.ports import NoProviders, NullRecorder
+from harness.prompt import PromptAssembler
+from harness.session import Session
+from harness.testing import ScriptedModel, say
+from harness.tokens import TokenCounter, load_tiktoken
+from harness.tools import ToolRegistry
+from harness.types import Message, ToolCall, Usage
+from prompts.slots import SlotId
+
+SIZES = (10, 100, 1000)
+
+
+def history(n: int) -> list[Message]:
+    out: list[Message] = []
+    i = 0
+    while len(out) < n:
+        out.append(
+            Message("user", f"Question {i}: how should the ingest job handle a malformed row in batch {i}?")
+        )
+        if i % 4 == 3:
+            call = ToolCall(f"c{i}", "session_search", '{"query": "malformed rows"}')
+            out.append(Message("assistant", "", tool_calls=(call,)))
+            out.append(
+                Message(
+                    "tool", '{"success": true, "results": []}', tool_call_id=call.id, name="session_search"
+                )
+            )
+        out.append(
+            Message("assistant", f"Answer {i}: quarantine the row, count it, and keep the batch going. " * 3)
+        )
+        i += 1
+    return out[:n]
+
+
+async def measure(n: int, turns: int) -> list[float]:
+    # a window so large that no history size here triggers a compression
+    cfg = load_config(None, environ={"KEEL_MODEL__CONTEXT_WINDOW": "10000000"})
+    tokenizer = await load_tiktoken()
+    model = ScriptedModel([say("ok", usage=Usage(input=1, output=1))] * (turns + 1))
+
+    async def static() -> Mapping[SlotId, str]:
+        return {"identity": "You are a benchmark.", "session": "Conversation started: today"}
+
+    samples: list[float] = []
+    async with anyio.create_task_group() as tg:
+        session = Session(
+            config=cfg,
+            model=model,
+            counter=TokenCounter(tokenizer),
+            tools=ToolRegistry(),
+            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
+            memory=None,
+            recorder=NullRecorder(),
+            providers=NoProviders(),
+            background=tg,
+            today=date.today,
+        )
+        await session.start()
+        session.replace_transcript(history(n))
+        for turn in range(turns + 1):
+            started = time.perf_counter()
+            async with session.run_turn(f"next question {turn}") as events:
+                async for _ in events:
+                    pass
+            if turn:  # the first turn counts every history message once (cold cache)
+                samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def main(turns: int) -> float:
+    medians: dict[int, float] = {}
+    for n in SIZES:
+        medians[n] = median(await measure(n, turns)) * 1000
+        print(f"history {n:>5} messages: median {medians[n]:.3f} ms per turn ({turns} turns)")
+    print(f"ratio 100/10:   {medians[100] / medians[10]:.2f}×  (history ×10)")
+    print(f"ratio 1000/100: {medians[1000] / medians[100]:.2f}×  (history ×10)")
+    print(f"ratio 1000/10:  {medians[1000] / medians[10]:.2f}×  (history ×100)")
+    return medians[1000]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=200)
+    args = parser.parse_args()
+    result = anyio.run(main, args.turns)
+    print(f"median_ms_at_1000 {result:.3f}")
