@@ -29,7 +29,7 @@ from harness.runtime import SessionHandles, open_session
 from harness.trace import TraceRecord, read_trace
 from memory import MemoryStore, MemoryTarget, memories_dir
 
-__all__ = ["DEMO_TURNS", "DemoResult", "PolicyRun", "run_demo"]
+__all__ = ["DEMO_TURNS", "DemoResult", "PolicyRun", "demo_config", "run_demo"]
 
 DEMO_TURNS: tuple[str, ...] = (
     "Hi! I'm Sam. I maintain a small Rust web service called quill. I like short, direct answers.",
@@ -62,6 +62,12 @@ DEMO_OVERRIDES: dict[str, JsonValue] = {
     "session_search": {"enabled": False},
     "skills": {"enabled": False},
 }
+
+
+def demo_config(config: KeelConfig) -> KeelConfig:
+    """The demo's settings on top of the user's config (the model server is started with
+    them too: its generation cap is `model.max_output_tokens`)."""
+    return apply_overrides(config, DEMO_OVERRIDES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +124,7 @@ async def _run_policy(
     on_event: Callable[[Event], None],
 ) -> tuple[PolicyRun, list[Event], float]:
     home = root / policy
-    cfg = apply_overrides(config, {**DEMO_OVERRIDES, "memory": {"snapshot_policy": policy}})
+    cfg = apply_overrides(demo_config(config), {"memory": {"snapshot_policy": policy}})
     side = MemoryStore(memories_dir(home))
     handles: list[SessionHandles] = []
     walls: dict[int, float] = {}

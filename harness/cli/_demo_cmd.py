@@ -14,7 +14,7 @@ from rich.table import Table
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.clients import open_model
 from harness.config import KeelConfig
-from harness.demo import DEMO_TURNS, DemoResult, run_demo
+from harness.demo import DEMO_TURNS, DemoResult, demo_config, run_demo
 from harness.events import Event, MemoryWritten, TextDelta
 
 __all__ = ["register"]
@@ -114,7 +114,7 @@ async def _demo(cfg: KeelConfig, args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
+    cfg = demo_config(config_from_args(args))
     return anyio.run(_demo, cfg, args)
 
 
