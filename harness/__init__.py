@@ -1,7 +1,10 @@
-# keel's runtime: wire types (`types`), model clients (`models/`), tokenizers (`tokens`),
-# traces (`trace`), configuration (`config`) and the CLI (`cli/`). The turn loop, tool
-# registry, compression and the cache meter build on these. `harness` may import `memory`
-# and `prompts`; they never import `harness`.
+# keel's runtime. `runtime.open_session` builds a `session.Session` (the turn loop) from a
+# config: model clients (`models/`, `clients`, `local` for the embedded model), tokenizers
+# (`tokens`), the tool registry (`tools`), prompt assembly (`prompt`), compression
+# (`compression` + `compressor` + `flush`), the seams to memory (`ports`, `adapters`),
+# traces (`trace`) and the cache meter (`cachemeter/`); `experiments/` and `demo` run
+# scenarios; `cli/` is the `keel` command. `harness` may import `memory` and `prompts`;
+# they never import `harness`.
 from harness.config import KeelConfig, load_config
 from harness.errors import (
     ConfigError,
@@ -20,6 +23,8 @@ from harness.errors import (
     SessionError,
 )
 from harness.models.base import ModelClient, ModelEvent, ReplyDone, TextDelta
+from harness.runtime import open_session
+from harness.session import Session
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 
@@ -45,6 +50,7 @@ __all__ = [
     "ReplyDone",
     "RetryableModelError",
     "ScriptExhaustedError",
+    "Session",
     "SessionError",
     "TextDelta",
     "TiktokenTokenizer",
@@ -56,4 +62,5 @@ __all__ = [
     "Usage",
     "load_config",
     "load_tiktoken",
+    "open_session",
 ]

@@ -12,6 +12,7 @@ PACKAGES = [
     "harness.models",
     "harness.cli",
     "harness.cachemeter",
+    "harness.experiments",
     "harness.testing",
     "memory",
     "memory.holographic",
