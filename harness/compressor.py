@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from harness.compression import (
+    fallback_summary,
     plan_cut,
     repair_tool_pairs,
     serialize_turns,
@@ -86,8 +87,6 @@ async def _summarize(
     session: Session, middle: list[Message], focus: str | None, emit: Emit
 ) -> tuple[str, bool] | None:
     """The summary body and whether it is the fallback; None means abort."""
-    from harness.compression import fallback_summary
-
     cfg = session.config
     provider_context = await session.providers.on_pre_compress(middle)
     middle_tokens = session.counter.count_messages(middle)

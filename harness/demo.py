@@ -56,7 +56,7 @@ SIDE_WRITES: dict[int, tuple[MemoryTarget, str]] = {
 # A small model on a CPU: short answers, at most one tool round per turn, and only the
 # memory tool (every tool's schema is part of the prompt the server must process).
 DEMO_OVERRIDES: dict[str, JsonValue] = {
-    "model": {"max_output_tokens": 96, "temperature": 0.2},
+    "model": {"max_output_tokens": 48, "temperature": 0.2},
     "limits": {"max_iterations": 2},
     "compression": {"flush": "memory_only"},
     "session_search": {"enabled": False},

@@ -54,7 +54,7 @@ from harness.ports import EndReason, MemoryBlocks, MemoryPort, ProviderHooks, Re
 from harness.prompt import PromptAssembler
 from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
-from harness.trace import TraceSlot, TraceWriter, record_for_request
+from harness.trace import TraceBreakpoint, TraceSlot, TraceWriter, record_for_request
 from harness.types import Message, ModelReply, ModelRequest, Usage
 from memory import is_trivial
 from prompts.fence import attach_recall
@@ -287,8 +287,6 @@ class Session:
     ) -> None:
         if self.trace is None:
             return
-        from harness.trace import TraceBreakpoint
-
         record = record_for_request(
             request,
             session_id=self.session_id,
@@ -346,7 +344,7 @@ class Session:
 
     async def compress(self, *, focus: str | None = None) -> list[Event]:
         """Compress now (flush, summarize, reload, rebuild), whatever the prompt size."""
-        from harness.compressor import compress_session
+        from harness.compressor import compress_session  # compressor imports this module
 
         if self._busy:
             raise SessionError("cannot compress while a turn is running")
@@ -446,7 +444,7 @@ class Session:
         if not self.config.compression.enabled or self.auto_compress_blocked:
             return
         if self.estimate_prompt_tokens() >= self.threshold_tokens:
-            from harness.compressor import compress_session
+            from harness.compressor import compress_session  # compressor imports this module
 
             await compress_session(self, send.send, manual=False, focus=None)
 
