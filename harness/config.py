@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import ConfigError
+from prompts.slots import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
     "AgentConfig",
@@ -39,30 +40,6 @@ __all__ = [
     "default_home",
     "load_config",
 ]
-
-SlotName = Literal[
-    "identity",
-    "tool_guidance",
-    "provider",
-    "system_message",
-    "memory",
-    "user",
-    "skills",
-    "context_files",
-    "session",
-]
-DEFAULT_SLOT_ORDER: tuple[SlotName, ...] = (
-    "identity",
-    "tool_guidance",
-    "provider",
-    "system_message",
-    "memory",
-    "user",
-    "skills",
-    "context_files",
-    "session",
-)
-
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -103,7 +80,7 @@ class LimitsConfig(_Section):
 
 
 class PromptConfig(_Section):
-    slot_order: tuple[SlotName, ...] = DEFAULT_SLOT_ORDER
+    slot_order: tuple[SlotId, ...] = DEFAULT_SLOT_ORDER
     context_files: bool = True
     context_file_max_chars: int = Field(20_000, ge=1_000)
     cwd: Path | None = None
