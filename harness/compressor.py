@@ -89,7 +89,7 @@ async def _summarize(
     """The summary body and whether it is the fallback; None means abort."""
     cfg = session.config
     provider_context = await session.providers.on_pre_compress(middle)
-    middle_tokens = session.counter.count_messages(middle)
+    middle_tokens = sum(session.count_message(m) for m in middle)
     prompt = summary_prompt(
         serialize_turns(stub_bulky_tool_outputs(middle)),
         date=session.today().isoformat(),
@@ -137,7 +137,7 @@ async def compress_session(session: Session, emit: Emit, *, manual: bool, focus:
 
     plan = plan_cut(
         messages,
-        count=session.counter.count_message,
+        count=session.count_message,
         tail_budget=int(threshold * cfg.tail_ratio),
         protect_first_n=cfg.protect_first_n if session.compressions == 0 else 0,
         protect_last_n=cfg.protect_last_n,

@@ -41,6 +41,7 @@ __all__ = [
     "load_config",
 ]
 
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

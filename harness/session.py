@@ -116,6 +116,10 @@ class Session:
         self._transcript: list[Message] = []
         self._version = 0
         self._anchor: _Anchor | None = None
+        self.token_scale = 1.0
+        """Provider tokens per tokenizer token, learned from reported usage: our tokenizer
+        (cl100k by default) and the model's can differ by 2-3×, and the compression
+        budgets must be in the model's tokens."""
         self._blocks = MemoryBlocks("", "")
         self.prompt = SystemPrompt("", ())
         self.usage_total = Usage()
@@ -188,8 +192,18 @@ class Session:
             and a.system == self.prompt.text
             and len(self._transcript) >= a.n_messages
         ):
-            return a.prompt_tokens + self.counter.count_messages(self._transcript[a.n_messages :])
-        return self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs())
+            return a.prompt_tokens + self.scaled(
+                self.counter.count_messages(self._transcript[a.n_messages :])
+            )
+        return self.scaled(self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs()))
+
+    def scaled(self, tokens: int) -> int:
+        """Our tokenizer's count converted to the model's tokens."""
+        return math.ceil(tokens * self.token_scale)
+
+    def count_message(self, message: Message) -> int:
+        """One message's size in the model's tokens (an estimate)."""
+        return self.scaled(self.counter.count_message(message))
 
     # ------------------------------------------------------------------ transcript
 
@@ -257,14 +271,17 @@ class Session:
         self.requests_sent += 1
         reported = reply.usage is not None
         usage = reply.usage or Usage(
-            input=self.counter.count_prompt(request.system, request.messages, request.tools),
-            output=self.counter.count_message(reply.message),
+            input=self.scaled(self.counter.count_prompt(request.system, request.messages, request.tools)),
+            output=self.count_message(reply.message),
         )
         self.usage_total = self.usage_total + usage
         await self.recorder.add_usage(self.session_id, usage)
         await self._trace(request, client, slots, reply, latency, None)
         if reported and request.purpose == "turn":
             self._anchor = _Anchor(usage.prompt, len(request.messages), self._version, request.system)
+            ours = self.counter.count_prompt(request.system, request.messages, request.tools)
+            if ours > 0 and usage.prompt > 0:
+                self.token_scale = min(4.0, max(0.25, usage.prompt / ours))
         usage_event = UsageReported(
             purpose=request.purpose,
             input=usage.input,

@@ -6,7 +6,7 @@ from harness.errors import ModelConnectionError, ModelResponseError
 from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, calls, fail, say, tool_call
 from harness.tools import RawTool, ToolOutput
-from harness.types import ToolSpec
+from harness.types import Message, ToolSpec, Usage
 from tests.harness.sessionkit import FakeMemory, FakeProviders, RecordingRecorder, config, make_session, run
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
@@ -200,3 +200,16 @@ async def test_two_ineffective_compressions_stop_automatic_compression_with_a_wa
     assert [r.purpose for r in model.requests] == ["turn", "turn"]
     assert any(isinstance(e, Warning) and "automatic compression is off" in e.message for e in events)
     assert s.auto_compress_blocked
+
+
+async def test_budgets_follow_the_models_token_counts_not_our_tokenizers() -> None:
+    # The model reports three times the tokens our tokenizer counts (a different vocabulary):
+    # the session learns the ratio and its estimates follow the model.
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(model, cfg=config(model__context_window="100000")) as s:
+        ours = s.counter.count_prompt(s.prompt.text, (Message("user", "hello there"),), s.tools.specs())
+        model.extend([say("hi", usage=Usage(input=3 * ours, output=1))])
+        await run(s, "hello there")
+        assert s.token_scale == 3.0
+        extra = Message("user", LONG)
+        assert s.count_message(extra) == 3 * s.counter.count_message(extra)

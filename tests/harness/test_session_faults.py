@@ -85,9 +85,10 @@ async def test_transient_500s_and_a_429_are_retried_inside_one_turn(home: Path) 
         _completion("made it"),
     ]
     with FaultServer(script) as server:
-        async with httpx.AsyncClient() as http, open_session(
-            config(), model=_client(http, server), home=home, tokenizer=FakeTokenizer()
-        ) as s:
+        async with (
+            httpx.AsyncClient() as http,
+            open_session(config(), model=_client(http, server), home=home, tokenizer=FakeTokenizer()) as s,
+        ):
             await run(s, "hello")
             assert s.transcript[-1].content == "made it"
             assert s.usage_total.cache_read == 100
