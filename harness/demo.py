@@ -53,16 +53,16 @@ SIDE_WRITES: dict[int, tuple[MemoryTarget, str]] = {
     8: ("memory", "quill uses PostgreSQL 16"),
     10: ("user", "Sam uses vim"),
 }
-# A small model on a CPU: short answers, at most one tool round per turn, and only the
-# memory tool (every tool's schema is part of the prompt the server must process).
+# A small model on a CPU: short answers, one model call per turn (a tool call ends the
+# turn), only the memory tool (every tool's schema is part of the prompt the server must
+# process), and a 4K window so automatic compression keeps every prompt small.
 DEMO_OVERRIDES: dict[str, JsonValue] = {
-    "model": {"max_output_tokens": 48, "temperature": 0.2},
-    "limits": {"max_iterations": 2},
+    "model": {"max_output_tokens": 40, "temperature": 0.2, "context_window": 4096},
+    "limits": {"max_iterations": 1},
     "compression": {"flush": "memory_only"},
     "session_search": {"enabled": False},
     "skills": {"enabled": False},
 }
-
 
 def demo_config(config: KeelConfig) -> KeelConfig:
     """The demo's settings on top of the user's config (the model server is started with
