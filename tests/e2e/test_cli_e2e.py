@@ -71,6 +71,7 @@ def test_chat_answers_two_messages_and_quits_in_a_real_terminal(tmp_path: Path) 
             f"PYTHONPATH={REPO}",
             f"KEEL_HOME={home}",
             "KEEL_MODEL__MAX_OUTPUT_TOKENS=32",
+            "KEEL_LIMITS__MAX_ITERATIONS=2",
             "KEEL_SKILLS__ENABLED=false",
             "KEEL_SESSION_SEARCH__ENABLED=false",
             sys.executable,
@@ -79,6 +80,8 @@ def test_chat_answers_two_messages_and_quits_in_a_real_terminal(tmp_path: Path) 
             "chat",
         ]
     )
+    # keep the pane after keel exits, so the last screen (and the exit code) can be read
+    cmd += '; echo "[keel exited $?]"; sleep 120'
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd], check=True, env=env
     )
@@ -91,10 +94,12 @@ def test_chat_answers_two_messages_and_quits_in_a_real_terminal(tmp_path: Path) 
         _tmux("send-keys", "-t", session, "/usage", "Enter")
         _wait_for(session, "cache read", 1, 60)
         _tmux("send-keys", "-t", session, "/quit", "Enter")
-        screen = _wait_for(session, "bye", 1, 60)
+        screen = _wait_for(session, "[keel exited", 1, 60)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     assert "Hello, my name is Ada." in screen
     assert "What is two plus two?" in screen
     assert screen.count("keel>") >= 2
     assert "requests" in screen
+    assert "bye" in screen
+    assert "[keel exited 0]" in screen
