@@ -241,11 +241,12 @@ def fallback_summary(middle: Sequence[Message], *, previous_summary: str | None)
                 actions.append(f"{len(actions) + 1}. called {c.name}({c.arguments[:160]})")
         if m.role == "tool" and ('"success": false' in m.content or m.content.lower().startswith("error")):
             errors.append(m.content[:300])
+    # Short on purpose: a fallback bigger than the turns it replaces is refused.
     recent = [
-        f"[{m.role.upper()}]: {m.content[:700]}"
+        f"[{m.role.upper()}]: {m.content[:200]}"
         for m in middle
         if m.role in ("user", "assistant") and m.content and not m.summary
-    ][-8:]
+    ][-3:]
     parts = [
         "[Fallback checkpoint: the summary model failed, so this was assembled mechanically "
         "from the compressed turns. It is incomplete.]",

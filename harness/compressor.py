@@ -131,7 +131,7 @@ async def compress_session(session: Session, emit: Emit, *, manual: bool, focus:
     """Run one compression of `session`, emitting progress events."""
     cfg = session.config.compression
     threshold = session.threshold_tokens
-    before = session.estimate_prompt_tokens()
+    before = session.full_estimate()
     messages = list(session.transcript)
     await emit(CompressionStarted(tokens_before=before, threshold=threshold, manual=manual))
 
@@ -145,6 +145,15 @@ async def compress_session(session: Session, emit: Emit, *, manual: bool, focus:
     if plan.empty:
         session.ineffective_compressions += 1
         await _finish_without_change(session, emit, before, len(messages), "nothing to compress yet")
+        return
+    middle_tokens = sum(session.count_message(m) for m in messages[plan.head_end : plan.tail_start])
+    if middle_tokens <= 2 * session.count_message(summary_message("")):
+        # A summary message (its reference-only framing alone) would be as big as the turns
+        # it replaces: compressing now would not shrink the prompt.
+        session.ineffective_compressions += 1
+        await _finish_without_change(
+            session, emit, before, len(messages), "the compressible middle is too small yet"
+        )
         return
 
     await _flush(session, emit)
@@ -170,6 +179,18 @@ async def compress_session(session: Session, emit: Emit, *, manual: bool, focus:
         return
     body, fallback = summarized
     new_transcript = repair_tool_pairs([*head, summary_message(body), *tail])
+    if sum(session.count_message(m) for m in new_transcript) >= sum(
+        session.count_message(m) for m in messages
+    ):
+        session.ineffective_compressions += 1
+        await _finish_without_change(
+            session,
+            emit,
+            before,
+            len(messages),
+            "the summary came out no smaller than the turns it would replace",
+        )
+        return
 
     # 3. reload the curated store (new frozen snapshot) and rebuild the prefix
     if session.memory is not None:
@@ -183,7 +204,7 @@ async def compress_session(session: Session, emit: Emit, *, manual: bool, focus:
     session.compressions += 1
     await session.providers.on_session_switch(session.session_id, parent_session_id=old)
 
-    after = session.estimate_prompt_tokens()
+    after = session.full_estimate()
     if after >= threshold:
         session.ineffective_compressions += 1
     else:

@@ -64,6 +64,7 @@ DEMO_OVERRIDES: dict[str, JsonValue] = {
     "skills": {"enabled": False},
 }
 
+
 def demo_config(config: KeelConfig) -> KeelConfig:
     """The demo's settings on top of the user's config (the model server is started with
     them too: its generation cap is `model.max_output_tokens`)."""

@@ -197,6 +197,11 @@ class Session:
             )
         return self.scaled(self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs()))
 
+    def full_estimate(self) -> int:
+        """The next prompt's size counted from scratch (scaled), ignoring the last report:
+        compression reports before/after sizes with this, so the two are comparable."""
+        return self.scaled(self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs()))
+
     def scaled(self, tokens: int) -> int:
         """Our tokenizer's count converted to the model's tokens."""
         return math.ceil(tokens * self.token_scale)

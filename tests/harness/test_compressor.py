@@ -133,7 +133,8 @@ async def test_a_network_error_in_the_summary_aborts_and_keeps_the_transcript_id
 
 async def test_another_summary_failure_inserts_the_fallback_and_warns() -> None:
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with make_session(model, cfg=config(**_small_window()), memory=FakeMemory()) as s:
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         model.extend([say("Nothing to save."), fail(ModelResponseError("garbled"))])
         events = await s.compress()
@@ -213,3 +214,31 @@ async def test_budgets_follow_the_models_token_counts_not_our_tokenizers() -> No
         assert s.token_scale == 3.0
         extra = Message("user", LONG)
         assert s.count_message(extra) == 3 * s.counter.count_message(extra)
+
+
+async def test_a_middle_smaller_than_a_summary_is_not_compressed_and_nothing_is_flushed() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        for i in range(3):
+            model.extend([say(f"ok {i}")])
+            await run(s, f"hi {i}")
+        before = s.transcript
+        events = await s.compress()
+        assert s.transcript == before
+    assert not any(r.purpose in ("flush", "summary") for r in model.requests)
+    assert any(isinstance(e, Warning) and "too small" in e.message for e in events)
+
+
+async def test_a_summary_no_smaller_than_the_turns_it_replaces_is_refused() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        await _fill(model, s, 4)
+        before = s.transcript
+        model.extend([say("Nothing to save."), say("## Goal\n" + " ".join(["padding"] * 2000))])
+        events = await s.compress()
+        assert s.transcript == before
+    assert any(isinstance(e, Warning) and "no smaller" in e.message for e in events)
+    finished = next(e for e in events if isinstance(e, CompressionFinished))
+    assert finished.new_session_id is None

@@ -33,7 +33,7 @@ SCENARIO = {
                         }
                     ]
                 },
-                {"say": "Nice to meet you, Dana."},
+                {"say": "Nice to meet you, Dana. " + "Tell me about the project whenever you like. " * 12},
             ],
         },
         {
