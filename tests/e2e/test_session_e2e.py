@@ -163,15 +163,18 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
             after = await _turn(session, "Thanks. One more fact about tea, please.")
             assert isinstance(after[-1], TurnEnded)
             assert any(m.summary for m in session.transcript)
-    # what the server itself counted: the first prompt after the compression is smaller
-    # than the last one before it
-    turn_prompts = [
-        (i, e.input + e.cache_read + e.cache_write)
-        for i, e in enumerate(events)
+    # What the server itself counted: the flush request carried the whole transcript at
+    # the moment of compression; the first turn request after it is smaller.
+    cut = next(i for i, e in enumerate(events) if isinstance(e, CompressionFinished) and e.new_session_id)
+    flush_prompt = [
+        e.input + e.cache_read + e.cache_write
+        for e in events[:cut]
+        if isinstance(e, UsageReported) and e.purpose == "flush" and e.reported
+    ][-1]
+    after_cut = [
+        e.input + e.cache_read + e.cache_write
+        for e in events[cut:]
         if isinstance(e, UsageReported) and e.purpose == "turn" and e.reported
     ]
-    cut = next(i for i, e in enumerate(events) if isinstance(e, CompressionFinished) and e.new_session_id)
-    before = [p for i, p in turn_prompts if i < cut][-1]
-    after_cut = [p for i, p in turn_prompts if i > cut]
     assert after_cut, "no turn request was made after the compression"
-    assert after_cut[0] < before
+    assert after_cut[0] < flush_prompt
