@@ -13,7 +13,7 @@ all of it again. Measured per mode, side by side in one run:
   remaining M prompt tokens to eval");
 - the same estimated by the cache meter's llama.cpp rule on the trace.
 
-    python benchmarks/flush_prefill.py [--turns 6] [--repeats 2]
+    python benchmarks/flush_prefill.py [--turns 8] [--repeats 2]
 
 Needs the `local` extra. The last line printed is `flush_extra_prefill_tokens <value>`
 (median extra tokens `memory_only` makes the server evaluate, compared with `cache_safe`).
@@ -70,6 +70,8 @@ async def _one(
         "KEEL_MODEL__CONTEXT_WINDOW": "8192",
         "KEEL_LIMITS__MAX_ITERATIONS": "1",
         "KEEL_COMPRESSION__ENABLED": "false",
+        "KEEL_COMPRESSION__PROTECT_FIRST_N": "0",
+        "KEEL_COMPRESSION__PROTECT_LAST_N": "2",
         "KEEL_COMPRESSION__FLUSH": mode,
     }
     cfg = load_config(None, environ=env)
@@ -92,7 +94,9 @@ async def _one(
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace)))
     tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
     report = measure(records, CanonicalRenderer(tokenizer), simulators=("llamacpp",))
-    flush_req = next(r for r in report.requests if r.purpose == "flush")
+    flush_req = next((r for r in report.requests if r.purpose == "flush"), None)
+    if flush_req is None:
+        raise SystemExit(f"{mode}: the compression made no flush call (nothing to compress?); use more --turns")
     return {
         "flush_s": flush.latency_s if flush else float("nan"),
         "compress_s": compress_s,
@@ -128,7 +132,7 @@ async def main(turns: int, repeats: int) -> float:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--turns", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     print(f"flush_extra_prefill_tokens {anyio.run(main, args.turns, args.repeats):.0f}")

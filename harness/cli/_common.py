@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TypeAlias
 
@@ -16,8 +17,10 @@ __all__ = ["Subparsers", "config_from_args", "console", "err_console", "home_fro
 # argparse exposes no public name for the subparsers action.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Piped output (files, CI logs) gets a wide fixed width instead of rich's 80 columns, so
+# tables stay readable; terminals keep their own width.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 
 def config_from_args(args: argparse.Namespace) -> KeelConfig:

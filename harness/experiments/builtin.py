@@ -2,9 +2,10 @@
 
 `synthetic-200`: a 200-turn working session between a user and an agent on a made-up data
 project. Turns are agentic — many of them call tools before answering (session search,
-skill lookups, memory writes every few turns) — the way real long sessions look. Facts are
-planted mid-session (and become probes), out-of-band memory writes happen now and then (as
-if another process or the CLI wrote), and one compression is forced near the end.
+skill lookups, memory writes every few turns) — the way real long sessions look. Personal
+facts are planted mid-session and become probes; the scripted assistant does not save them
+itself, so only the compression flush can. Out-of-band memory writes happen now and then
+(as if another process or the CLI wrote), and one compression is forced near the end.
 """
 
 from __future__ import annotations
@@ -138,15 +139,8 @@ def synthetic_200(*, turns: int = 200, seed: int = 7, compress_at: int = 170) ->
             target, fact, keyword, said, question = _FACTS[fact_turns[n]]
             ask = f"{said} {ask}"
             probes.append(ProbeSpec(fact=fact, target=target, turn=n, keyword=keyword, question=question))
-            replies.append(
-                ReplySpec(
-                    tool_calls=(
-                        ToolCallSpec(
-                            name="memory", arguments={"action": "add", "target": target, "content": fact}
-                        ),
-                    )
-                )
-            )
+            # The scripted assistant does not save planted facts during the turn: whether
+            # they survive the compression is then up to the flush (and the summary).
         elif n % 5 == 0:
             replies.append(
                 ReplySpec(
@@ -178,7 +172,8 @@ def synthetic_200(*, turns: int = 200, seed: int = 7, compress_at: int = 170) ->
         name="synthetic-200" if turns == 200 else f"synthetic-{turns}",
         description=(
             "A long agentic working session: tool calls in most turns, a memory write every five turns, "
-            "planted personal facts, out-of-band memory writes, and one forced compression near the end."
+            "personal facts planted mid-session and saved by no one until the flush, out-of-band memory "
+            "writes, and one forced compression near the end."
         ),
         config={
             "model": {"context_window": 200_000},

@@ -207,3 +207,31 @@ def test_experiment_with_a_missing_scenario_file_fails_cleanly(
 ) -> None:
     assert main(["--home", str(home), "experiment", "flush", "/nonexistent/s.yaml"]) == 2
     assert "no scenario" in capsys.readouterr().err
+
+
+def test_without_a_flush_the_planted_facts_do_not_reach_memory(tmp_path: Path, home: Path) -> None:
+    out = tmp_path / "flush.json"
+    code = main(
+        [
+            "--home",
+            str(home),
+            "experiment",
+            "flush",
+            "synthetic-200",
+            "--turns",
+            "70",
+            "--out",
+            str(tmp_path / "r"),
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    arms = {a["label"]: a for a in json.loads(out.read_text(encoding="utf-8"))["arms"]}
+    kept = {label: sum(p["in_memory"] for p in a["retention"]) for label, a in arms.items()}
+    assert kept["memory_only"] == kept["cache_safe"] == len(arms["off"]["retention"]) > 0
+    assert kept["off"] == 0
+    # cache_safe's flush shares the turn prefix; memory_only's does not
+    assert arms["cache_safe"]["by_purpose"]["flush"]["reused_tokens"]["llamacpp"] > 10 * max(
+        1, arms["memory_only"]["by_purpose"]["flush"]["reused_tokens"]["llamacpp"]
+    )
