@@ -221,6 +221,9 @@ async def _experiment(cfg: KeelConfig, kind: ExperimentKind, args: argparse.Name
         else cfg.resolved_home() / "experiments" / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     scripted = not args.real
+    # The scripted model has no price of its own: show what the traffic would cost at a
+    # well-known list price unless the user picked one.
+    price = args.price or ("claude-sonnet-4-5" if scripted and "claude-sonnet-4-5" in cfg.prices else None)
     with _progress() as progress:
         tasks: dict[str, TaskID] = {}
 
@@ -231,7 +234,7 @@ async def _experiment(cfg: KeelConfig, kind: ExperimentKind, args: argparse.Name
 
         if scripted:
             results = await run_experiment(
-                kind, scenario, cfg, root=root, scripted=True, price=args.price, progress=tick
+                kind, scenario, cfg, root=root, scripted=True, price=price, progress=tick
             )
         else:
             async with open_model(cfg, home=root) as model:
@@ -242,10 +245,12 @@ async def _experiment(cfg: KeelConfig, kind: ExperimentKind, args: argparse.Name
                     root=root,
                     scripted=False,
                     model=model,
-                    price=args.price,
+                    price=price,
                     progress=tick,
                 )
     console.print(_table(kind, results, scripted))
+    if price:
+        console.print(f"[dim]costs at {escape(price)} list prices (config `prices`)[/]")
     console.print(f"[dim]runs and traces under {escape(str(root))}[/]")
     if args.json:
         payload = {
