@@ -451,26 +451,21 @@ class FactStore:
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
     ) -> list[Fact]:
         """Facts by trust, highest first."""
-        sql = f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.trust_score >= ?"
-        params: list[object] = [min_trust]
-        if category is not None:
-            sql += " AND f.category = ?"
-            params.append(category)
-        sql += " ORDER BY f.trust_score DESC, f.updated_at DESC, f.fact_id DESC LIMIT ?"
-        params.append(limit)
-        with self._db() as conn:
-            return self._facts(conn, conn.execute(sql, params).fetchall())
+        return self._select("f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
 
     def recent_facts(
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
     ) -> list[Fact]:
         """The most recently updated facts, newest first."""
+        return self._select("f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
+
+    def _select(self, order_by: str, category: Category | None, min_trust: float, limit: int) -> list[Fact]:
         sql = f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.trust_score >= ?"
         params: list[object] = [min_trust]
         if category is not None:
             sql += " AND f.category = ?"
             params.append(category)
-        sql += " ORDER BY f.updated_at DESC, f.fact_id DESC LIMIT ?"
+        sql += f" ORDER BY {order_by} LIMIT ?"
         params.append(limit)
         with self._db() as conn:
             return self._facts(conn, conn.execute(sql, params).fetchall())
