@@ -51,7 +51,7 @@ def _progress() -> Progress:
 
 
 async def _run_scenario(cfg: KeelConfig, args: argparse.Namespace) -> int:
-    scenario = resolve_scenario(args.scenario)
+    scenario = await anyio.to_thread.run_sync(resolve_scenario, args.scenario)  # reads a file
     if args.turns:
         scenario = truncate_scenario(scenario, args.turns)
     home = cfg.resolved_home()
@@ -212,7 +212,7 @@ def _plot(path: Path, results: list[ArmResult]) -> None:
 
 
 async def _experiment(cfg: KeelConfig, kind: ExperimentKind, args: argparse.Namespace) -> int:
-    scenario = resolve_scenario(args.scenario)
+    scenario = await anyio.to_thread.run_sync(resolve_scenario, args.scenario)  # reads a file
     if args.turns:
         scenario = truncate_scenario(scenario, args.turns)
     root = (
