@@ -54,8 +54,10 @@ async def _run_scenario(cfg: KeelConfig, args: argparse.Namespace) -> int:
     scenario = await anyio.to_thread.run_sync(resolve_scenario, args.scenario)  # reads a file
     if args.turns:
         scenario = truncate_scenario(scenario, args.turns)
-    home = cfg.resolved_home()
     label = f"run-{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}".replace("/", "_").replace(":", "_")
+    # A scenario seeds memory and writes to it: by default it plays in a home of its own,
+    # so running one never adds its entries to the user's real memory.
+    home = cfg.resolved_home() if args.use_home else cfg.resolved_home() / "runs" / label
     printer = EventPrinter(console)
     last_turn = [0]
 
@@ -283,6 +285,11 @@ def register(sub: Subparsers) -> None:
     )
     run.add_argument("--turns", type=int, help="only the first N turns")
     run.add_argument("--json", metavar="OUT", help="write per-turn results as JSON")
+    run.add_argument(
+        "--use-home",
+        action="store_true",
+        help="play in the keel home itself (its memory, sessions, skills) instead of <home>/runs/<run>",
+    )
     run.set_defaults(handler=_run)
 
     sc = sub.add_parser("scenario", help="list, show or build scenarios")

@@ -68,7 +68,19 @@ def test_run_plays_a_scripted_scenario_and_reports_the_trace(
     assert "saved to user: Dog is Biscuit" in text
     payload = json.loads(out.read_text(encoding="utf-8"))
     assert [t["turn"] for t in payload["turns"]] == [1, 2, 3]
-    assert Path(payload["trace"]).exists()
+    trace = Path(payload["trace"])
+    assert trace.exists()
+    run_home = trace.parent.parent
+    assert run_home.parent == home / "runs"
+    assert (run_home / "memories" / "USER.md").read_text(encoding="utf-8").strip() == "Dog is Biscuit"
+    # the user's own memory was not touched
+    assert not (home / "memories" / "USER.md").exists()
+
+
+def test_run_with_use_home_plays_in_the_home_itself(tmp_path: Path, home: Path) -> None:
+    assert (
+        main(["--home", str(home), "run", str(_write(tmp_path, SCENARIO)), "--scripted", "--use-home"]) == 0
+    )
     assert (home / "memories" / "USER.md").read_text(encoding="utf-8").strip() == "Dog is Biscuit"
 
 
