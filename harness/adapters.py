@@ -25,6 +25,7 @@ from harness.ports import EndReason
 from harness.tools import RawTool, ToolOutput, error_json
 from harness.types import JsonObject, Message, ToolSpec, Usage
 from memory import (
+    FlushMode,
     MemoryBlocks,
     MemoryManager,
     MemoryStore,
@@ -225,7 +226,7 @@ class DbRecorder:
         )
 
     async def record_flush(
-        self, session_id: str, *, mode: str, entries: Sequence[FlushEntry], reply_text: str
+        self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
     ) -> None:
         def row(e: FlushEntry) -> JsonValue:
             return {"target": e.target, "action": e.action, "content": e.content, "reason": e.reason}
@@ -233,7 +234,7 @@ class DbRecorder:
         await self.db.record_flush(
             session_id,
             timestamp=self._clock(),
-            mode=mode,  # type: ignore[arg-type]  # validated by the config as a FlushMode
+            mode=mode,
             saved=[row(e) for e in entries if e.saved],
             refused=[row(e) for e in entries if not e.saved],
             reply=reply_text,

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import ConfigError
+from memory import FlushMode
 from prompts.slots import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
@@ -123,7 +124,7 @@ class RecallConfig(_Section):
 class CompressionConfig(_Section):
     enabled: bool = True
     threshold: float = Field(0.5, gt=0, le=1)
-    flush: Literal["memory_only", "cache_safe", "off"] = "memory_only"
+    flush: FlushMode = "memory_only"
 
     @field_validator("flush", mode="before")
     @classmethod

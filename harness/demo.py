@@ -26,6 +26,7 @@ from harness.events import CompressionFinished, Event, FlushCompleted, UsageRepo
 from harness.experiments.runner import apply_overrides
 from harness.models.base import ModelClient
 from harness.runtime import SessionHandles, open_session
+from harness.tokens import Tokenizer
 from harness.trace import TraceRecord, read_trace
 from memory import MemoryStore, MemoryTarget, memories_dir
 
@@ -100,9 +101,8 @@ class DemoResult:
     tokens_after: int
 
 
-def _per_turn_reuse(records: list[TraceRecord]) -> dict[int, tuple[int, int]]:
+def _per_turn_reuse(records: list[TraceRecord], tokenizer: Tokenizer) -> dict[int, tuple[int, int]]:
     """(prompt, reusable) tokens per turn under the llama.cpp single-slot rule."""
-    tokenizer = load_meter_tokenizer("cl100k")
     report = measure(records, CanonicalRenderer(tokenizer), tokenizer="cl100k", simulators=("llamacpp",))
     out: dict[int, tuple[int, int]] = {}
     for r in report.requests:
@@ -121,6 +121,7 @@ async def _run_policy(
     turns: int,
     *,
     compress: bool,
+    tokenizer: Tokenizer,
     status: Callable[[str], None],
     on_event: Callable[[Event], None],
 ) -> tuple[PolicyRun, list[Event], float]:
@@ -152,7 +153,7 @@ async def _run_policy(
     trace_path = handles[0].trace_path
     assert trace_path is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
-    reuse = await anyio.to_thread.run_sync(_per_turn_reuse, records)
+    reuse = await anyio.to_thread.run_sync(_per_turn_reuse, records, tokenizer)
     rows = tuple(
         TurnRow(
             turn=n,
@@ -176,11 +177,28 @@ async def run_demo(
     on_event: Callable[[Event], None] = lambda _: None,
 ) -> DemoResult:
     """Run the demo conversation under `frozen` (then compress) and under `live`."""
+    tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
     frozen, events, compress_wall = await _run_policy(
-        "frozen", config, model, root, turns, compress=True, status=status, on_event=on_event
+        "frozen",
+        config,
+        model,
+        root,
+        turns,
+        compress=True,
+        tokenizer=tokenizer,
+        status=status,
+        on_event=on_event,
     )
     live, _, _ = await _run_policy(
-        "live", config, model, root, turns, compress=False, status=status, on_event=on_event
+        "live",
+        config,
+        model,
+        root,
+        turns,
+        compress=False,
+        tokenizer=tokenizer,
+        status=status,
+        on_event=on_event,
     )
     flush = next((e for e in events if isinstance(e, FlushCompleted)), None)
     finished = next((e for e in events if isinstance(e, CompressionFinished)), None)

@@ -13,6 +13,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import Field, TypeAdapter
 
 from harness.types import Purpose
+from memory import FlushMode
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -114,7 +115,7 @@ class FlushEntry:
 class FlushCompleted:
     """The pre-compression memory flush finished: what it saved and what was refused (and why)."""
 
-    mode: Literal["memory_only", "cache_safe", "off"]
+    mode: FlushMode
     entries: tuple[FlushEntry, ...]
     latency_s: float
     kind: Literal["flush_completed"] = "flush_completed"

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from harness.events import Event, FlushEntry, MemoryWritten
 from harness.tools import Tool, ToolOutput
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec
+from memory import FlushMode as MemoryFlushMode
 from prompts._text import load_text
 
 __all__ = ["FlushMode", "FlushOutcome", "build_flush_request", "execute_flush_reply"]
 
-FlushMode = Literal["memory_only", "cache_safe", "off"]
+FlushMode = MemoryFlushMode  # one definition, shared with the session store
 MEMORY_TOOL = "memory"
 
 

@@ -8,13 +8,14 @@ user can plug in their own (a different store, a remote transcript log).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
 from anyio.abc import TaskGroup
 
 from harness.events import FlushEntry
 from harness.types import Message, Usage
-from memory import MemoryBlocks
+from memory import EndReason as MemoryEndReason
+from memory import FlushMode, MemoryBlocks
 
 __all__ = [
     "EndReason",
@@ -26,7 +27,7 @@ __all__ = [
     "Recorder",
 ]
 
-EndReason = Literal["compression", "user_exit", "new_session", "error"]
+EndReason = MemoryEndReason  # the session store's vocabulary
 
 
 class MemoryPort(Protocol):
@@ -57,7 +58,7 @@ class Recorder(Protocol):
     async def add_usage(self, session_id: str, usage: Usage) -> None: ...
 
     async def record_flush(
-        self, session_id: str, *, mode: str, entries: Sequence[FlushEntry], reply_text: str
+        self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
     ) -> None: ...
 
 
@@ -126,6 +127,6 @@ class NullRecorder:
         return None
 
     async def record_flush(
-        self, session_id: str, *, mode: str, entries: Sequence[FlushEntry], reply_text: str
+        self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
     ) -> None:
         return None

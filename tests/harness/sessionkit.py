@@ -27,6 +27,7 @@ from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry
 from harness.trace import TraceWriter
 from harness.types import Message, ToolSpec, Usage
+from memory import FlushMode
 from prompts.slots import SlotId
 
 
@@ -96,7 +97,7 @@ class RecordingRecorder:
         self.usage = self.usage + usage
 
     async def record_flush(
-        self, session_id: str, *, mode: str, entries: Sequence[FlushEntry], reply_text: str
+        self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
     ) -> None:
         self.flushes.append((session_id, mode, tuple(entries)))
 
