@@ -20,6 +20,7 @@ from harness.events import (
     ToolCallStarted,
     ToolResultReady,
     TurnEnded,
+    Warning,
 )
 from harness.local import LocalModel
 from harness.runtime import SessionHandles, open_session
@@ -139,7 +140,8 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
         cfg = _cfg(
             model__context_window="3072", compression__protect_first_n="0", compression__protect_last_n="2"
         )
-        async with open_session(cfg, model=model, home=home) as session:
+        handles: list[SessionHandles] = []
+        async with open_session(cfg, model=model, home=home, handles=handles) as session:
             first_id = session.session_id
             events: list[Event] = []
             topics = [
@@ -160,9 +162,21 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
                     break
             finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id]
             assert finished, "the session never crossed the compression threshold"
-            assert any(isinstance(e, FlushCompleted) for e in events)
+            # The flush call was made before the summary. (It may fail on this model — e.g.
+            # the server errors on a malformed tool call — and then compression goes on
+            # without it, with a warning: that is the designed behaviour, not a test failure.)
+            flushed = any(isinstance(e, FlushCompleted) for e in events)
+            warned = [
+                e.message for e in events if isinstance(e, Warning) and "memory flush failed" in e.message
+            ]
+            assert flushed or warned, [e for e in events if isinstance(e, Warning)]
             assert finished[0].messages_after < finished[0].messages_before
             assert session.session_id != first_id
             after = await _turn(session, "Thanks. One more fact about tea, please.")
             assert isinstance(after[-1], TurnEnded)
             assert any(m.summary for m in session.transcript)
+    trace = handles[0].trace_path
+    assert trace is not None
+    purposes = [r.purpose for r in read_trace(trace)]
+    assert "flush" in purposes
+    assert purposes.index("flush") < purposes.index("summary")
