@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
-from harness.clients import local_client
 from harness.config import load_config
 from harness.events import FlushCompleted
-from harness.local import start_local_model
-from harness.runtime import SessionHandles, open_session
+from harness.loop.open import SessionHandles, open_session
+from harness.models.factory import local_client
+from harness.models.local import start_local_model
 from harness.trace import read_trace
 
 TURNS = (

@@ -40,7 +40,13 @@ from typing import Literal
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import default_data_dir, median
-from memory.holographic import FTS_ONLY_WEIGHTS, LEXICAL_WEIGHTS, FactStore, RetrievalWeights, Retriever
+from memory.providers.holographic import (
+    FTS_ONLY_WEIGHTS,
+    LEXICAL_WEIGHTS,
+    FactStore,
+    RetrievalWeights,
+    Retriever,
+)
 
 Source = Literal["turns", "observations"]
 SOURCES: tuple[Source, ...] = ("turns", "observations")

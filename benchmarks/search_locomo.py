@@ -53,10 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import Conversation, load_locomo
 from benchmarks._util import default_data_dir
-from memory._search_rank import SearchStrategy
-from memory._session_records import StoredMessage
-from memory.search import SessionSearchTool
-from memory.sessions import SessionDB, open_session_db
+from memory.sessions._records import StoredMessage
+from memory.sessions._search_rank import SearchStrategy
+from memory.sessions.search import SessionSearchTool
+from memory.sessions.store import SessionDB, open_session_db
 
 STRATEGIES: tuple[SearchStrategy, ...] = ("all_terms", "any_terms", "best")
 KS = (1, 3, 5)

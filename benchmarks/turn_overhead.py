@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
 from harness.config import load_config
-from harness.ports import NoProviders, NullRecorder
-from harness.prompt import PromptAssembler
-from harness.session import Session
+from harness.loop.ports import NoProviders, NullRecorder
+from harness.loop.session import Session
+from harness.loop.system_prompt import PromptAssembler
 from harness.testing import ScriptedModel, say
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.tools import ToolRegistry

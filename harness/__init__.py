@@ -22,9 +22,9 @@ from harness.errors import (
     ScriptExhaustedError,
     SessionError,
 )
+from harness.loop.open import open_session
+from harness.loop.session import Session
 from harness.models.base import ModelClient, ModelEvent, ReplyDone, TextDelta
-from harness.runtime import open_session
-from harness.session import Session
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 

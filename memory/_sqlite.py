@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from memory._session_errors import (
+from memory.errors import (
     SessionConflictError,
     SessionNotFoundError,
     SessionQueryError,

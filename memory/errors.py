@@ -1,27 +1,42 @@
-"""The memory package's exception tree, organised by who has to act.
+"""The memory package's exception tree, organised by who has to act — all of it, here.
 
     MemoryLayerError                 root of every error the memory package raises on purpose
-    └── StoreError                   the curated store (MEMORY.md / USER.md)
-        ├── WriteRefused             the *model* (or CLI user) must change its request; nothing changed
-        │   ├── InvalidWriteError        empty content/old_text, delimiter inside content, bad batch, ...
-        │   ├── TargetDisabledError      the target store is switched off in config
-        │   ├── ScanBlockedError         the write scanner found a threat; carries `findings`
-        │   ├── NoMatchError             old_text matched no entry
-        │   ├── AmbiguousMatchError      old_text matched several distinct entries; carries `previews`
-        │   └── StoreFullError           the result would exceed the character budget
-        └── StoreIOError             the *operator* (or a retry) must act; nothing changed
-            ├── StoreReadError           the file exists but cannot be read or decoded
-            ├── StoreWriteError          writing the file (or the archive) failed on disk
-            ├── StoreLockTimeout         another writer held the sidecar lock too long
-            └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
-
-    MemoryLayerError also roots the other memory areas' trees:
-    ├── SessionStoreError            state.db (memory/_session_errors.py)
-    ├── SkillError                   the skill library (memory/skills/_errors.py)
-    └── HolographicError             the holographic provider (memory/holographic/_errors.py)
+    ├── StoreError                   the curated store (MEMORY.md / USER.md)
+    │   ├── WriteRefused             the *model* (or CLI user) must change its request; nothing changed
+    │   │   ├── InvalidWriteError        empty content/old_text, delimiter inside content, bad batch, ...
+    │   │   ├── TargetDisabledError      the target store is switched off in config
+    │   │   ├── ScanBlockedError         the write scanner found a threat; carries `findings`
+    │   │   ├── NoMatchError             old_text matched no entry
+    │   │   ├── AmbiguousMatchError      old_text matched several distinct entries; carries `previews`
+    │   │   └── StoreFullError           the result would exceed the character budget
+    │   └── StoreIOError             the *operator* (or a retry) must act; nothing changed
+    │       ├── StoreReadError           the file exists but cannot be read or decoded
+    │       ├── StoreWriteError          writing the file (or the archive) failed on disk
+    │       ├── StoreLockTimeout         another writer held the sidecar lock too long
+    │       └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
+    ├── SessionStoreError            the episodic session store (state.db)
+    │   ├── SessionStoreBusyError        another process held the write lock past every retry (operator/retry)
+    │   ├── SessionStoreCorruptError     the file is not a SQLite database, or it is damaged (operator)
+    │   ├── SessionSchemaError           written by a newer keel, or a migration failed (operator)
+    │   ├── SessionNotFoundError         no session (or message) with that id (caller)
+    │   ├── SessionConflictError         the session id already exists (caller)
+    │   └── SessionQueryError            the store rejected a search query (a sanitizer bug; never expected)
+    ├── SkillError                   the skill library
+    │   ├── SkillInputError              a bad name, path, size or SKILL.md (the caller, usually the model)
+    │   ├── SkillNotFoundError           no skill or file by that name (caller)
+    │   ├── SkillConflictError           the name is taken, or a bare name is ambiguous (caller)
+    │   ├── SkillBlockedError            the security guard refused the content; carries the report (caller)
+    │   └── SkillStorageError            the disk or the writer lock failed (operator)
+    └── HolographicError             the holographic provider
+        ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
+        └── FactStoreError               the fact database could not be opened or used (operator)
 
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
-can report a stable machine-readable cause next to the human message.
+can report a stable machine-readable cause next to the human message. Third-party errors
+are translated into this tree at one boundary each (`sqlite3` in `memory/_sqlite.py`,
+the filesystem in `memory/curated/_disk.py` and `memory/_atomic.py`) and chained with `from`.
+Tool handlers turn every one of these into a JSON error the model can read; none of them
+escapes into the turn loop.
 """
 
 from __future__ import annotations
@@ -32,15 +47,32 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:
     from memory.scanner import Finding
+    from memory.skills._guard import GuardReport
 
 __all__ = [
     "AmbiguousMatchError",
     "DriftError",
+    "FactInputError",
+    "FactStoreError",
+    "HolographicError",
     "InvalidWriteError",
     "MemoryLayerError",
     "NoMatchError",
     "RefusalReason",
     "ScanBlockedError",
+    "SessionConflictError",
+    "SessionNotFoundError",
+    "SessionQueryError",
+    "SessionSchemaError",
+    "SessionStoreBusyError",
+    "SessionStoreCorruptError",
+    "SessionStoreError",
+    "SkillBlockedError",
+    "SkillConflictError",
+    "SkillError",
+    "SkillInputError",
+    "SkillNotFoundError",
+    "SkillStorageError",
     "StoreError",
     "StoreFullError",
     "StoreIOError",
@@ -156,3 +188,70 @@ class DriftError(StoreIOError):
     def __init__(self, message: str, *, backup: Path | None) -> None:
         super().__init__(message)
         self.backup = backup
+
+class SessionStoreError(MemoryLayerError):
+    """Root of every error the session store raises on purpose."""
+
+
+class SessionStoreBusyError(SessionStoreError):
+    """The database stayed locked by another writer after the busy timeout and every retry."""
+
+
+class SessionStoreCorruptError(SessionStoreError):
+    """The state database is not a SQLite file or is damaged; move it aside to start fresh."""
+
+
+class SessionSchemaError(SessionStoreError):
+    """The schema is newer than this code understands, or a migration could not be applied."""
+
+
+class SessionNotFoundError(SessionStoreError):
+    """No session or message has the requested id."""
+
+
+class SessionConflictError(SessionStoreError):
+    """A session with that id already exists."""
+
+
+class SessionQueryError(SessionStoreError):
+    """SQLite refused a full-text query even after sanitizing."""
+
+
+class SkillError(MemoryLayerError):
+    """Root of every error the skills package raises on purpose."""
+
+
+class SkillInputError(SkillError):
+    """A name, path, argument or SKILL.md text is invalid; the message names the fix."""
+
+
+class SkillNotFoundError(SkillError):
+    """No skill (or supporting file) matches the reference given."""
+
+
+class SkillConflictError(SkillError):
+    """The skill already exists, or a bare name matches skills in several categories."""
+
+
+class SkillBlockedError(SkillError):
+    """The guard blocked the content; nothing changed (a write was rolled back)."""
+
+    def __init__(self, message: str, *, report: GuardReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class SkillStorageError(SkillError):
+    """The filesystem or the writer lock failed; the previous state was kept."""
+
+
+class HolographicError(MemoryLayerError):
+    """Root of the holographic provider's errors."""
+
+
+class FactInputError(HolographicError):
+    """A fact-store request that cannot be carried out as asked; nothing was changed."""
+
+
+class FactStoreError(HolographicError):
+    """The fact database failed; the message says which file and what to do."""

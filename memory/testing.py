@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 from pydantic import JsonValue
 
-from memory.provider import AgentContext, MemoryProvider, MemoryWrite, SwitchReason, TurnMessage
+from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, SwitchReason, TurnMessage
 
 __all__ = ["ProviderFailure", "ScriptedProvider"]
 

@@ -15,7 +15,7 @@ PACKAGES = [
     "harness.experiments",
     "harness.testing",
     "memory",
-    "memory.holographic",
+    "memory.providers.holographic",
     "memory.skills",
     "prompts",
 ]

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import cast, get_args
 
@@ -34,6 +32,7 @@ from harness.cachemeter import (
 )
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.config import KeelConfig
+from memory import atomic_write
 
 __all__ = ["register"]
 
@@ -52,22 +51,7 @@ def _count_lines(path: Path) -> int:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(path, text.encode("utf-8"))
 
 
 def _settings(args: argparse.Namespace) -> SimSettings:

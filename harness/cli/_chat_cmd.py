@@ -18,8 +18,8 @@ from harness.cli._common import Subparsers, config_from_args, console
 from harness.cli._render import EventPrinter
 from harness.config import KeelConfig
 from harness.errors import ModelError
-from harness.runtime import SessionHandles, open_session
-from harness.session import Session
+from harness.loop.open import SessionHandles, open_session
+from harness.loop.session import Session
 from harness.types import ToolCall
 
 __all__ = ["register"]

@@ -12,10 +12,10 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from harness.cli._common import Subparsers, config_from_args, console, err_console
-from harness.clients import open_model
 from harness.config import KeelConfig
-from harness.demo import DEMO_TURNS, DemoResult, demo_config, run_demo
 from harness.events import Event, MemoryWritten, TextDelta
+from harness.experiments.demo import DEMO_TURNS, DemoResult, demo_config, run_demo
+from harness.models.factory import open_model
 
 __all__ = ["register"]
 

@@ -17,7 +17,6 @@ from rich.table import Table
 
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.cli._render import EventPrinter
-from harness.clients import open_model
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import Event
@@ -32,6 +31,7 @@ from harness.experiments import (
     scenario_from_locomo,
     truncate_scenario,
 )
+from harness.models.factory import open_model
 
 __all__ = ["register"]
 

@@ -22,9 +22,9 @@ from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, FlushCompleted, TextDelta, TurnEnded
 from harness.experiments.scenario import MemoryWriteSpec, Scenario
 from harness.experiments.scenario_model import ScenarioModel
+from harness.loop.open import SessionHandles, open_session
+from harness.loop.session import Session
 from harness.models.base import ModelClient
-from harness.runtime import SessionHandles, open_session
-from harness.session import Session
 from memory import MemoryStore, memories_dir
 
 __all__ = ["ProbeResult", "RunResult", "TurnStat", "apply_overrides", "run_scenario"]

@@ -6,7 +6,7 @@
 # slot-6 index; _schemas + _tools are the three tools the harness registers.
 # Layering: memory never imports harness or prompts; prompt text is passed in.
 
-from memory.skills._errors import (
+from memory.errors import (
     SkillBlockedError,
     SkillConflictError,
     SkillError,

@@ -14,7 +14,7 @@ from typing import Literal
 
 import yaml
 
-from memory.skills._errors import SkillInputError
+from memory.errors import SkillInputError
 
 __all__ = [
     "MAX_DESCRIPTION_CHARS",

@@ -11,16 +11,14 @@ import contextlib
 import os
 import shutil
 import stat
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from memory._atomic import atomic_write, fsync_dir
+
 __all__ = ["FileSnapshot", "atomic_write", "fsync_dir", "remove_tree", "restore", "snapshot"]
-
-_NEW_FILE_MODE = 0o644
-
 
 @dataclass(frozen=True, slots=True)
 class FileSnapshot:
@@ -30,43 +28,6 @@ class FileSnapshot:
     data: bytes | None
     mode: int | None
     kind: Literal["file_snapshot"] = field(default="file_snapshot", init=False)
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a directory entry change (a rename, a new or removed file) to disk."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace `path` with `data` atomically (temp file + fsync + os.replace + dir fsync).
-
-    Args:
-        path: the target; its directory must exist.
-        data: the new bytes.
-        mode: permission bits for the result; default: keep the current file's, else 0o644.
-    """
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            mode = _NEW_FILE_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
 
 
 def snapshot(path: Path) -> FileSnapshot:

@@ -21,14 +21,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from memory.skills import _manage
-from memory.skills._errors import (
+from memory.errors import (
     SkillBlockedError,
     SkillConflictError,
     SkillError,
     SkillInputError,
     SkillNotFoundError,
 )
+from memory.skills import _manage
 from memory.skills._format import (
     MAX_FILE_BYTES,
     SUPPORT_DIRS,

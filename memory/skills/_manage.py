@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import filelock
 
-from memory.skills._errors import (
+from memory.errors import (
     SkillBlockedError,
     SkillConflictError,
     SkillInputError,

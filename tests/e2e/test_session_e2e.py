@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 
-from harness.clients import local_client
 from harness.config import KeelConfig
 from harness.events import (
     CompressionFinished,
@@ -22,9 +21,10 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
-from harness.local import LocalModel
-from harness.runtime import SessionHandles, open_session
-from harness.session import Session
+from harness.loop.open import SessionHandles, open_session
+from harness.loop.session import Session
+from harness.models.factory import local_client
+from harness.models.local import LocalModel
 from harness.tools import ToolRegistry
 from harness.trace import read_trace
 from harness.types import Message, ModelRequest, ToolCall
@@ -93,7 +93,7 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
     store = MemoryStore(tmp_path / "memories")
     tool = MemoryTool(store)
     schema = memory_tool_schema(load_text("tool_memory"))
-    from harness.adapters import memory_tool
+    from harness.loop.memory_bridge import memory_tool
 
     registry = ToolRegistry()
     registry.add(memory_tool(tool, schema, manager=None, session_id=lambda: "s"))

@@ -18,10 +18,10 @@ from anyio.abc import TaskGroup
 
 from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
+from harness.loop.ports import EndReason, MemoryBlocks, NoProviders
+from harness.loop.session import Session
+from harness.loop.system_prompt import PromptAssembler
 from harness.models.base import ModelClient
-from harness.ports import EndReason, MemoryBlocks, NoProviders
-from harness.prompt import PromptAssembler
-from harness.session import Session
 from harness.testing import FakeTokenizer
 from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry

@@ -1,0 +1,113 @@
+"""Build the model client a config asks for.
+
+`open_model(config, ...)` is an async context manager: for the embedded model it starts
+(and later stops) the llama.cpp server; for remote endpoints it reads the API key from the
+environment variable the config names. Every client is wrapped in `RetryingClient`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+
+from harness.config import KeelConfig
+from harness.errors import ConfigError
+from harness.models.anthropic import AnthropicClient
+from harness.models.base import ModelClient
+from harness.models.local import start_local_model
+from harness.models.openai import OpenAIClient
+from harness.models.retry import RetryingClient
+
+__all__ = ["local_client", "open_model"]
+
+_DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+_DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _retrying(inner: ModelClient, config: KeelConfig) -> ModelClient:
+    r = config.model.retry
+    return RetryingClient(
+        inner, max_attempts=r.max_attempts, base_delay_s=r.base_delay_s, max_delay_s=r.max_delay_s
+    )
+
+
+@asynccontextmanager
+async def open_model(
+    config: KeelConfig,
+    *,
+    home: Path,
+    environ: Mapping[str, str] | None = None,
+    http: httpx.AsyncClient | None = None,
+) -> AsyncIterator[ModelClient]:
+    """The configured model client, alive for the `async with` block.
+
+    Raises:
+        ConfigError: a remote provider without a model name or API key.
+        LocalModelError: the embedded model is not installed or did not start.
+    """
+    env = os.environ if environ is None else environ
+    m = config.model
+    async with httpx.AsyncClient(timeout=m.timeout_s) if http is None else _borrowed(http) as client:
+        if m.provider == "local":
+            if m.base_url:
+                # An already-running llama.cpp-style server: talk to it, do not start one.
+                yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config)
+                return
+            async with start_local_model(
+                n_ctx=m.context_window,
+                cache=m.local_cache,
+                log_path=home / "logs" / "local-model.log",
+                max_tokens=m.max_output_tokens,
+            ) as lm:
+                yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config)
+            return
+        key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
+        key = env.get(key_env)
+        if not m.name:
+            raise ConfigError(
+                f"model.name is required for provider {m.provider!r}; set it in the config file"
+            )
+        if m.provider == "anthropic":
+            if not key:
+                raise ConfigError(f"no Anthropic API key: set the environment variable {key_env}")
+            inner: ModelClient = AnthropicClient(
+                client,
+                base_url=m.base_url or _DEFAULT_URL["anthropic"],
+                model=m.name,
+                api_key=key,
+                cache_ttl=m.cache_ttl,
+                default_max_tokens=m.max_output_tokens,
+                timeout_s=m.timeout_s,
+                api_key_env=key_env,
+            )
+        else:
+            inner = OpenAIClient(
+                client,
+                base_url=m.base_url or _DEFAULT_URL["openai"],
+                model=m.name,
+                api_key=key,
+                timeout_s=m.timeout_s,
+                api_key_env=key_env,
+            )
+        yield _retrying(inner, config)
+
+
+def local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:
+    # llama-cpp-python: no streaming when tools may be chosen, tool results as user text.
+    return OpenAIClient(
+        http,
+        base_url=base_url,
+        model=model,
+        timeout_s=timeout_s,
+        stream_with_tools=False,
+        tool_results="as_user",
+    )
+
+
+@asynccontextmanager
+async def _borrowed(http: httpx.AsyncClient) -> AsyncIterator[httpx.AsyncClient]:
+    yield http  # the caller owns it and closes it

@@ -1,0 +1,49 @@
+# The curated layer: MEMORY.md / USER.md, small notes frozen into the system prompt.
+# `store.py` (MemoryStore: load, snapshot policies, locked atomic writes), `tool.py` (the
+# `memory` tool's schema and handler); private: `_entries.py` (the text format: parse,
+# serialize, measure, render, locate), `_ops.py` (write ops and the pure planner),
+# `_disk.py` (blocking file work: read, lock, backup, archive). Writes are scanned by
+# `memory.scanner`; errors are in `memory.errors`.
+from memory.curated._entries import (
+    DEFAULT_MEMORY_CHAR_LIMIT,
+    DEFAULT_USER_CHAR_LIMIT,
+    ENTRY_DELIMITER,
+    MemoryTarget,
+    MemoryUsage,
+)
+from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
+from memory.curated.store import (
+    ARCHIVE_NAME,
+    MemoryBlocks,
+    MemoryStore,
+    SnapshotPolicy,
+    WriteResult,
+    memories_dir,
+    sanitize_entry,
+)
+from memory.curated.tool import MEMORY_TOOL_NAME, MemoryTool, MemoryToolReply, memory_tool_schema
+
+__all__ = [
+    "ARCHIVE_NAME",
+    "DEFAULT_MEMORY_CHAR_LIMIT",
+    "DEFAULT_USER_CHAR_LIMIT",
+    "ENTRY_DELIMITER",
+    "MEMORY_TOOL_NAME",
+    "AddOp",
+    "CommittedOp",
+    "MemoryBlocks",
+    "MemoryOp",
+    "MemoryStore",
+    "MemoryTarget",
+    "MemoryTool",
+    "MemoryToolReply",
+    "MemoryUsage",
+    "OverflowPolicy",
+    "RemoveOp",
+    "ReplaceOp",
+    "SnapshotPolicy",
+    "WriteResult",
+    "memories_dir",
+    "memory_tool_schema",
+    "sanitize_entry",
+]

@@ -1,0 +1,462 @@
+"""`MemoryStore`: the curated MEMORY.md / USER.md stores and their prompt snapshot.
+
+Two parallel realities. The *snapshot* is the rendered block the system prompt shows; with
+the default `frozen` policy it is captured at `load()` and does not move, so the prompt
+prefix stays byte-identical and provider caches keep hitting. The *live* entries advance
+with every committed write (which is durable on disk at once) and are what `entries()`,
+`usage()` and tool replies report.
+
+Every write: validate → scan → take the sidecar lock → re-read the file under the lock →
+(drift check for replace/remove/batch) → plan → archive evictions → atomic replace. All
+blocking work runs in worker threads through `anyio.to_thread.run_sync`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, get_args
+
+import anyio
+
+from memory.curated import _disk
+from memory.curated._entries import (
+    DEFAULT_MEMORY_CHAR_LIMIT,
+    DEFAULT_USER_CHAR_LIMIT,
+    FILE_NAMES,
+    MemoryTarget,
+    MemoryUsage,
+    check_content,
+    dedupe,
+    measure,
+    parse_entries,
+    render_block,
+    round_trips,
+    serialize_entries,
+)
+from memory.curated._ops import (
+    AddOp,
+    CommittedOp,
+    MemoryOp,
+    OverflowPolicy,
+    RemoveOp,
+    ReplaceOp,
+    plan_write,
+)
+from memory.errors import (
+    DriftError,
+    InvalidWriteError,
+    ScanBlockedError,
+    StoreReadError,
+    StoreWriteError,
+    TargetDisabledError,
+)
+from memory.scanner import (
+    SCAN_WINDOW,
+    Finding,
+    blocked_placeholder,
+    describe_findings,
+    oversize_finding,
+    scan,
+)
+
+__all__ = [
+    "ARCHIVE_NAME",
+    "MemoryBlocks",
+    "MemoryStore",
+    "SnapshotPolicy",
+    "WriteResult",
+    "memories_dir",
+    "sanitize_entry",
+]
+
+SnapshotPolicy = Literal["frozen", "invalidate_on_write", "live"]
+ARCHIVE_NAME = "ARCHIVE.jsonl"
+_TARGETS: tuple[MemoryTarget, ...] = ("memory", "user")
+_ENABLE_KEYS: dict[MemoryTarget, str] = {"memory": "memory_enabled", "user": "user_profile_enabled"}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlocks:
+    """The two rendered prompt blocks (`""` for an empty or disabled store)."""
+
+    memory: str
+    user: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a successful write did.
+
+    Attributes:
+        target: the store written.
+        message: a short human summary ("Entry added.", "Applied 3 operation(s).", ...).
+        usage: the store's usage after the write.
+        committed: the changes that landed, in order (empty when nothing changed, e.g. an
+            add of an entry that already exists).
+        evicted: entries moved to ARCHIVE.jsonl to make room (`evict_oldest` only).
+    """
+
+    target: MemoryTarget
+    message: str
+    usage: MemoryUsage
+    committed: tuple[CommittedOp, ...]
+    evicted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    entries: tuple[str, ...]
+    committed: tuple[CommittedOp, ...]
+    evicted: tuple[str, ...]
+    skipped_duplicates: int
+
+
+def memories_dir(home: Path, *, user_id: str | None = None) -> Path:
+    """`<home>/memories`, or `<home>/users/<user_id>/memories` for per-user scoping.
+
+    Raises:
+        ValueError: `user_id` is empty, `.`/`..`, or holds characters other than letters,
+            digits, `.`, `_` and `-` (it becomes a directory name).
+    """
+    if user_id is None:
+        return home / "memories"
+    if user_id in {"", ".", ".."} or not all(c.isalnum() or c in "._-" for c in user_id):
+        raise ValueError(
+            f"memory.user_id {user_id!r} is not a safe directory name; use letters, digits, '.', '_' or '-'"
+        )
+    return home / "users" / user_id / "memories"
+
+
+def sanitize_entry(target: MemoryTarget, entry: str) -> str:
+    """`entry` itself, or a `[BLOCKED: ...]` placeholder when the strict scan objects to it.
+
+    Used for the prompt snapshot and for every reply that echoes entries back to the model,
+    so a poisoned entry can neither enter the prompt nor re-enter through an error path.
+    """
+    findings: tuple[Finding, ...]
+    findings = (oversize_finding(len(entry)),) if len(entry) > SCAN_WINDOW else scan(entry, "strict")
+    if not findings:
+        return entry
+    return blocked_placeholder(
+        f"{FILE_NAMES[target]} entry",
+        findings,
+        remedy=(
+            "Removed from the system prompt; the original is still in the file. Delete it with the memory "
+            f"tool (action 'remove', target {target!r}) or `keel memory remove {target} '<part of it>'`."
+        ),
+    )
+
+
+class MemoryStore:
+    """The curated memory: MEMORY.md (target `memory`) and USER.md (target `user`).
+
+    Args:
+        directory: the memories directory (see `memories_dir`); created on the first write.
+        memory_char_limit: budget of MEMORY.md in characters, delimiters included.
+        user_char_limit: budget of USER.md.
+        policy: when the prompt snapshot changes — `frozen` (only at `load()`),
+            `invalidate_on_write` (the next `prompt_blocks()` after a committed write or an
+            `invalidate()` re-reads disk), `live` (every `prompt_blocks()` re-reads disk).
+        overflow: `reject` refuses a write that would exceed the budget; `evict_oldest`
+            moves the oldest entries to ARCHIVE.jsonl instead.
+        lock_timeout_s: how long a write waits for the sidecar lock.
+        memory_enabled: `False` disables the `memory` target.
+        user_profile_enabled: `False` disables the `user` target.
+        clock: returns Unix seconds; used for backup names and archive timestamps.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
+        user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+        policy: SnapshotPolicy = "frozen",
+        overflow: OverflowPolicy = "reject",
+        lock_timeout_s: float = 10.0,
+        memory_enabled: bool = True,
+        user_profile_enabled: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if memory_char_limit <= 0 or user_char_limit <= 0:
+            raise ValueError("memory_char_limit and user_char_limit must be positive")
+        if policy not in get_args(SnapshotPolicy):
+            raise ValueError(f"policy {policy!r} is unknown; use 'frozen', 'invalidate_on_write' or 'live'")
+        if overflow not in get_args(OverflowPolicy):
+            raise ValueError(f"overflow {overflow!r} is unknown; use 'reject' or 'evict_oldest'")
+        self._directory = directory
+        self._limits: dict[MemoryTarget, int] = {"memory": memory_char_limit, "user": user_char_limit}
+        self._enabled: dict[MemoryTarget, bool] = {"memory": memory_enabled, "user": user_profile_enabled}
+        self._policy: SnapshotPolicy = policy
+        self._overflow: OverflowPolicy = overflow
+        self._lock_timeout_s = lock_timeout_s
+        self._clock = clock
+        self._live: dict[MemoryTarget, tuple[str, ...]] = {"memory": (), "user": ()}
+        self._read_errors: dict[MemoryTarget, str | None] = {"memory": None, "user": None}
+        self._snapshot: dict[MemoryTarget, str] = {"memory": "", "user": ""}
+        self._generation = 0
+        self._rendered_generation = 0
+        # Serializes this instance's writes so the live view follows commit order.
+        self._write_lock = anyio.Lock()
+
+    # ------------------------------------------------------------------ properties and views
+
+    @property
+    def directory(self) -> Path:
+        """The memories directory."""
+        return self._directory
+
+    @property
+    def archive_path(self) -> Path:
+        """Where `evict_oldest` appends evicted entries."""
+        return self._directory / ARCHIVE_NAME
+
+    @property
+    def policy(self) -> SnapshotPolicy:
+        """The snapshot policy."""
+        return self._policy
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every committed write and every `invalidate()`."""
+        return self._generation
+
+    def path(self, target: MemoryTarget) -> Path:
+        """The file of `target` (MEMORY.md or USER.md)."""
+        return self._directory / FILE_NAMES[target]
+
+    def limit(self, target: MemoryTarget) -> int:
+        """The character budget of `target`."""
+        return self._limits[target]
+
+    def enabled(self, target: MemoryTarget) -> bool:
+        """Whether `target` is enabled."""
+        return self._enabled[target]
+
+    def entries(self, target: MemoryTarget) -> tuple[str, ...]:
+        """The live entries (raw text, de-duplicated) as of the last load or write."""
+        return self._live[target] if self._enabled[target] else ()
+
+    def usage(self, target: MemoryTarget) -> MemoryUsage:
+        """Live usage of `target`."""
+        return measure(target, self.entries(target), self._limits[target])
+
+    def read_error(self, target: MemoryTarget) -> str | None:
+        """Why `target`'s file could not be read at the last load, else `None`."""
+        return self._read_errors[target]
+
+    def snapshot(self, target: MemoryTarget) -> str:
+        """The rendered block the prompt currently shows (`""` when empty or disabled)."""
+        return self._snapshot[target]
+
+    def invalidate(self) -> None:
+        """Mark the snapshot stale (compression calls this).
+
+        Under `invalidate_on_write` the next `prompt_blocks()` re-reads disk; `live` re-reads
+        anyway. Under `frozen` the snapshot changes only at `load()` — call that instead.
+        """
+        self._generation += 1
+
+    # ------------------------------------------------------------------ reading
+
+    def _read_all(self) -> dict[MemoryTarget, _disk.FileRead]:
+        return {t: _disk.read_store_file(self.path(t)) for t in _TARGETS if self._enabled[t]}
+
+    def _render(self, target: MemoryTarget) -> str:
+        raw = self.entries(target)
+        shown = [sanitize_entry(target, e) for e in raw]
+        return render_block(target, shown, measure(target, raw, self._limits[target]))
+
+    async def load(self) -> None:
+        """Read both files, de-duplicate, and freeze a new snapshot.
+
+        A missing file is an empty store; a file that cannot be read or decoded is shown
+        as empty (see `read_error`) and every write to it is refused until it is fixed.
+        Entries the strict scan objects to appear in the snapshot as `[BLOCKED: ...]`
+        placeholders; `entries()` keeps their raw text so they can be removed.
+        """
+        # Under the write lock, so a write of ours cannot commit between the read and the
+        # update and leave the live view older than the disk.
+        async with self._write_lock:
+            generation = self._generation
+            reads = await anyio.to_thread.run_sync(self._read_all)  # blocking: read MEMORY.md / USER.md
+            for target in _TARGETS:
+                read = reads.get(target)
+                self._live[target] = dedupe(parse_entries(read.text)) if read else ()
+                self._read_errors[target] = read.error if read else None
+            self._snapshot = {t: self._render(t) for t in _TARGETS}
+            self._rendered_generation = generation
+
+    async def prompt_blocks(self) -> MemoryBlocks:
+        """The blocks for the next request, applying the snapshot policy."""
+        stale = self._generation != self._rendered_generation
+        if self._policy == "live" or (self._policy == "invalidate_on_write" and stale):
+            await self.load()
+        return MemoryBlocks(memory=self._snapshot["memory"], user=self._snapshot["user"])
+
+    # ------------------------------------------------------------------ writing
+
+    async def add(self, target: MemoryTarget, content: str) -> WriteResult:
+        """Append an entry. An exact duplicate succeeds without writing."""
+        return await self._write(target, (AddOp(content),), batch=False)
+
+    async def replace(self, target: MemoryTarget, old_text: str, content: str) -> WriteResult:
+        """Replace the whole entry `old_text` designates (a unique substring) with `content`."""
+        return await self._write(target, (ReplaceOp(old_text, content),), batch=False)
+
+    async def remove(self, target: MemoryTarget, old_text: str) -> WriteResult:
+        """Delete the entry `old_text` designates (a unique substring)."""
+        return await self._write(target, (RemoveOp(old_text),), batch=False)
+
+    async def batch(self, target: MemoryTarget, ops: Sequence[MemoryOp]) -> WriteResult:
+        """Apply several ops all-or-nothing; the budget is checked on the final state only."""
+        return await self._write(target, tuple(ops), batch=True)
+
+    def _require_enabled(self, target: MemoryTarget) -> None:
+        if target not in _TARGETS:
+            raise InvalidWriteError(f"target {target!r} is unknown; use 'memory' or 'user'.")
+        if self._enabled[target]:
+            return
+        others = [t for t in _TARGETS if self._enabled[t]]
+        if not others:
+            raise TargetDisabledError("Memory is not available in this session; answer without saving.")
+        raise TargetDisabledError(
+            f"target {target!r} is disabled in this session (memory.{_ENABLE_KEYS[target]} is false); "
+            f"use {others[0]!r} or answer without saving."
+        )
+
+    @staticmethod
+    def _prevalidate(ops: Sequence[MemoryOp], *, batch: bool) -> None:
+        # Cheap checks and the scan happen before touching the lock or the disk.
+        if not ops:
+            raise InvalidWriteError("operations is empty; give at least one add, replace or remove.")
+        suffix = " No operations were applied (batch is all-or-nothing)." if batch else ""
+        for n, op in enumerate(ops, start=1):
+            prefix = f"Operation {n}: " if batch else ""
+            try:
+                if op.kind != "remove":
+                    text = check_content(op.content)
+                    findings = (
+                        (oversize_finding(len(text)),) if len(text) > SCAN_WINDOW else scan(text, "strict")
+                    )
+                    if findings:
+                        raise ScanBlockedError(describe_findings(findings), findings=findings)
+                if op.kind != "add" and not op.old_text.strip():
+                    raise InvalidWriteError(
+                        f"{op.kind} needs old_text: a short unique part of the entry to {op.kind}."
+                    )
+            except (InvalidWriteError, ScanBlockedError) as exc:
+                exc.args = (f"{prefix}{exc.args[0]}{suffix}",)
+                raise
+
+    async def _write(self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool) -> WriteResult:
+        self._require_enabled(target)
+        self._prevalidate(ops, batch=batch)
+        drift_check = batch or any(op.kind != "add" for op in ops)
+        transact = functools.partial(self._transact, target, ops, batch=batch, drift_check=drift_check)
+        async with self._write_lock:
+            # Shielded: once the transaction started, finish it and record its outcome, so the
+            # live view never disagrees with disk; cancellation is delivered right after.
+            with anyio.CancelScope(shield=True):
+                outcome = await anyio.to_thread.run_sync(transact)  # blocking: lock, read, fsync, replace
+                self._live[target] = dedupe(outcome.entries)
+                self._read_errors[target] = None
+                if outcome.committed:
+                    self._generation += 1
+        return WriteResult(
+            target=target,
+            message=self._message(target, ops, outcome, batch=batch),
+            usage=self.usage(target),
+            committed=outcome.committed,
+            evicted=outcome.evicted,
+        )
+
+    def _transact(
+        self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool, drift_check: bool
+    ) -> _Outcome:
+        path = self.path(target)
+        _disk.ensure_dir(self._directory)
+        with _disk.locked(path, self._lock_timeout_s):
+            _disk.remove_stale_temps(path)
+            read = _disk.read_store_file(path)
+            if read.error is not None:
+                raise StoreReadError(
+                    f"{path.name} exists but could not be read: {read.error}. Nothing was changed, and "
+                    "writes to it are refused so it is never overwritten. "
+                    f"Fix or move {str(path)!r}, then retry."
+                )
+            current = parse_entries(read.text)
+            if drift_check:
+                self._check_drift(target, path, read)
+            plan = plan_write(
+                target, current, ops, limit=self._limits[target], overflow=self._overflow, batch=batch
+            )
+            if plan.committed:
+                if plan.evicted:
+                    stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
+                    _disk.append_jsonl(
+                        self.archive_path,
+                        [{"target": target, "content": e, "evicted_at": stamp} for e in plan.evicted],
+                    )
+                text = serialize_entries(plan.entries)
+                _disk.atomic_write(path, (text + "\n" if text else "").encode("utf-8"))
+                entries = plan.entries
+            else:
+                entries = dedupe(current)
+            return _Outcome(entries, plan.committed, plan.evicted, plan.skipped_duplicates)
+
+    def _check_drift(self, target: MemoryTarget, path: Path, read: _disk.FileRead) -> None:
+        limit = self._limits[target]
+        entries = parse_entries(read.text)
+        if round_trips(read.text) and all(len(e) <= limit for e in entries):
+            return
+        why = (
+            "it does not follow the entry format (entries separated by a line holding only '§')"
+            if not round_trips(read.text)
+            else f"one entry is longer than the whole {limit:,}-char budget"
+        )
+        remedy = (
+            "Re-add any facts you still need one at a time with 'add', then clean up the file "
+            "(`keel memory path` shows where it is)."
+        )
+        try:
+            backup = _disk.backup_copy(path, read.raw or b"", int(self._clock()))
+        except StoreWriteError as exc:
+            raise DriftError(
+                f"{path.name} was edited outside the memory tool: {why}. Nothing was changed, and the "
+                f"backup copy could not be written ({exc}). {remedy}",
+                backup=None,
+            ) from exc
+        raise DriftError(
+            f"{path.name} was edited outside the memory tool: {why}; this change would rewrite it. "
+            f"Nothing was changed; the file was copied to {str(backup)!r}. {remedy}",
+            backup=backup,
+        )
+
+    @staticmethod
+    def _message(target: MemoryTarget, ops: Sequence[MemoryOp], outcome: _Outcome, *, batch: bool) -> str:
+        name = FILE_NAMES[target]
+        if batch:
+            text = f"Applied {len(outcome.committed)} operation(s) to {name}."
+            if outcome.skipped_duplicates:
+                text += f" Skipped {outcome.skipped_duplicates} add(s) of entries that already exist."
+        elif not outcome.committed:
+            text = (
+                f"That entry already exists in {name}; nothing was added."
+                if ops[0].kind == "add"
+                else f"The entry already has that text; {name} is unchanged."
+            )
+        else:
+            text = {"add": "Entry added", "replace": "Entry replaced", "remove": "Entry removed"}[ops[0].kind]
+            text += f" in {name}."
+        if outcome.evicted:
+            text += (
+                f" Moved {len(outcome.evicted)} oldest entr{'y' if len(outcome.evicted) == 1 else 'ies'} to "
+            )
+            text += f"{ARCHIVE_NAME} to make room."
+        return text

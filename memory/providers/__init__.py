@@ -1,0 +1,33 @@
+# External memory providers: the contract, the manager, and the providers we ship.
+# `contract.py` (MemoryProvider: hooks that all default to doing nothing, and their value
+# types), `manager.py` (MemoryManager: the built-in layer plus at most one external
+# provider behind one façade — routing, isolation, background recall, breakers),
+# `holographic/` (a local HRR + SQLite fact store). Private: `_breaker.py` (a circuit
+# breaker per provider), `_trivial.py` (which messages are too slight to recall for).
+from memory.providers._breaker import BreakerState
+from memory.providers._trivial import is_trivial
+from memory.providers.contract import (
+    AgentContext,
+    MemoryProvider,
+    MemoryWrite,
+    SwitchReason,
+    TurnMessage,
+    WriteAction,
+    WriteTarget,
+)
+from memory.providers.manager import CORE_TOOL_NAMES, MemoryManager, Recall
+
+__all__ = [
+    "CORE_TOOL_NAMES",
+    "AgentContext",
+    "BreakerState",
+    "MemoryManager",
+    "MemoryProvider",
+    "MemoryWrite",
+    "Recall",
+    "SwitchReason",
+    "TurnMessage",
+    "WriteAction",
+    "WriteTarget",
+    "is_trivial",
+]

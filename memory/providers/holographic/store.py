@@ -1,0 +1,568 @@
+"""The SQLite fact store behind the holographic provider (`<home>/memory_store.db`).
+
+Tables: `facts` (unique content, category, tags, trust, retrieval/helpful counters,
+timestamps, the HRR vector), `entities` + `fact_entities` (names pulled out of each fact,
+with aliases), `facts_fts` (an FTS5 external-content index over content and tags, kept in
+step by triggers; English words are Porter-stemmed so "works" finds "work"),
+`memory_banks` (one bundled vector per category, rebuilt lazily after writes) and `meta`
+(the vector dimension). Schema changes are numbered migrations keyed on
+`PRAGMA user_version`.
+
+`FactStore` is synchronous and thread-safe (one connection behind a lock); async callers
+run its methods through `anyio.to_thread.run_sync`. `sqlite3` errors are translated to
+`FactStoreError` here and nowhere else. Vectors are computed only when an `HrrCodec` is
+given (numpy present); without one, facts are stored without vectors and are given one
+the next time the store is opened with numpy.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+
+from memory.errors import FactInputError, FactStoreError
+from memory.providers.holographic._entities import ExtractedEntity, extract_entities
+from memory.providers.holographic._schema import MIGRATIONS, split_sql
+
+if TYPE_CHECKING:
+    from memory.providers.holographic.hrr import HrrCodec, Vector
+
+__all__ = ["CATEGORIES", "AddResult", "Category", "Fact", "FactStore", "TrustChange", "load_codec"]
+
+_log = logging.getLogger(__name__)
+
+Category: TypeAlias = Literal["user_pref", "project", "tool", "general"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
+
+HELPFUL_DELTA = 0.05
+UNHELPFUL_DELTA = -0.10
+
+_FACT_COLUMNS = (
+    "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
+    "f.helpful_count, f.created_at, f.updated_at"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One stored fact (without its vector)."""
+
+    fact_id: int
+    content: str
+    category: Category
+    tags: str
+    trust: float
+    retrieval_count: int
+    helpful_count: int
+    created_at: float
+    updated_at: float
+    entities: tuple[str, ...]
+    kind: Literal["fact"] = "fact"
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """The id of an added fact; `created` is False when the content was already stored."""
+
+    fact_id: int
+    created: bool
+    kind: Literal["add_result"] = "add_result"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustChange:
+    """A trust adjustment: the fact's trust before and after (clamped to [0, 1])."""
+
+    fact_id: int
+    old: float
+    new: float
+    kind: Literal["trust_change"] = "trust_change"
+
+
+def load_codec(dim: int, use_numpy: bool | None) -> HrrCodec | None:
+    """The HRR codec, or None when numpy is off (`False`) or, for `None`, not installed.
+
+    Raises:
+        FactStoreError: `use_numpy=True` but numpy cannot be imported.
+    """
+    if use_numpy is False:
+        return None
+    try:
+        from memory.providers.holographic.hrr import HrrCodec
+    except ImportError as exc:
+        if use_numpy:
+            raise FactStoreError("use_numpy=True but numpy is not installed; pip install numpy") from exc
+        return None
+    return HrrCodec(dim)
+
+
+def _clamp(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), 6)
+
+
+def _category(value: str) -> Category:
+    for category in CATEGORIES:
+        if value == category:
+            return category
+    raise FactInputError(f"category {value!r} is unknown; use one of {list(CATEGORIES)!r}")
+
+
+class FactStore:
+    """Facts, entities and their FTS5 index in one SQLite file. Use `FactStore.open`."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        *,
+        codec: HrrCodec | None,
+        default_trust: float,
+        now: Callable[[], float],
+    ) -> None:
+        self._conn: sqlite3.Connection | None = conn
+        self._lock = threading.RLock()
+        self.path = path
+        self.codec = codec
+        self.default_trust = default_trust
+        self._now = now
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        dim: int = 1024,
+        default_trust: float = 0.5,
+        use_numpy: bool | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> FactStore:
+        """Open (creating or migrating) the store at `path`. Blocking: call it in a thread.
+
+        Raises:
+            FactStoreError: the file cannot be opened or is not a fact store.
+        """
+        codec = load_codec(dim, use_numpy)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
+        except (OSError, sqlite3.Error) as exc:
+            raise FactStoreError(f"cannot open the fact store {str(path)!r}: {exc}; check the path") from exc
+        store = cls(conn, path, codec=codec, default_trust=_clamp(default_trust), now=now)
+        try:
+            store._setup()
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    @property
+    def vectors_enabled(self) -> bool:
+        return self.codec is not None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock; a write runs in one IMMEDIATE transaction."""
+        with self._lock:
+            if self._conn is None:
+                raise FactStoreError(f"the fact store {str(self.path)!r} is closed")
+            conn = self._conn
+            try:
+                if write:
+                    conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                if write:
+                    conn.execute("COMMIT")
+            except BaseException as exc:
+                if write and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise FactStoreError(f"fact store {str(self.path)!r} failed: {exc}") from exc
+                raise
+
+    def _setup(self) -> None:
+        with self._db() as conn:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError:
+                _log.warning("fact store %s: WAL unavailable, using the default journal", self.path)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > len(MIGRATIONS):
+            raise FactStoreError(
+                f"the fact store {str(self.path)!r} has schema version {version}, newer than this keel "
+                f"understands ({len(MIGRATIONS)}); upgrade keel or point "
+                "memory.providers.holographic.db_path elsewhere"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            with self._db(write=True) as conn:
+                for statement in split_sql(MIGRATIONS[number]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+        if self.codec is not None:
+            self._backfill_vectors(self.codec)
+
+    def _backfill_vectors(self, codec: HrrCodec) -> None:
+        """Give every fact a vector of the current dimension (new dim, or facts added without numpy)."""
+        with self._db(write=True) as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'hrr_dim'").fetchone()
+            stale = row is None or row[0] != str(codec.dim)
+            where = "" if stale else " WHERE f.hrr_vector IS NULL"
+            rows = conn.execute(f"SELECT f.fact_id, f.content FROM facts f{where}").fetchall()
+            for fact_id, content in rows:
+                names = self._entity_names(conn, [fact_id]).get(fact_id, ())
+                blob = codec.to_bytes(codec.encode_fact(content, names))
+                conn.execute("UPDATE facts SET hrr_vector = ? WHERE fact_id = ?", (blob, fact_id))
+            if stale:
+                conn.execute("DELETE FROM memory_banks")
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('hrr_dim', ?)", (str(codec.dim),))
+
+    def _entity_names(self, conn: sqlite3.Connection, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        names: dict[int, list[str]] = {}
+        for start in range(0, len(fact_ids), 500):
+            chunk = list(fact_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                "SELECT fe.fact_id, e.name FROM fact_entities fe JOIN entities e USING (entity_id) "
+                f"WHERE fe.fact_id IN ({marks}) ORDER BY fe.rowid",
+                chunk,
+            ).fetchall()
+            for fact_id, name in rows:
+                names.setdefault(fact_id, []).append(name)
+        return {k: tuple(v) for k, v in names.items()}
+
+    def _facts(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[Fact]:
+        # Rows come from disk: coerce every column, and read an unknown category as general.
+        names = self._entity_names(conn, [int(r[0]) for r in rows])
+        facts: list[Fact] = []
+        for r in rows:
+            fact_id = int(r[0])
+            category = str(r[2])
+            facts.append(
+                Fact(
+                    fact_id=fact_id,
+                    content=str(r[1]),
+                    category=_category(category) if category in CATEGORIES else "general",
+                    tags=str(r[3] or ""),
+                    trust=float(r[4]),
+                    retrieval_count=int(r[5]),
+                    helpful_count=int(r[6]),
+                    created_at=float(r[7]),
+                    updated_at=float(r[8]),
+                    entities=names.get(fact_id, ()),
+                )
+            )
+        return facts
+
+    def _link(self, conn: sqlite3.Connection, fact_id: int, entities: Sequence[ExtractedEntity]) -> None:
+        for entity in entities:
+            entity_id = self._resolve_entity(conn, entity)
+            conn.execute(
+                "INSERT OR IGNORE INTO fact_entities(fact_id, entity_id) VALUES (?, ?)", (fact_id, entity_id)
+            )
+
+    def _resolve_entity(self, conn: sqlite3.Connection, entity: ExtractedEntity) -> int:
+        """Find an entity by name, then by alias (case-insensitively), else create it."""
+        row = conn.execute(
+            "SELECT entity_id, aliases FROM entities WHERE name = ? COLLATE NOCASE", (entity.name,)
+        ).fetchone()
+        if row is None:
+            row = conn.execute(
+                "SELECT entity_id, aliases FROM entities "
+                "WHERE instr(',' || lower(aliases) || ',', ',' || lower(?) || ',') > 0",
+                (entity.name,),
+            ).fetchone()
+        new_aliases = [a.replace(",", " ") for a in entity.aliases]
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO entities(name, aliases, created_at) VALUES (?, ?, ?)",
+                (entity.name, ",".join(new_aliases), self._now()),
+            )
+            return int(cursor.lastrowid or 0)
+        entity_id, aliases = int(row[0]), str(row[1])
+        known = [a for a in aliases.split(",") if a]
+        merged = known + [a for a in new_aliases if a.casefold() not in {k.casefold() for k in known}]
+        if merged != known:
+            conn.execute("UPDATE entities SET aliases = ? WHERE entity_id = ?", (",".join(merged), entity_id))
+        return entity_id
+
+    def _vector_blob(self, content: str, entities: Sequence[ExtractedEntity]) -> bytes | None:
+        if self.codec is None:
+            return None
+        return self.codec.to_bytes(self.codec.encode_fact(content, [e.name for e in entities]))
+
+    def _invalidate_bank(self, conn: sqlite3.Connection, *categories: str) -> None:
+        for category in categories:
+            conn.execute("DELETE FROM memory_banks WHERE bank_name = ?", (f"cat:{category}",))
+
+    def _row(self, conn: sqlite3.Connection, fact_id: int) -> tuple[Any, ...]:
+        row = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.fact_id = ?", (fact_id,)).fetchone()
+        if row is None:
+            raise FactInputError(
+                f"fact {fact_id!r} does not exist; use action 'list' or 'search' to find ids"
+            )
+        return tuple(row)
+
+    # ------------------------------------------------------------------ writes
+
+    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
+        """Store a fact; identical content returns the existing id unchanged.
+
+        Raises:
+            FactInputError: empty content or an unknown category.
+        """
+        content = content.strip()
+        if not content:
+            raise FactInputError("fact content is empty; say what should be remembered")
+        _category(category)
+        entities = extract_entities(content)
+        with self._db(write=True) as conn:
+            row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
+            if row is not None:
+                return AddResult(fact_id=int(row[0]), created=False)
+            now = self._now()
+            cursor = conn.execute(
+                "INSERT INTO facts(content, category, tags, trust_score, created_at, updated_at, hrr_vector) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    content,
+                    category,
+                    tags.strip(),
+                    self.default_trust,
+                    now,
+                    now,
+                    self._vector_blob(content, entities),
+                ),
+            )
+            fact_id = int(cursor.lastrowid or 0)
+            self._link(conn, fact_id, entities)
+            self._invalidate_bank(conn, category)
+        return AddResult(fact_id=fact_id, created=True)
+
+    def update_fact(
+        self,
+        fact_id: int,
+        *,
+        content: str | None = None,
+        category: Category | None = None,
+        tags: str | None = None,
+        trust_delta: float | None = None,
+    ) -> Fact:
+        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
+
+        Raises:
+            FactInputError: unknown id, empty content, or content another fact already has.
+        """
+        if category is not None:
+            _category(category)
+        with self._db(write=True) as conn:
+            old = self._facts(conn, [self._row(conn, fact_id)])[0]
+            new_content = old.content if content is None else content.strip()
+            if not new_content:
+                raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
+            if new_content != old.content:
+                clash = conn.execute(
+                    "SELECT fact_id FROM facts WHERE content = ? AND fact_id != ?", (new_content, fact_id)
+                ).fetchone()
+                if clash is not None:
+                    raise FactInputError(
+                        f"fact {int(clash[0])!r} already has that content; remove fact {fact_id!r} instead"
+                    )
+            new_category = old.category if category is None else category
+            new_tags = old.tags if tags is None else tags.strip()
+            new_trust = old.trust if trust_delta is None else _clamp(old.trust + trust_delta)
+            conn.execute(
+                "UPDATE facts SET content = ?, category = ?, tags = ?, trust_score = ?, updated_at = ? "
+                "WHERE fact_id = ?",
+                (new_content, new_category, new_tags, new_trust, self._now(), fact_id),
+            )
+            if new_content != old.content:
+                entities = extract_entities(new_content)
+                conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
+                self._link(conn, fact_id, entities)
+                conn.execute(
+                    "UPDATE facts SET hrr_vector = ? WHERE fact_id = ?",
+                    (self._vector_blob(new_content, entities), fact_id),
+                )
+            self._invalidate_bank(conn, old.category, new_category)
+            return self._facts(conn, [self._row(conn, fact_id)])[0]
+
+    def remove_fact(self, fact_id: int) -> Fact:
+        """Delete a fact and its entity links; returns what was removed.
+
+        Raises:
+            FactInputError: unknown id.
+        """
+        with self._db(write=True) as conn:
+            fact = self._facts(conn, [self._row(conn, fact_id)])[0]
+            conn.execute("DELETE FROM facts WHERE fact_id = ?", (fact_id,))
+            self._invalidate_bank(conn, fact.category)
+        return fact
+
+    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
+        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
+        with self._db(write=True) as conn:
+            old = float(self._row(conn, fact_id)[4])
+            new = _clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+            conn.execute(
+                "UPDATE facts SET trust_score = ?, helpful_count = helpful_count + ? WHERE fact_id = ?",
+                (new, 1 if helpful else 0, fact_id),
+            )
+        return TrustChange(fact_id=fact_id, old=old, new=new)
+
+    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
+        """Count one more retrieval for each fact."""
+        if not fact_ids:
+            return
+        with self._db(write=True) as conn:
+            conn.executemany(
+                "UPDATE facts SET retrieval_count = retrieval_count + 1 WHERE fact_id = ?",
+                [(i,) for i in fact_ids],
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    def get_fact(self, fact_id: int) -> Fact:
+        """Raises `FactInputError` for an unknown id."""
+        with self._db() as conn:
+            return self._facts(conn, [self._row(conn, fact_id)])[0]
+
+    def count(self) -> int:
+        with self._db() as conn:
+            return int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])
+
+    def list_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
+    ) -> list[Fact]:
+        """Facts by trust, highest first."""
+        return self._select("f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
+
+    def recent_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
+    ) -> list[Fact]:
+        """The most recently updated facts, newest first."""
+        return self._select("f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
+
+    def _select(self, order_by: str, category: Category | None, min_trust: float, limit: int) -> list[Fact]:
+        sql = f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.trust_score >= ?"
+        params: list[object] = [min_trust]
+        if category is not None:
+            sql += " AND f.category = ?"
+            params.append(category)
+        sql += f" ORDER BY {order_by} LIMIT ?"
+        params.append(limit)
+        with self._db() as conn:
+            return self._facts(conn, conn.execute(sql, params).fetchall())
+
+    def fts_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts matching any of `terms` in FTS5, best first, with their bm25 rank (negative)."""
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        sql = (
+            f"SELECT {_FACT_COLUMNS}, bm25(facts_fts) AS rank FROM facts_fts "
+            "JOIN facts f ON f.fact_id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.trust_score >= ?"
+        )
+        params: list[object] = [match, min_trust]
+        if category is not None:
+            sql += " AND f.category = ?"
+            params.append(category)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        with self._db() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            facts = self._facts(conn, rows)
+        return [(fact, float(row[-1])) for fact, row in zip(facts, rows, strict=True)]
+
+    def like_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
+        if not terms:
+            return []
+        hits = " + ".join("(instr(f.content, ?) > 0)" for _ in terms)
+        sql = f"SELECT {_FACT_COLUMNS}, ({hits}) AS hits FROM facts f WHERE f.trust_score >= ?"
+        params: list[object] = [*terms, min_trust]
+        if category is not None:
+            sql += " AND f.category = ?"
+            params.append(category)
+        sql += " AND hits > 0 ORDER BY hits DESC, f.trust_score DESC LIMIT ?"
+        params.append(limit)
+        with self._db() as conn:
+            rows = conn.execute(sql, params).fetchall()
+            facts = self._facts(conn, rows)
+        return [(fact, int(row[-1]) / len(terms)) for fact, row in zip(facts, rows, strict=True)]
+
+    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
+        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
+        sql = (
+            f"SELECT DISTINCT {_FACT_COLUMNS} FROM facts f JOIN fact_entities fe USING (fact_id) "
+            "JOIN entities e USING (entity_id) WHERE f.trust_score >= ? AND (e.name = ? COLLATE NOCASE "
+            "OR instr(',' || lower(e.aliases) || ',', ',' || lower(?) || ',') > 0) "
+            "ORDER BY f.trust_score DESC"
+        )
+        with self._db() as conn:
+            return self._facts(conn, conn.execute(sql, (min_trust, name.strip(), name.strip())).fetchall())
+
+    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
+        """The decoded vectors of these facts (facts without a readable vector are left out)."""
+        codec = self.codec
+        if codec is None or not fact_ids:
+            return {}
+        out: dict[int, Vector] = {}
+        with self._db() as conn:
+            for start in range(0, len(fact_ids), 500):
+                chunk = list(fact_ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    f"SELECT fact_id, hrr_vector FROM facts "
+                    f"WHERE fact_id IN ({marks}) AND hrr_vector IS NOT NULL",
+                    chunk,
+                ).fetchall()
+                for fact_id, blob in rows:
+                    try:
+                        out[int(fact_id)] = codec.from_bytes(bytes(blob))
+                    except ValueError:
+                        _log.warning("fact %s has an unreadable vector; it is scored without one", fact_id)
+        return out
+
+    def bank(self, category: Category) -> Vector | None:
+        """The bundle of every vector in `category` (rebuilt here if a write invalidated it)."""
+        codec = self.codec
+        if codec is None:
+            return None
+        name = f"cat:{category}"
+        with self._db(write=True) as conn:
+            row = conn.execute("SELECT vector, dim FROM memory_banks WHERE bank_name = ?", (name,)).fetchone()
+            if row is not None and int(row[1]) == codec.dim:
+                return codec.from_bytes(bytes(row[0]))
+            blobs = conn.execute(
+                "SELECT hrr_vector FROM facts WHERE category = ? AND hrr_vector IS NOT NULL", (category,)
+            ).fetchall()
+            if not blobs:
+                return None
+            vector = codec.bundle_many([codec.from_bytes(bytes(b[0])) for b in blobs])
+            conn.execute(
+                "INSERT OR REPLACE INTO memory_banks(bank_name, vector, dim, fact_count, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (name, codec.to_bytes(vector), codec.dim, len(blobs), self._now()),
+            )
+            return vector

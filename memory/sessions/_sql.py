@@ -1,0 +1,419 @@
+"""Synchronous reads and writes on `state.db`; `SessionDB` runs each in a worker thread.
+
+Every function takes an open `sqlite3.Connection` that is already inside a transaction
+(`SqliteConnection.write` / `.read`), so a check followed by a write (does the parent
+exist? what is the next `seq`?) sees one consistent state.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
+
+from memory.errors import SessionConflictError, SessionNotFoundError, SessionStoreCorruptError
+from memory.sessions._records import (
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    MessageRecord,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+    utf8_safe,
+)
+
+__all__ = [
+    "AnchoredView",
+    "add_usage",
+    "anchored_view",
+    "append_messages",
+    "create_session",
+    "end_session",
+    "get_message",
+    "get_messages",
+    "get_session",
+    "lineage_roots",
+    "list_flushes",
+    "list_sessions",
+    "record_flush",
+]
+
+_JSON = TypeAdapter(JsonValue)
+_MAX_LINEAGE_DEPTH = 10_000
+
+_SESSION_COLUMNS = (
+    "id, source, model, parent_session_id, started_at, ended_at, end_reason, title, message_count, "
+    "COALESCE(last_active_at, started_at), input_tokens, output_tokens, cache_read_tokens, "
+    "cache_write_tokens, reasoning_tokens, api_call_count"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
+    "tool_name, token_count, summary"
+)
+
+
+def _session(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
+    r = tuple(row)
+    return SessionRecord(
+        id=str(r[0]),
+        source=str(r[1]),
+        model=None if r[2] is None else str(r[2]),
+        parent_session_id=None if r[3] is None else str(r[3]),
+        started_at=float(cast(float, r[4])),
+        ended_at=None if r[5] is None else float(cast(float, r[5])),
+        end_reason=None if r[6] is None else cast(EndReason, str(r[6])),
+        title=None if r[7] is None else str(r[7]),
+        message_count=int(cast(int, r[8])),
+        last_active_at=float(cast(float, r[9])),
+        input_tokens=int(cast(int, r[10])),
+        output_tokens=int(cast(int, r[11])),
+        cache_read_tokens=int(cast(int, r[12])),
+        cache_write_tokens=int(cast(int, r[13])),
+        reasoning_tokens=int(cast(int, r[14])),
+        api_call_count=int(cast(int, r[15])),
+    )
+
+
+def _message(row: tuple[object, ...]) -> MessageRecord:
+    r = row
+    return MessageRecord(
+        id=int(cast(int, r[0])),
+        session_id=str(r[1]),
+        seq=int(cast(int, r[2])),
+        message=StoredMessage(
+            role=cast(StoredRole, str(r[3])),
+            content=str(r[4]),
+            timestamp=float(cast(float, r[5])),
+            api_content=None if r[6] is None else str(r[6]),
+            tool_calls=None if r[7] is None else str(r[7]),
+            tool_call_id=None if r[8] is None else str(r[8]),
+            tool_name=None if r[9] is None else str(r[9]),
+            token_count=None if r[10] is None else int(cast(int, r[10])),
+            summary=bool(r[11]),
+        ),
+    )
+
+
+def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, float]:
+    row = conn.execute(
+        "SELECT message_count, COALESCE(last_active_at, started_at) FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return int(row[0]), float(row[1])
+
+
+def create_session(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    source: str,
+    model: str | None,
+    parent_session_id: str | None,
+    title: str | None,
+    started_at: float,
+) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
+    if parent_session_id is not None:
+        _require_session(conn, parent_session_id)
+    conn.execute(
+        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (session_id, source, model, parent_session_id, started_at, title, started_at),
+    )
+
+
+def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+    _require_session(conn, session_id)
+    cur = conn.execute(
+        "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+        (ended_at, reason, session_id),
+    )
+    return cur.rowcount == 1
+
+
+def append_messages(
+    conn: sqlite3.Connection, session_id: str, messages: Sequence[StoredMessage]
+) -> list[int]:
+    count, last_active = _require_session(conn, session_id)
+    ids: list[int] = []
+    for offset, m in enumerate(messages):
+        cur = conn.execute(
+            "INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, tool_call_id, "
+            "tool_name, timestamp, token_count, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                count + offset,
+                m.role,
+                m.content,
+                m.api_content,
+                m.tool_calls,
+                m.tool_call_id,
+                m.tool_name,
+                m.timestamp,
+                m.token_count,
+                int(m.summary),
+            ),
+        )
+        ids.append(int(cast(int, cur.lastrowid)))
+        last_active = max(last_active, m.timestamp)
+    conn.execute(
+        "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
+        (count + len(messages), last_active, session_id),
+    )
+    return ids
+
+
+def add_usage(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    input: int,
+    output: int,
+    cache_read: int,
+    cache_write: int,
+    reasoning: int,
+    api_calls: int,
+) -> None:
+    _require_session(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+        "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
+        "reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ? WHERE id = ?",
+        (input, output, cache_read, cache_write, reasoning, api_calls, session_id),
+    )
+
+
+def _json_safe(value: JsonValue) -> JsonValue:
+    # Lone surrogates would make JSON that strict parsers (pydantic's) refuse to read back.
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {utf8_safe(k): _json_safe(v) for k, v in value.items()}
+    return value
+
+
+def record_flush(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    timestamp: float,
+    mode: FlushMode,
+    saved: JsonValue,
+    refused: JsonValue,
+    reply: str,
+) -> int:
+    _require_session(conn, session_id)
+    cur = conn.execute(
+        "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            timestamp,
+            mode,
+            json.dumps(_json_safe(saved), ensure_ascii=False),
+            json.dumps(_json_safe(refused), ensure_ascii=False),
+            reply,
+        ),
+    )
+    return int(cast(int, cur.lastrowid))
+
+
+def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]:
+    rows = conn.execute(
+        "SELECT id, session_id, timestamp, mode, saved, refused, reply FROM flushes "
+        "WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    ).fetchall()
+    out: list[FlushRecord] = []
+    for r in rows:
+        try:
+            saved, refused = _JSON.validate_json(r[4]), _JSON.validate_json(r[5])
+        except ValidationError as exc:
+            raise SessionStoreCorruptError(
+                f"flush record {r[0]!r} holds invalid JSON; the row was edited outside keel"
+            ) from exc
+        out.append(
+            FlushRecord(int(r[0]), str(r[1]), float(r[2]), cast(FlushMode, r[3]), saved, refused, r[6])
+        )
+    return out
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else _session(row)
+
+
+def list_sessions(
+    conn: sqlite3.Connection, *, limit: int, offset: int, order: str, exclude: Sequence[str]
+) -> list[SessionRecord]:
+    column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
+    marks = ",".join("?" * len(exclude))
+    where = f"WHERE id NOT IN ({marks})" if exclude else ""
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC "
+        "LIMIT ? OFFSET ?",
+        (*exclude, limit, offset),
+    ).fetchall()
+    return [_session(r) for r in rows]
+
+
+def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
+    if roles is None:
+        return "", ()
+    return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
+
+
+def get_messages(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    start_seq: int,
+    limit: int | None,
+    from_end: bool,
+    roles: Sequence[StoredRole] | None,
+) -> list[MessageRecord]:
+    role_sql, role_args = _role_clause(roles)
+    direction = "DESC" if from_end else "ASC"
+    rows = conn.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
+        f"ORDER BY seq {direction} LIMIT ?",
+        (session_id, start_seq, *role_args, -1 if limit is None else limit),
+    ).fetchall()
+    records = [_message(tuple(r)) for r in rows]
+    return records[::-1] if from_end else records
+
+
+def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:
+    row = conn.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else _message(tuple(row))
+
+
+@dataclass(frozen=True, slots=True)
+class AnchoredView:
+    """A message with its neighbours and the session's opening and closing messages.
+
+    Attributes:
+        session: the session the anchor belongs to.
+        anchor: the message the view is centred on.
+        before: up to `window` visible messages right before the anchor, oldest first.
+        after: up to `window` visible messages right after it.
+        bookend_start: up to `bookend` visible, non-empty, non-summary messages that open
+            the session, outside the window.
+        bookend_end: the same at the session's end.
+        messages_before: how many messages of the session precede the window.
+        messages_after: how many follow it.
+    """
+
+    session: SessionRecord
+    anchor: MessageRecord
+    before: tuple[MessageRecord, ...]
+    after: tuple[MessageRecord, ...]
+    bookend_start: tuple[MessageRecord, ...]
+    bookend_end: tuple[MessageRecord, ...]
+    messages_before: int
+    messages_after: int
+
+
+_VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
+
+
+def anchored_view(
+    conn: sqlite3.Connection, message_id: int, *, window: int, bookend: int
+) -> AnchoredView | None:
+    anchor = get_message(conn, message_id)
+    if anchor is None:
+        return None
+    sid, seq = anchor.session_id, anchor.seq
+    before = conn.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {_VISIBLE} "
+        "ORDER BY seq DESC LIMIT ?",
+        (sid, seq, window),
+    ).fetchall()
+    after = conn.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {_VISIBLE} "
+        "ORDER BY seq ASC LIMIT ?",
+        (sid, seq, window),
+    ).fetchall()
+    low = int(before[-1][2]) if before else seq
+    high = int(after[-1][2]) if after else seq
+    bookend_sql = (
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {_VISIBLE} AND summary = 0 "
+    )
+    start = conn.execute(bookend_sql + "AND seq < ? ORDER BY seq ASC LIMIT ?", (sid, low, bookend)).fetchall()
+    end = conn.execute(bookend_sql + "AND seq > ? ORDER BY seq DESC LIMIT ?", (sid, high, bookend)).fetchall()
+    session = get_session(conn, sid)
+    if session is None:
+        return None  # only a hand-edited database has messages without a session
+    total = session.message_count
+    return AnchoredView(
+        session=session,
+        anchor=anchor,
+        before=tuple(_message(tuple(r)) for r in reversed(before)),
+        after=tuple(_message(tuple(r)) for r in after),
+        bookend_start=tuple(_message(tuple(r)) for r in start),
+        bookend_end=tuple(_message(tuple(r)) for r in reversed(end)),
+        messages_before=low,
+        messages_after=max(0, total - high - 1),
+    )
+
+
+def _parents(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for i in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
+        chunk = ids[i : i + 500]
+        rows = conn.execute(
+            f"SELECT id, parent_session_id FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ).fetchall()
+        found.update({str(r[0]): None if r[1] is None else str(r[1]) for r in rows})
+    return found
+
+
+def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, str]:
+    """Each id's lineage root: follow `parent_session_id` until it ends, loops or vanishes.
+
+    Parents are fetched a generation at a time for all ids together (one query per level
+    of depth, not per session). An id that does not exist is its own root.
+    """
+    parents: dict[str, str | None] = {}
+    frontier = sorted(set(session_ids))
+    for _ in range(_MAX_LINEAGE_DEPTH):
+        if not frontier:
+            break
+        fetched = _parents(conn, frontier)
+        for sid in frontier:
+            parents[sid] = fetched.get(sid)
+        frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
+    roots: dict[str, str] = {}
+    for start in session_ids:
+        if start in roots:
+            continue
+        path: list[str] = []
+        seen: set[str] = set()
+        current = start
+        while len(path) < _MAX_LINEAGE_DEPTH:
+            if current in roots:
+                break
+            path.append(current)
+            seen.add(current)
+            parent = parents.get(current)
+            if parent is None:
+                break
+            if parent in seen:
+                # A cycle (only hand-edited rows can make one): every member gets the same
+                # root, the smallest id of the loop, whichever member the walk started from.
+                current = min(path[path.index(parent) :])
+                break
+            current = parent
+        root = roots.get(current, current)
+        for sid in path:
+            roots[sid] = root
+    return {sid: roots[sid] for sid in session_ids}

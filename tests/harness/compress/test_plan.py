@@ -1,0 +1,151 @@
+"""The cut: never orphan a tool result, never leave a call unanswered, keep the latest user ask."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.compress.plan import (
+    effective_threshold,
+    fallback_summary,
+    latest_user_index,
+    plan_cut,
+    repair_tool_pairs,
+    serialize_turns,
+    stub_bulky_tool_outputs,
+    summary_message,
+    summary_prompt,
+)
+from harness.types import Message, ToolCall
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> list[Message]:
+    ids = itertools.count()
+    messages: list[Message] = []
+    for _ in range(draw(st.integers(1, 8))):
+        messages.append(Message("user", "u" * draw(st.integers(1, 400))))
+        for _ in range(draw(st.integers(0, 3))):
+            calls = tuple(ToolCall(f"c{next(ids)}", "t", "{}") for _ in range(draw(st.integers(1, 3))))
+            messages.append(Message("assistant", "", tool_calls=calls))
+            for c in calls:
+                messages.append(Message("tool", "r" * draw(st.integers(1, 600)), tool_call_id=c.id, name="t"))
+        if draw(st.booleans()):
+            messages.append(Message("assistant", "a" * draw(st.integers(1, 300))))
+    return messages
+
+
+def _check_pairs(messages: list[Message]) -> None:
+    open_calls: set[str] = set()
+    answered: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            assert not open_calls, "a new assistant message arrived while calls were unanswered"
+            open_calls = {c.id for c in m.tool_calls}
+        elif m.role == "tool":
+            assert m.tool_call_id in open_calls, f"orphan tool result {m.tool_call_id}"
+            open_calls.discard(m.tool_call_id or "")
+            answered.add(m.tool_call_id or "")
+        else:
+            assert not open_calls, "a user message arrived while calls were unanswered"
+    assert not open_calls, "a tool call was left without a result"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    transcripts(),
+    st.integers(0, 5),
+    st.integers(1, 8),
+    st.integers(0, 3000),
+)
+def test_any_cut_keeps_tool_pairs_whole_and_the_latest_user_message(
+    messages: list[Message], first_n: int, last_n: int, budget: int
+) -> None:
+    plan = plan_cut(
+        messages,
+        count=lambda m: len(m.content) // 4 + 4,
+        tail_budget=budget,
+        protect_first_n=first_n,
+        protect_last_n=last_n,
+    )
+    assert 0 <= plan.head_end <= plan.tail_start <= len(messages)
+    head, tail = messages[: plan.head_end], messages[plan.tail_start :]
+    result = repair_tool_pairs([*head, summary_message("summary"), *tail])
+    _check_pairs(result)
+    latest = latest_user_index(messages)
+    assert latest is not None
+    assert any(m is messages[latest] for m in result), "the latest user message was summarized away"
+
+
+def test_repair_strips_unanswered_calls_and_orphan_results() -> None:
+    call = ToolCall("x", "t", "{}")
+    broken = [
+        Message("tool", "orphan", tool_call_id="gone"),
+        Message("user", "hi"),
+        Message("assistant", "", tool_calls=(call,)),
+    ]
+    fixed = repair_tool_pairs(broken)
+    assert [m.role for m in fixed] == ["user", "assistant"]
+    assert fixed[1].tool_calls == () and fixed[1].content == "(tool call removed)"
+
+
+def test_small_windows_raise_the_threshold_to_three_quarters() -> None:
+    assert effective_threshold(0.5, 8192) == 6144
+    assert effective_threshold(0.5, 1_000_000) == 500_000
+    assert effective_threshold(0.9, 8192) == int(0.9 * 8192)
+
+
+def test_bulky_tool_outputs_become_one_line_stubs_naming_the_call() -> None:
+    call = ToolCall("c1", "read_file", '{"path": "big.txt"}')
+    msgs = [
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", "x" * 5000, tool_call_id="c1", name="read_file"),
+    ]
+    stubbed = stub_bulky_tool_outputs(msgs)
+    assert stubbed[1].content == '[read_file {"path": "big.txt"} -> 5,000 chars of output, omitted]'
+    assert stub_bulky_tool_outputs([Message("tool", "short", tool_call_id="c1")])[0].content == "short"
+
+
+def test_summary_prompt_fills_the_template_and_escapes_provider_context() -> None:
+    text = summary_prompt(
+        "[USER]: hi",
+        date="2026-11-22",
+        target_tokens=2000,
+        previous_summary=None,
+        provider_context="<b>x</b>",
+    )
+    assert "TURNS TO SUMMARIZE:\n\n[USER]: hi" in text
+    assert "2026-11-22" in text and "2,000" in text
+    assert "<b>" not in text and "<memory-provider-context>" in text
+    update = summary_prompt(
+        "[USER]: more", date="2026-11-22", target_tokens=2000, previous_summary="## Goal\nold goal"
+    )
+    assert "PREVIOUS CHECKPOINT:\n\n## Goal\nold goal" in update
+
+
+def test_summary_message_is_marked_reference_only() -> None:
+    msg = summary_message("## Goal\nship it")
+    assert msg.summary and msg.role == "user"
+    assert msg.content.startswith("[CONTEXT CHECKPOINT — REFERENCE ONLY]")
+    assert "## Goal\nship it" in msg.content
+
+
+def test_fallback_summary_is_deterministic_and_keeps_the_latest_ask() -> None:
+    middle = [
+        Message("user", "please rename the config loader"),
+        Message("assistant", "", tool_calls=(ToolCall("c", "edit", '{"file": "config.py"}'),)),
+        Message("tool", '{"success": false, "error": "permission denied"}', tool_call_id="c"),
+    ]
+    a = fallback_summary(middle, previous_summary="## Goal\nearlier")
+    assert a == fallback_summary(middle, previous_summary="## Goal\nearlier")
+    assert "please rename the config loader" in a
+    assert 'called edit({"file": "config.py"})' in a
+    assert "permission denied" in a
+    assert "earlier" in a
+
+
+def test_serialized_turns_skip_previous_summaries() -> None:
+    text = serialize_turns([summary_message("old checkpoint"), Message("user", "new")])
+    assert "old checkpoint" not in text and "[USER]: new" in text

@@ -1,0 +1,244 @@
+"""Compression with the flush, over fakes: order, tool lists, failure policy, lineage."""
+
+from __future__ import annotations
+
+from harness.errors import ModelConnectionError, ModelResponseError
+from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
+from harness.testing import FakeTokenizer, ScriptedModel, call_tool, calls, fail, say, tool_call
+from harness.tools import RawTool, ToolOutput
+from harness.types import Message, ToolSpec, Usage
+from tests.harness.sessionkit import FakeMemory, FakeProviders, RecordingRecorder, config, make_session, run
+
+LONG = " ".join(["word"] * 60)  # 60 fake tokens
+
+
+def _other_tool() -> RawTool:
+    async def search(_: str) -> ToolOutput:
+        raise AssertionError("the flush must never run a non-memory tool")
+
+    return RawTool(ToolSpec("session_search", "Search past sessions."), search)
+
+
+def _small_window(**extra: str) -> dict[str, str]:
+    # context 800 → threshold 600 fake tokens (small windows use at least 0.75): four
+    # filled turns (~570) stay under it, the next user message crosses it.
+    return {"model__context_window": "800", "compression__protect_last_n": "2", **extra}
+
+
+async def _fill(session_model: ScriptedModel, session: object, turns: int) -> None:
+    from harness.loop.session import Session
+
+    assert isinstance(session, Session)
+    for i in range(turns):
+        session_model.extend([say(f"answer {i} {LONG}")])
+        await run(session, f"question {i} {LONG}")
+
+
+async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window()), memory=memory, extra_tools=[_other_tool()]
+    ) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        prompt_before = s.prompt.text
+        model.extend(
+            [
+                call_tool("memory", {"action": "add", "target": "user", "content": "User drinks oolong"}),
+                say("## Goal\nchat about tea"),
+                say("final answer"),
+            ]
+        )
+        events = await run(s, f"third {LONG}")
+    flush_req, summary_req, turn_req = model.requests[-3:]
+    assert flush_req.purpose == "flush"
+    assert [t.name for t in flush_req.tools] == ["memory"]
+    assert flush_req.messages[-1].content.startswith("[System: this conversation is about to be compressed.")
+    assert summary_req.purpose == "summary"
+    assert summary_req.tools == ()
+    assert turn_req.purpose == "turn"
+    assert memory.entries == ["User drinks oolong"]
+    assert "User drinks oolong" not in prompt_before
+    assert "User drinks oolong" in s.prompt.text
+    assert "User drinks oolong" in turn_req.system
+    # no flush artifacts: the note and the flush reply are not in the transcript
+    assert not any("about to be compressed" in m.content for m in s.transcript)
+    assert not any(m.tool_calls and m.tool_calls[0].name == "memory" for m in s.transcript)
+    kinds = [type(e).__name__ for e in events]
+    assert (
+        kinds.index("CompressionStarted") < kinds.index("FlushCompleted") < kinds.index("CompressionFinished")
+    )
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    assert [(x.target, x.content, x.saved) for x in flush.entries] == [("user", "User drinks oolong", True)]
+
+
+async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memory_calls() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__flush="cache_safe"))
+    async with make_session(model, cfg=cfg, memory=memory, extra_tools=[_other_tool()]) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        model.extend(
+            [
+                calls(
+                    tool_call("session_search", {"query": "tea"}),
+                    tool_call(
+                        "memory", {"action": "add", "target": "memory", "content": "Tea shop opens at 9"}
+                    ),
+                ),
+                say("## Goal\ntea"),
+                say("final"),
+            ]
+        )
+        events = await run(s, f"third {LONG}")
+    flush_req = next(r for r in model.requests if r.purpose == "flush")
+    turn_req = model.requests[-1]
+    assert flush_req.tools == turn_req.tools
+    assert [t.name for t in flush_req.tools] == ["memory", "session_search"]
+    assert memory.entries == ["Tea shop opens at 9"]
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    refused = [x for x in flush.entries if not x.saved]
+    assert [x.action for x in refused] == ["session_search"]
+    assert "not available during flush" in refused[0].reason
+
+
+async def test_flush_off_makes_no_flush_call() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window(compression__flush="off")), memory=FakeMemory()
+    ) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        model.extend([say("## Goal\nx"), say("final")])
+        await run(s, f"third {LONG}")
+    assert [r.purpose for r in model.requests[-2:]] == ["summary", "turn"]
+    assert not any(r.purpose == "flush" for r in model.requests)
+
+
+async def test_a_network_error_in_the_summary_aborts_and_keeps_the_transcript_identical() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(model, cfg=config(**_small_window()), memory=FakeMemory()) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        before_ids = s.session_id
+        model.extend([say("Nothing to save."), fail(ModelConnectionError("unreachable"))])
+        transcript_before = s.transcript
+        events = []
+        compress_events = await s.compress()
+        events.extend(compress_events)
+        assert s.transcript == transcript_before
+        assert s.session_id == before_ids
+    finished = next(e for e in events if isinstance(e, CompressionFinished))
+    assert finished.aborted
+    assert any(isinstance(e, Warning) and "no messages were dropped" in e.message for e in events)
+
+
+async def test_another_summary_failure_inserts_the_fallback_and_warns() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        model.extend([say("Nothing to save."), fail(ModelResponseError("garbled"))])
+        events = await s.compress()
+        summary = next(m for m in s.transcript if m.summary)
+    assert "Fallback checkpoint" in summary.content
+    assert any(isinstance(e, Warning) and "fallback" in e.message for e in events)
+    finished = next(e for e in events if isinstance(e, CompressionFinished))
+    assert finished.summary_fallback
+    assert not finished.aborted
+
+
+async def test_compression_continues_in_a_child_session_and_providers_hear_of_it() -> None:
+    recorder = RecordingRecorder()
+    providers = FakeProviders()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window()), memory=FakeMemory(), recorder=recorder, providers=providers
+    ) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        old = s.session_id
+        model.extend([say("Nothing to save."), say("## Goal\nkeep chatting")])
+        await s.compress(focus="tea")
+        new = s.session_id
+    assert new != old
+    assert (old, "compression") in recorder.ended
+    assert (new, old) in recorder.started
+    assert providers.switches == [(new, old)]
+    assert providers.pre_compress, "providers were not asked before the summary"
+    # the child session holds exactly the compacted transcript
+    assert recorder.messages[new] == list(s.transcript)
+    # the old session keeps all of its messages
+    assert len(recorder.messages[old]) == 8
+    summary_req = next(r for r in model.requests if r.purpose == "summary")
+    assert "provider says: keep the tea preference" in summary_req.messages[0].content
+    assert "FOCUS" in summary_req.messages[0].content
+
+
+async def test_the_latest_user_message_survives_and_the_summary_is_reference_only() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(model, cfg=config(**_small_window()), memory=FakeMemory()) as s:
+        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+        model.extend([say("Nothing to save."), say("## Goal\nx")])
+        await s.compress()
+        msgs = s.transcript
+    [summary] = [m for m in msgs if m.summary]
+    assert summary.content.startswith("[CONTEXT CHECKPOINT — REFERENCE ONLY]")
+    # the first compression keeps the opening exchange as the head
+    assert msgs[0].content.startswith("question 0")
+    assert any(m.role == "user" and m.content.startswith("question 3") for m in msgs)
+
+
+async def test_two_ineffective_compressions_stop_automatic_compression_with_a_warning() -> None:
+    # The system prompt alone is over the threshold: no cut can help.
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(
+        model__context_window="300", compression__flush="off", agent__system_message=" ".join([LONG] * 3)
+    )
+    async with make_session(model, cfg=cfg) as s:
+        model.extend([say("hi"), say("hi again")])
+        events = await run(s, f"one {LONG}")
+        events += await run(s, "two")
+    starts = [e for e in events if isinstance(e, CompressionStarted)]
+    assert len(starts) == 2
+    assert [r.purpose for r in model.requests] == ["turn", "turn"]
+    assert any(isinstance(e, Warning) and "automatic compression is off" in e.message for e in events)
+    assert s.auto_compress_blocked
+
+
+async def test_budgets_follow_the_models_token_counts_not_our_tokenizers() -> None:
+    # The model reports three times the tokens our tokenizer counts (a different vocabulary):
+    # the session learns the ratio and its estimates follow the model.
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(model, cfg=config(model__context_window="100000")) as s:
+        ours = s.counter.count_prompt(s.prompt.text, (Message("user", "hello there"),), s.tools.specs())
+        model.extend([say("hi", usage=Usage(input=3 * ours, output=1))])
+        await run(s, "hello there")
+        assert s.token_scale == 3.0
+        extra = Message("user", LONG)
+        assert s.count_message(extra) == 3 * s.counter.count_message(extra)
+
+
+async def test_a_middle_smaller_than_a_summary_is_not_compressed_and_nothing_is_flushed() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        for i in range(3):
+            model.extend([say(f"ok {i}")])
+            await run(s, f"hi {i}")
+        before = s.transcript
+        events = await s.compress()
+        assert s.transcript == before
+    assert not any(r.purpose in ("flush", "summary") for r in model.requests)
+    assert any(isinstance(e, Warning) and "too small" in e.message for e in events)
+
+
+async def test_a_summary_no_smaller_than_the_turns_it_replaces_is_refused() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        await _fill(model, s, 4)
+        before = s.transcript
+        model.extend([say("Nothing to save."), say("## Goal\n" + " ".join(["padding"] * 2000))])
+        events = await s.compress()
+        assert s.transcript == before
+    assert any(isinstance(e, Warning) and "no smaller" in e.message for e in events)
+    finished = next(e for e in events if isinstance(e, CompressionFinished))
+    assert finished.new_session_id is None

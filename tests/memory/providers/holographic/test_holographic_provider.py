@@ -1,0 +1,185 @@
+"""HolographicProvider: lifecycle, prefetch rendering, mirroring built-in adds, behind the manager."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memory import MemoryManager, MemoryWrite
+from memory.providers.holographic import HOLOGRAPHIC_PROMPT_BLOCK, HolographicProvider
+from memory.testing import ScriptedProvider
+
+
+def write(action: str, target: str, content: str) -> MemoryWrite:
+    assert action in ("add", "replace", "remove")
+    assert target in ("memory", "user")
+    return MemoryWrite(
+        action=action,  # type: ignore[arg-type]  # checked above
+        target=target,  # type: ignore[arg-type]  # checked above
+        content=content,
+        old_text=None,
+        previous_content=None,
+        session_id="s1",
+    )
+
+
+async def started(home: Path, **kwargs: object) -> HolographicProvider:
+    provider = HolographicProvider(**kwargs)  # type: ignore[arg-type]  # test passthrough
+    await provider.initialize("s1", agent_context="primary", home=home, platform="cli")
+    return provider
+
+
+async def test_initialize_creates_the_store_in_the_keel_home(home: Path) -> None:
+    provider = await started(home)
+    try:
+        assert (home / "memory_store.db").exists()
+        assert provider.store is not None
+        assert provider.store.vectors_enabled
+    finally:
+        await provider.shutdown()
+    assert provider.store is None
+
+
+async def test_a_relative_db_path_is_taken_from_the_home(home: Path) -> None:
+    provider = await started(home, db_path=Path("facts/holo.db"))
+    await provider.shutdown()
+    assert (home / "facts" / "holo.db").exists()
+    assert HolographicProvider(db_path=Path("/abs/x.db")).resolve_path(home) == Path("/abs/x.db")
+
+
+async def test_prefetch_renders_the_top_facts_as_a_markdown_list(home: Path) -> None:
+    provider = await started(home, prefetch_limit=2)
+    try:
+        for content in (
+            "Caroline adopted a beagle named Oscar.",
+            "Oscar the beagle hates baths.",
+            "Tea is nice.",
+        ):
+            reply = json.loads(
+                await provider.handle_tool_call("fact_store", {"action": "add", "content": content})
+            )
+            assert reply["created"] is True
+        await provider.handle_tool_call("fact_feedback", {"action": "helpful", "fact_id": 2})
+        recall = await provider.prefetch("tell me about the beagle", session_id="s1")
+        assert recall.splitlines() == [
+            "## Holographic Memory",
+            "- [0.6] Oscar the beagle hates baths.",
+            "- [0.5] Caroline adopted a beagle named Oscar.",
+        ]
+        assert await provider.prefetch("   ", session_id="s1") == ""
+        assert await provider.prefetch("quantum chromodynamics", session_id="s1") == ""
+    finally:
+        await provider.shutdown()
+
+
+async def test_prefetch_works_without_numpy(home: Path) -> None:
+    provider = await started(home, use_numpy=False)
+    try:
+        assert provider.store is not None
+        assert not provider.store.vectors_enabled
+        await provider.handle_tool_call(
+            "fact_store", {"action": "add", "content": "The user drinks oolong tea."}
+        )
+        await provider.handle_tool_call("fact_store", {"action": "add", "content": "The office is in Porto."})
+        assert await provider.prefetch("what tea does the user drink", session_id="s1") == (
+            "## Holographic Memory\n- [0.5] The user drinks oolong tea."
+        )
+    finally:
+        await provider.shutdown()
+
+
+async def test_the_prompt_block_is_static_even_as_facts_are_added(home: Path) -> None:
+    provider = await started(home)
+    try:
+        before = provider.system_prompt_block()
+        await provider.handle_tool_call("fact_store", {"action": "add", "content": "A new fact."})
+        assert provider.system_prompt_block() == before == HOLOGRAPHIC_PROMPT_BLOCK
+        assert "fact_store" in before
+    finally:
+        await provider.shutdown()
+
+
+async def test_builtin_adds_are_mirrored_as_facts_and_other_writes_are_not(home: Path) -> None:
+    provider = await started(home)
+    try:
+        await provider.on_memory_write(write("add", "user", "Prefers metric units."))
+        await provider.on_memory_write(write("add", "memory", "Repo uses uv for packaging."))
+        await provider.on_memory_write(write("replace", "memory", "Repo uses pip."))
+        await provider.on_memory_write(write("remove", "user", ""))
+        assert provider.store is not None
+        facts = {f.content: f.category for f in provider.store.list_facts()}
+        assert facts == {"Prefers metric units.": "user_pref", "Repo uses uv for packaging.": "general"}
+    finally:
+        await provider.shutdown()
+
+
+async def test_a_non_primary_agent_does_not_mirror_writes(home: Path) -> None:
+    provider = HolographicProvider()
+    await provider.initialize("s1", agent_context="cron", home=home, platform="cron")
+    try:
+        await provider.on_memory_write(write("add", "user", "Cron learned something."))
+        assert provider.store is not None
+        assert provider.store.count() == 0
+    finally:
+        await provider.shutdown()
+
+
+async def test_tool_calls_before_initialize_answer_with_an_error() -> None:
+    reply = json.loads(await HolographicProvider().handle_tool_call("fact_store", {"action": "list"}))
+    assert "not open" in reply["error"]
+    assert await HolographicProvider().prefetch("anything", session_id="s") == ""
+
+
+def test_availability_only_depends_on_an_explicit_numpy_demand() -> None:
+    assert HolographicProvider().is_available()
+    assert HolographicProvider(use_numpy=False).is_available()
+    assert HolographicProvider(use_numpy=True).is_available()  # numpy is installed here
+
+
+def test_bad_constructor_values_are_refused() -> None:
+    with pytest.raises(ValueError, match="prefetch_limit"):
+        HolographicProvider(prefetch_limit=0)
+    with pytest.raises(ValueError, match="hrr_dim"):
+        HolographicProvider(hrr_dim=0)
+
+
+async def test_behind_the_manager_tools_route_recall_arrives_and_writes_mirror(home: Path) -> None:
+    manager = MemoryManager(ScriptedProvider("builtin"), clock=lambda: 0.0)
+    assert manager.add_provider(HolographicProvider())
+    await manager.initialize("s1", agent_context="primary", home=home, platform="cli")
+    assert manager.tool_owner("fact_store") == "holographic"
+    assert manager.tool_owner("fact_feedback") == "holographic"
+    assert manager.system_prompt_block() == HOLOGRAPHIC_PROMPT_BLOCK
+    reply = await manager.handle_tool_call(
+        "fact_store", {"action": "add", "content": "The cat is called Miso."}
+    )
+    assert json.loads(reply)["created"] is True
+    await manager.notify_memory_write(write("add", "user", "The user is allergic to cats."))
+    async with anyio.create_task_group() as tg:
+        manager.start_prefetch(tg, turn=1, query="what about the cat?")
+        recall = await manager.recall(turn=1, query="what about the cat?")
+    assert recall.sources == ("holographic",)
+    assert "- [0.5] The cat is called Miso." in recall.text
+    assert "- [0.5] The user is allergic to cats." in recall.text
+    await manager.shutdown()
+    assert manager.warnings == ()
+
+
+async def test_bad_tool_arguments_through_the_provider_are_json_errors(home: Path) -> None:
+    provider = await started(home)
+    try:
+        for name, arguments in [
+            ("fact_store", {}),
+            ("fact_store", {"action": None}),
+            ("fact_store", {"action": "update", "fact_id": "seven"}),
+            ("fact_store", {"action": "search", "query": ["not", "a", "string"]}),
+            ("fact_feedback", {"action": "helpful", "fact_id": 10**30}),
+            ("fact_forget", {"action": "all"}),
+        ]:
+            reply = json.loads(await provider.handle_tool_call(name, arguments))  # type: ignore[arg-type]  # bad on purpose
+            assert set(reply) == {"error"}, (name, arguments)
+    finally:
+        await provider.shutdown()

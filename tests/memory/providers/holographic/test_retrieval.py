@@ -1,0 +1,192 @@
+"""Retrieval: hybrid search with and without numpy, trust floor, entity queries, tokenizing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.providers.holographic import (
+    FTS_ONLY_WEIGHTS,
+    LEXICAL_WEIGHTS,
+    FactStore,
+    RetrievalWeights,
+    Retriever,
+)
+from memory.providers.holographic._text import cjk_like_terms, fts_terms, jaccard_tokens, words
+
+FACTS = [
+    ("Alice Smith works at Acme Corp as a data engineer.", "general"),
+    ("The user prefers dark mode in every editor.", "user_pref"),
+    ("Project Atlas stores its data in Postgres 16.", "project"),
+    ("Robert Jones manages Alice Smith at Acme Corp.", "general"),
+    ("Alice Smith moved to Berlin in 2021.", "general"),
+    ("The deploy script lives in tools/deploy.sh.", "tool"),
+    ("Melanie paints sunrises over the lake on weekends.", "general"),
+]
+
+
+def filled(path: Path, *, use_numpy: bool) -> FactStore:
+    store = FactStore.open(path, use_numpy=use_numpy)
+    for content, category in FACTS:
+        store.add_fact(content, category=category)  # type: ignore[arg-type]  # literals from the table
+    return store
+
+
+@pytest.fixture(params=[True, False], ids=["numpy", "no-numpy"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FactStore]:
+    s = filled(tmp_path / "memory_store.db", use_numpy=bool(request.param))
+    yield s
+    s.close()
+
+
+def top(retriever: Retriever, query: str, **kwargs: object) -> str:
+    hits = retriever.search(query, **kwargs)  # type: ignore[arg-type]  # test helper passthrough
+    assert hits, f"no results for {query!r}"
+    return hits[0].fact.content
+
+
+def test_search_puts_the_relevant_fact_first(store: FactStore) -> None:
+    retriever = Retriever(store)
+    assert top(retriever, "which database does Atlas use?") == "Project Atlas stores its data in Postgres 16."
+    assert (
+        top(retriever, "what editor theme does the user like")
+        == "The user prefers dark mode in every editor."
+    )
+    assert top(retriever, "where is the deploy script") == "The deploy script lives in tools/deploy.sh."
+    assert top(retriever, "who paints at the lake") == "Melanie paints sunrises over the lake on weekends."
+    assert "Alice Smith" in top(retriever, "Where does Alice work?")
+
+
+def test_without_numpy_the_weights_fall_back_to_lexical(tmp_path: Path) -> None:
+    plain = filled(tmp_path / "plain.db", use_numpy=False)
+    vectors = filled(tmp_path / "vectors.db", use_numpy=True)
+    try:
+        assert Retriever(plain).weights == LEXICAL_WEIGHTS
+        assert not Retriever(plain).uses_hrr
+        assert Retriever(vectors).weights == RetrievalWeights(fts=0.4, jaccard=0.3, hrr=0.3)
+        assert Retriever(vectors).uses_hrr
+        # The lexical ranking is the same whether numpy is off or merely weighted out.
+        query = "Alice Smith at Acme"
+        assert [h.fact.content for h in Retriever(plain).search(query)] == [
+            h.fact.content for h in Retriever(vectors, weights=LEXICAL_WEIGHTS).search(query)
+        ]
+    finally:
+        plain.close()
+        vectors.close()
+
+
+def test_stopword_only_queries_find_nothing(store: FactStore) -> None:
+    assert Retriever(store).search("what is it that they were?") == []
+
+
+def test_facts_below_the_trust_floor_are_never_returned(store: FactStore) -> None:
+    retriever = Retriever(store)
+    hit = retriever.search("deploy script")[0].fact
+    store.update_fact(hit.fact_id, trust_delta=-0.25)  # 0.5 → 0.25 < 0.3
+    assert all(h.fact.fact_id != hit.fact_id for h in retriever.search("deploy script"))
+    assert retriever.search("deploy script", min_trust=0.2)[0].fact.fact_id == hit.fact_id
+
+
+def test_trust_scales_the_score(store: FactStore) -> None:
+    retriever = Retriever(store, weights=FTS_ONLY_WEIGHTS)
+    first, second = retriever.search("Alice Smith Acme", limit=2)
+    store.update_fact(second.fact.fact_id, trust_delta=0.5)
+    assert retriever.search("Alice Smith Acme", limit=1)[0].fact.fact_id == second.fact.fact_id
+    assert first.fact.fact_id != second.fact.fact_id
+
+
+def test_search_filters_by_category_and_counts_retrievals(store: FactStore) -> None:
+    retriever = Retriever(store)
+    hits = retriever.search("data", category="project", count_retrieval=True)
+    assert [h.fact.category for h in hits] == ["project"]
+    assert store.get_fact(hits[0].fact.fact_id).retrieval_count == 1
+
+
+def test_temporal_decay_halves_scores_per_half_life(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    store = FactStore.open(tmp_path / "f.db", use_numpy=False, now=lambda: now[0])
+    try:
+        store.add_fact("Old news about the garden.")
+        fresh = Retriever(store, weights=FTS_ONLY_WEIGHTS, now=lambda: now[0]).search("garden")[0].score
+        now[0] += 10 * 86_400
+        decayed = Retriever(store, weights=FTS_ONLY_WEIGHTS, half_life_days=10, now=lambda: now[0])
+        assert decayed.search("garden")[0].score == pytest.approx(fresh / 2)
+    finally:
+        store.close()
+
+
+def test_cjk_text_is_found_through_substring_terms(tmp_path: Path) -> None:
+    store = FactStore.open(tmp_path / "f.db", use_numpy=True)
+    try:
+        store.add_fact("用户喜欢喝绿茶")
+        store.add_fact("项目使用数据库")
+        assert top(Retriever(store), "绿茶") == "用户喜欢喝绿茶"
+        assert top(Retriever(store), "项目数据库") == "项目使用数据库"
+    finally:
+        store.close()
+
+
+def test_probe_finds_the_facts_naming_an_entity(store: FactStore) -> None:
+    hits = Retriever(store).probe("alice smith")
+    assert {h.fact.content for h in hits} == {
+        "Alice Smith works at Acme Corp as a data engineer.",
+        "Robert Jones manages Alice Smith at Acme Corp.",
+        "Alice Smith moved to Berlin in 2021.",
+    }
+    assert Retriever(store).probe("Nobody Atall") == []
+
+
+def test_probe_fills_up_with_keyword_matches_for_single_word_names(store: FactStore) -> None:
+    # "Melanie" alone is not an extracted entity (one capitalized word), so only the
+    # keyword fill can find it.
+    assert [h.fact.content for h in Retriever(store).probe("Melanie")] == [
+        "Melanie paints sunrises over the lake on weekends."
+    ]
+
+
+def test_reason_needs_every_entity(store: FactStore) -> None:
+    hits = Retriever(store).reason(["Alice Smith", "Robert Jones"])
+    assert [h.fact.content for h in hits] == ["Robert Jones manages Alice Smith at Acme Corp."]
+    assert Retriever(store).reason([" ", ""]) == []
+
+
+def test_related_also_finds_mentions_in_content(store: FactStore) -> None:
+    hits = Retriever(store).related("postgres")
+    assert [h.fact.content for h in hits] == ["Project Atlas stores its data in Postgres 16."]
+
+
+def test_contradict_pairs_facts_about_the_same_entity_that_differ(tmp_path: Path) -> None:
+    for use_numpy in (True, False):
+        store = FactStore.open(tmp_path / f"c{use_numpy}.db", use_numpy=use_numpy)
+        try:
+            a = store.add_fact("Dana Scully lives in Seattle.").fact_id
+            b = store.add_fact("Dana Scully moved to rural Vermont years ago.").fact_id
+            store.add_fact("Fox Mulder likes sunflower seeds.")
+            found = Retriever(store).contradict()
+            assert [{c.first.fact_id, c.second.fact_id} for c in found] == [{a, b}], use_numpy
+            assert found[0].shared_entities == ("Dana Scully",)
+            assert Retriever(store).contradict(threshold=0.99) == []
+        finally:
+            store.close()
+
+
+def test_weights_must_be_usable() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        RetrievalWeights(fts=-1.0)
+    with pytest.raises(ValueError, match="not all 0"):
+        RetrievalWeights(fts=0.0, jaccard=0.0, hrr=0.0)
+
+
+def test_tokenizers() -> None:
+    assert words("Hello, WORLD! (again)") == ["hello", "world", "again"]
+    assert fts_terms("What did Caroline do at the LGBTQ+ support group?") == [
+        "caroline",
+        "lgbtq",
+        "support",
+        "group",
+    ]
+    assert fts_terms('"OR" NEAR AND') == ["near"]  # operators are just words once quoted
+    assert jaccard_tokens("用户喜欢 tea") == {"用户", "户喜", "喜欢", "tea"}
+    assert cjk_like_terms("项目数据库 and 茶") == ["项目数", "目数据", "数据库"]
