@@ -27,12 +27,13 @@ from benchmarks._util import median
 from harness.config import load_config
 from harness.loop.ports import NoProviders, NullRecorder
 from harness.loop.session import Session
+from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler
 from harness.testing import ScriptedModel, say
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.tools import ToolRegistry
 from harness.types import Message, ToolCall, Usage
-from prompts.slots import SlotId
+from prompts import SlotId
 
 SIZES = (10, 100, 1000)
 
@@ -71,7 +72,7 @@ async def measure(n: int, turns: int) -> list[float]:
     samples: list[float] = []
     async with anyio.create_task_group() as tg:
         session = Session(
-            config=cfg,
+            settings=SessionSettings.from_config(cfg),
             model=model,
             counter=TokenCounter(tokenizer),
             tools=ToolRegistry(),

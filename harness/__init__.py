@@ -24,7 +24,7 @@ from harness.errors import (
 )
 from harness.loop.open import open_session
 from harness.loop.session import Session
-from harness.models.base import ModelClient, ModelEvent, ReplyDone, TextDelta
+from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 
@@ -46,13 +46,13 @@ __all__ = [
     "ModelRequestError",
     "ModelResponseError",
     "ModelServerError",
+    "ModelTextDelta",
     "ModelTimeoutError",
     "ReplyDone",
     "RetryableModelError",
     "ScriptExhaustedError",
     "Session",
     "SessionError",
-    "TextDelta",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.errors import ConfigError
 from memory import FlushMode
-from prompts.slots import DEFAULT_SLOT_ORDER, SlotId
+from prompts import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
     "AgentConfig",
@@ -119,6 +119,9 @@ class RecallConfig(_Section):
     enabled: bool = True
     persist: bool = True
     wait_s: float = Field(8.0, ge=0)
+    warm_wait_s: float = Field(1.0, ge=0)
+    """After the first turn, recall was prefetched in the background after the previous
+    turn: wait at most this long for a prefetch still running."""
 
 
 class CompressionConfig(_Section):
@@ -136,6 +139,9 @@ class CompressionConfig(_Section):
     tail_ratio: float = Field(0.2, ge=0.05, le=0.8)
     protect_first_n: int = Field(3, ge=0)
     protect_last_n: int = Field(6, ge=1)
+    identifier_index: bool = True
+    """Put the identifiers of the compressed middle (names, numbers, dates, paths, ids,
+    quoted strings) verbatim into the summary message."""
 
 
 class SessionSearchConfig(_Section):

@@ -3,6 +3,9 @@
     KeelError
     ├── ConfigError              the operator: a bad config file, key or environment value
     ├── LocalModelError          the operator: the embedded model is missing or would not start
+    ├── CommandError             the CLI user: a `keel` command was asked for something it cannot do
+    ├── MeterError               the cache meter cannot run as asked (a missing package, a bad template)
+    │   └── MeterInputError      a trace file is missing or a line is not a request; names the line
     ├── ModelError               a model call failed
     │   ├── RetryableModelError  the network or the provider; retried with backoff
     │   │   ├── ModelConnectionError   could not connect, or the connection dropped
@@ -22,9 +25,12 @@ become tool results the model can read and correct.
 from __future__ import annotations
 
 __all__ = [
+    "CommandError",
     "ConfigError",
     "KeelError",
     "LocalModelError",
+    "MeterError",
+    "MeterInputError",
     "ModelAuthError",
     "ModelConnectionError",
     "ModelError",
@@ -49,6 +55,18 @@ class ConfigError(KeelError):
 
 class LocalModelError(KeelError):
     """The embedded local model is not installed or did not start."""
+
+
+class CommandError(KeelError):
+    """A `keel` command could not do what was asked; the message says what to do instead."""
+
+
+class MeterError(KeelError):
+    """The cache meter cannot do what was asked; the message says what to change."""
+
+
+class MeterInputError(MeterError):
+    """A trace cannot be read: the message names the file, the line and what is wrong."""
 
 
 class SessionError(KeelError):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.events import Event
 from harness.types import JsonObject, ToolCall, ToolResult, ToolSpec
-from prompts.fence import strip_fence_tags
+from prompts import strip_fence_tags
 
 __all__ = ["FunctionTool", "RawTool", "Tool", "ToolOutput", "ToolRegistry", "error_json"]
 

@@ -1,5 +1,34 @@
 # Prompt text as data (`text/*.md`) and system-prompt assembly: slot ids and order,
 # the builder that returns the frozen prefix plus its slot map, context-file discovery,
 # and the `<memory-context>` recall fence. `prompts` imports only the stdlib and pydantic.
+#
+# `slots.py` (slot ids, the default order, SystemPrompt with its slot map), `builder.py`
+# (assemble slot texts into a SystemPrompt), `context_files.py` (slot 7: AGENTS.md & co.),
+# `session_line.py` (slot 8), `fence.py` (the recall fence and its sanitizers); private
+# `_text.py` loads `text/<name>.md` (public here as `load_text`).
+from prompts._text import load_text, text_names
+from prompts.builder import SEPARATOR, build_system_prompt
+from prompts.context_files import discover_context_files, render_context_files
+from prompts.fence import CLOSE_TAG, OPEN_TAG, attach_recall, fence_recall, strip_fence_tags
+from prompts.session_line import session_line
+from prompts.slots import DEFAULT_SLOT_ORDER, SLOT_IDS, SlotId, SlotSpan, SystemPrompt
 
-__all__: list[str] = []
+__all__ = [
+    "CLOSE_TAG",
+    "DEFAULT_SLOT_ORDER",
+    "OPEN_TAG",
+    "SEPARATOR",
+    "SLOT_IDS",
+    "SlotId",
+    "SlotSpan",
+    "SystemPrompt",
+    "attach_recall",
+    "build_system_prompt",
+    "discover_context_files",
+    "fence_recall",
+    "load_text",
+    "render_context_files",
+    "session_line",
+    "strip_fence_tags",
+    "text_names",
+]

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.cli._common import Subparsers, config_from_args, console, home_from_args
-from harness.errors import KeelError
+from harness.errors import CommandError
 from memory import (
     STATE_DB_NAME,
     MessageRecord,
@@ -30,9 +30,6 @@ T = TypeVar("T")
 
 _NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as you chat with keel."
 
-
-class SessionsCommandError(KeelError):
-    """A `keel sessions` command could not do what was asked; the message says what to do."""
 
 
 def _db_path(args: argparse.Namespace) -> Path:
@@ -59,7 +56,7 @@ def _with_db(args: argparse.Namespace, work: Callable[[SessionDB], Awaitable[T]]
     try:
         return anyio.run(main)
     except SessionStoreError as exc:
-        raise SessionsCommandError(f"cannot read the session store: {exc}") from exc
+        raise CommandError(f"cannot read the session store: {exc}") from exc
 
 
 def _positive(text: str) -> int:
@@ -123,7 +120,7 @@ def _show(args: argparse.Namespace) -> int:
     async def work(db: SessionDB) -> tuple[SessionRecord, list[MessageRecord]]:
         session = await db.get_session(args.session_id)
         if session is None:
-            raise SessionsCommandError(
+            raise CommandError(
                 f"no session {args.session_id!r}; run `keel sessions list` to see the ids"
             )
         return session, await db.get_messages(args.session_id)
@@ -151,7 +148,7 @@ def _search(args: argparse.Namespace) -> int:
     limit = args.limit or config_from_args(args).session_search.default_limit
     query = " ".join(args.query).strip()
     if not query:
-        raise SessionsCommandError("the search query is empty; give some words to look for")
+        raise CommandError("the search query is empty; give some words to look for")
 
     async def work(db: SessionDB) -> int:
         tool = SessionSearchTool(db, current_session_id=lambda: None)

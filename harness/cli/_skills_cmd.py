@@ -10,14 +10,11 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.cli._common import Subparsers, config_from_args, console
-from harness.errors import KeelError
+from harness.errors import CommandError
 from memory.skills import SkillBlockedError, SkillError, SkillLibrary
 
 __all__ = ["register"]
 
-
-class SkillsCommandError(KeelError):
-    """A `keel skills` command could not do what was asked; the message says what to do."""
 
 
 def _library(args: argparse.Namespace) -> SkillLibrary:
@@ -49,9 +46,9 @@ def _show(args: argparse.Namespace) -> int:
     try:
         view = library.view(args.name, args.file)
     except SkillBlockedError as exc:
-        raise SkillsCommandError(f"{exc}; the files are under {str(library.root)!r}") from exc
+        raise CommandError(f"{exc}; the files are under {str(library.root)!r}") from exc
     except SkillError as exc:
-        raise SkillsCommandError(f"{exc} (`keel skills list` shows what exists)") from exc
+        raise CommandError(f"{exc} (`keel skills list` shows what exists)") from exc
     # Written raw, not through rich: the exact text matters more than colour here.
     sys.stdout.write(view.content if view.content.endswith("\n") else view.content + "\n")
     return 0

@@ -10,31 +10,61 @@ Modes:
 - `cache_safe`: the request carries the session's unchanged tool list, so the prefix
   matches the previous turn's; calls to other tools are answered "not available during
   flush" and not run.
+- `forced`: the unchanged tool list with `tool_choice` naming the memory tool, so the prefix
+  stays cached and the model can only call memory.
 - `off`: no flush.
+
+No pretend saves: a reply whose text says it saved something while no memory call landed
+is recorded as a refused entry with that reason, so nobody reads "saved" where nothing was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.events import Event, FlushEntry, MemoryWritten
 from harness.tools import Tool, ToolOutput
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec
-from memory import FlushMode as MemoryFlushMode
-from prompts._text import load_text
+from memory import FlushMode
+from prompts import load_text
 
-__all__ = ["FlushMode", "FlushOutcome", "build_flush_request", "execute_flush_reply"]
+__all__ = [
+    "CLAIMED_SAVE_REASON",
+    "MEMORY_TOOL",
+    "FlushOutcome",
+    "build_flush_request",
+    "claims_a_save",
+    "execute_flush_reply",
+]
 
-FlushMode = MemoryFlushMode  # one definition, shared with the session store
 MEMORY_TOOL = "memory"
+CLAIMED_SAVE_REASON = "the reply says it saved this, but made no valid memory call: nothing was saved"
+
+# First-person statements of having saved / remembered something. "Nothing to save." and
+# negations do not count.
+_CLAIM = re.compile(
+    r"\b(?:I(?:'ve| have| will|'ll)?|has been|have been|were|was|are|is|successfully|now)\s+"
+    r"(?:\w+\s+){0,2}?(?:saved|stored|remembered|noted|recorded|memorized|added|saving|storing)\b"
+    r"|\b(?:saved|stored|added|recorded)\s+(?:to|in|into)\s+(?:your\s+|my\s+|the\s+)?(?:memory|notes|profile)\b"
+    r"|\bmemory\s+(?:updated|saved)\b",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:nothing|not|no|never|don't|didn't|won't|cannot|can't)\b[^.!?\n]{0,40}$", re.I)
 
 
 @dataclass(frozen=True, slots=True)
 class FlushOutcome:
+    """What one flush reply did: an entry per attempted (or claimed) save, and the events."""
+
     entries: tuple[FlushEntry, ...]
     events: tuple[Event, ...]
     reply_text: str
+
+    @property
+    def saved(self) -> tuple[FlushEntry, ...]:
+        return tuple(e for e in self.entries if e.saved)
 
 
 def build_flush_request(
@@ -46,7 +76,15 @@ def build_flush_request(
     max_tokens: int | None,
     stable_prefix_chars: int | None = None,
 ) -> ModelRequest:
-    """The one flush request: the transcript plus the flush note."""
+    """The one flush request: the transcript plus the flush note.
+
+    Raises:
+        ValueError: `mode` is `off`, or the memory tool is not among `tools`.
+    """
+    if mode == "off":
+        raise ValueError("flush mode 'off' sends no request")
+    if not any(t.name == MEMORY_TOOL for t in tools):
+        raise ValueError("the flush needs the memory tool in the session's tool list")
     note = Message(role="user", content=load_text("flush"))
     if mode == "memory_only":
         tools = [t for t in tools if t.name == MEMORY_TOOL]
@@ -54,10 +92,20 @@ def build_flush_request(
         system=system,
         messages=(*messages, note),
         tools=tuple(tools),
+        tool_choice=MEMORY_TOOL if mode == "forced" else "auto",
         max_tokens=max_tokens,
         purpose="flush",
         stable_prefix_chars=stable_prefix_chars,
     )
+
+
+def claims_a_save(text: str) -> str | None:
+    """The sentence of `text` that claims a save, or None."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        match = _CLAIM.search(sentence)
+        if match is not None and not _NEGATED.search(sentence[: match.start()]):
+            return sentence.strip()[:500]
+    return None
 
 
 def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
@@ -69,13 +117,8 @@ def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
     ]
 
 
-async def execute_flush_reply(
-    reply: ModelReply,
-    *,
-    memory_tool: Tool | None,
-    on_output: Callable[[ToolOutput], Awaitable[None]] | None = None,
-) -> FlushOutcome:
-    """Run the memory calls of the flush reply; refuse every other call."""
+async def execute_flush_reply(reply: ModelReply, *, memory_tool: Tool | None) -> FlushOutcome:
+    """Run the memory calls of the flush reply; refuse every other call; flag claimed saves."""
     entries: list[FlushEntry] = []
     events: list[Event] = []
     for call in reply.message.tool_calls:
@@ -91,8 +134,11 @@ async def execute_flush_reply(
             )
             continue
         out = await memory_tool(call.arguments)
-        if on_output is not None:
-            await on_output(out)
         events.extend(out.events)
         entries.extend(_entries_from(call.arguments, out))
-    return FlushOutcome(tuple(entries), tuple(events), reply.message.content)
+    text = reply.message.content
+    if not any(e.saved for e in entries):
+        claim = claims_a_save(text)
+        if claim is not None:
+            entries.append(FlushEntry(target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON))
+    return FlushOutcome(tuple(entries), tuple(events), text)

@@ -6,246 +6,280 @@
 2. **Summarize the middle**: plan the cut, stub bulky tool outputs, ask providers for
    `on_pre_compress` text, one call to the summary model. Network, auth and overload
    errors abort with the transcript unchanged; any other failure inserts a deterministic
-   fallback summary and warns.
+   fallback summary and warns. The summary message carries the identifier index.
 3. **Reload and rebuild**: `load()` the curated store (a new frozen snapshot that now
    holds what the flush saved) and rebuild the system prompt.
 4. **Lineage**: end the session row with reason `compression`, continue in a child
    session whose parent is the old one; providers hear about the switch.
+
+`Compressor` owns the compression state of one session (how many ran, the previous
+summary, anti-thrash and back-off) and talks to the session only through
+`CompressionHost`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from harness.compress.flush import build_flush_request, execute_flush_reply
-from harness.compress.plan import (
-    fallback_summary,
-    plan_cut,
-    repair_tool_pairs,
-    serialize_turns,
-    stub_bulky_tool_outputs,
-    summary_message,
-    summary_prompt,
-    summary_target_tokens,
-)
-from harness.errors import (
-    ModelAuthError,
-    ModelError,
-    RetryableModelError,
-)
-from harness.events import (
-    CompressionFinished,
-    CompressionStarted,
-    Event,
-    FlushCompleted,
-    Warning,
-)
-from harness.loop.session import Session
+from harness.compress.host import CompressionHost, CompressionSettings, Emit
+from harness.compress.identifiers import extract_identifiers
+from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
+from harness.compress.summary import fallback_summary, serialize_turns, summary_message, summary_prompt
+from harness.errors import ModelAuthError, ModelError, RetryableModelError
+from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
 from harness.types import Message, ModelRequest
 
-__all__ = ["compress_session"]
-
-Emit = Callable[[Event], Awaitable[None]]
+__all__ = ["MAX_ABORTS", "Compressor"]
 
 # Failures that say "try later", not "the summarizer is broken": dropping turns without a
 # real summary would lose them, so the compression is abandoned instead.
 _ABORT = (RetryableModelError, ModelAuthError)
+MAX_ABORTS = 3
+"""Aborted compressions in a row (summary model unreachable) before automatic compression stops."""
 
 
-async def _flush(session: Session, emit: Emit) -> None:
-    mode = session.config.compression.flush
-    tool = session.tools.get("memory")
-    if mode == "off" or tool is None:
-        return
-    request = build_flush_request(
-        system=session.prompt.text,
-        messages=session.transcript,
-        tools=session.tools.specs(),
-        mode=mode,
-        max_tokens=session.config.model.max_output_tokens,
-        stable_prefix_chars=len(session.prompt.text),
-    )
-    started = time.monotonic()
-    try:
-        reply, usage = await session.send_request(request, slots=session.trace_slots())
-    except ModelError as exc:
-        await emit(Warning(f"memory flush failed ({type(exc).__name__}: {exc}); compressing without it"))
-        return
-    await emit(usage)
-    outcome = await execute_flush_reply(reply, memory_tool=tool)
-    entries = outcome.entries
-    await session.recorder.record_flush(
-        session.session_id, mode=mode, entries=entries, reply_text=outcome.reply_text
-    )
-    for ev in outcome.events:
-        await emit(ev)
-    await emit(FlushCompleted(mode=mode, entries=tuple(entries), latency_s=time.monotonic() - started))
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    body: str
+    fallback: bool
 
 
-async def _summarize(
-    session: Session, middle: list[Message], focus: str | None, emit: Emit
-) -> tuple[str, bool] | None:
-    """The summary body and whether it is the fallback; None means abort."""
-    cfg = session.config
-    provider_context = await session.providers.on_pre_compress(middle)
-    middle_tokens = sum(session.count_message(m) for m in middle)
-    prompt = summary_prompt(
-        serialize_turns(stub_bulky_tool_outputs(middle)),
-        date=session.today().isoformat(),
-        target_tokens=summary_target_tokens(middle_tokens, cfg.model.context_window),
-        previous_summary=session.previous_summary,
-        provider_context=provider_context,
-        focus=focus,
-    )
-    request = ModelRequest(
-        system="",
-        messages=(Message(role="user", content=prompt),),
-        purpose="summary",
-        max_tokens=None,
-    )
-    try:
-        reply, usage = await session.send_request(request, client=session.summary_model, slots=[])
-    except _ABORT as exc:
+class Compressor:
+    """Runs the compressions of one session and keeps their state."""
+
+    def __init__(self, settings: CompressionSettings) -> None:
+        self.settings = settings
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every compression (construction, and a new conversation)."""
+        self.compressions = 0
+        """Compressions that replaced the middle (skips and aborts not counted)."""
+        self.previous_summary: str | None = None
+        self.ineffective = 0
+        """Compressions in a row that ran but left the prompt over the threshold."""
+        self.aborts = 0
+        """Compressions in a row abandoned because the summary model was unreachable."""
+        self.blocked = False
+        """Automatic compression is off for this session (anti-thrash or repeated aborts)."""
+        self._retry_at_turn = 0
+        self._skipped_at: tuple[str, int] | None = None
+        self._flushed_at: tuple[str, int] | None = None
+
+    async def maybe_compress(self, host: CompressionHost, emit: Emit) -> None:
+        """Compress if the next prompt reaches the threshold and nothing holds compression back."""
+        s = self.settings
+        if not s.enabled or self.blocked or host.turn < self._retry_at_turn:
+            return
+        if host.prompt_estimate() < s.threshold_tokens:
+            return
+        if self._skipped_at == (host.session_id, len(host.messages)):
+            return  # nothing new since the last "nothing to compress" skip
+        base = host.base_estimate()
+        if base >= s.threshold_tokens:
+            self.blocked = True
+            await emit(
+                Warning(
+                    f"the system prompt and tools alone (~{base:,} tokens) are over the compression threshold "
+                    f"({s.threshold_tokens:,}): no compression can help, so automatic compression is off for this "
+                    "session — use a model with a larger context window, or fewer tools and context files"
+                )
+            )
+            return
+        await self.compress(host, emit, manual=False, focus=None)
+
+    async def compress(self, host: CompressionHost, emit: Emit, *, manual: bool, focus: str | None) -> None:
+        """Run one compression of `host`, emitting progress events."""
+        if manual:
+            self.blocked = False
+            self.ineffective = 0
+            self.aborts = 0
+            self._retry_at_turn = 0
+        s = self.settings
+        before = host.full_estimate()
+        messages = list(host.messages)
+        await emit(CompressionStarted(tokens_before=before, threshold=s.threshold_tokens, manual=manual))
+        plan = plan_cut(
+            messages,
+            count=host.count,
+            tail_budget=int(s.threshold_tokens * s.tail_ratio),
+            protect_first_n=s.protect_first_n if self.compressions == 0 else 0,
+            protect_last_n=s.protect_last_n,
+        )
+        head, middle, tail = messages[: plan.head_end], messages[plan.head_end : plan.tail_start], messages[plan.tail_start :]
+        if plan.empty:
+            await self._skip(host, emit, before, len(messages), "nothing to compress yet")
+            return
+        if sum(host.count(m) for m in middle) <= 2 * host.count(summary_message("")):
+            # A summary message (its reference-only framing alone) would be as big as the
+            # turns it replaces: compressing now would not shrink the prompt.
+            await self._skip(host, emit, before, len(messages), "the compressible middle is too small yet")
+            return
+
+        await self._flush(host, emit)
+        summary = await self._summarize(host, middle, focus, emit)
+        if summary is None:
+            await self._aborted(host, emit, before, len(messages))
+            return
+        self.aborts = 0
+        identifiers = extract_identifiers(middle) if s.identifier_index else []
+        replacement = summary_message(
+            summary.body, identifiers=identifiers, search_pointer=host.tool("session_search") is not None
+        )
+        new_transcript = repair_tool_pairs([*head, replacement, *tail])
+        if sum(host.count(m) for m in new_transcript) >= sum(host.count(m) for m in messages):
+            self.ineffective += 1
+            await self._finish_unchanged(
+                host, emit, before, len(messages), "the summary came out no smaller than the turns it would replace"
+            )
+            return
+
+        await host.reload_memory()  # 3. a new frozen snapshot holding what the flush saved
+        await host.continue_as_child(new_transcript)  # 4. lineage
+        self.previous_summary = summary.body
+        self.compressions += 1
+        after = host.full_estimate()
+        self.ineffective = self.ineffective + 1 if after >= s.threshold_tokens else 0
+        await self._check_thrash(emit)
         await emit(
-            Warning(
-                f"compression aborted: the summary model is unreachable ({type(exc).__name__}: {exc}); "
-                "no messages were dropped — it will be retried later, or run /compress"
+            CompressionFinished(
+                tokens_before=before,
+                tokens_after=after,
+                messages_before=len(messages),
+                messages_after=len(new_transcript),
+                summary_fallback=summary.fallback,
+                aborted=False,
+                new_session_id=host.session_id,
             )
         )
-        return None
-    except ModelError as exc:
-        await emit(
-            Warning(f"summary failed ({type(exc).__name__}: {exc}); used a mechanical fallback summary")
+
+    # ------------------------------------------------------------------ steps
+
+    async def _flush(self, host: CompressionHost, emit: Emit) -> None:
+        mode = self.settings.flush
+        tool = host.tool("memory")
+        state = (host.session_id, len(host.messages))
+        if mode == "off" or tool is None or self._flushed_at == state:
+            return  # off, no memory tool, or this very transcript was flushed already (a retry)
+        request = build_flush_request(
+            system=host.system_prompt,
+            messages=host.messages,
+            tools=host.tool_specs(),
+            mode=mode,
+            max_tokens=self.settings.flush_max_tokens,
+            stable_prefix_chars=len(host.system_prompt),
         )
-        return fallback_summary(middle, previous_summary=session.previous_summary), True
-    await emit(usage)
-    body = reply.message.content.strip()
-    if not body:
-        await emit(Warning("the summary model returned nothing; used a mechanical fallback summary"))
-        return fallback_summary(middle, previous_summary=session.previous_summary), True
-    return body, False
+        started = time.monotonic()
+        with host.flushing():
+            try:
+                reply, usage = await host.call(request)
+            except ModelError as exc:
+                await emit(Warning(f"memory flush failed ({type(exc).__name__}: {exc}); compressing without it"))
+                return
+            self._flushed_at = state
+            await emit(usage)
+            outcome = await execute_flush_reply(reply, memory_tool=tool)
+        await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
+        for ev in outcome.events:
+            await emit(ev)
+        await emit(FlushCompleted(mode=mode, entries=outcome.entries, latency_s=time.monotonic() - started))
 
-
-async def compress_session(session: Session, emit: Emit, *, manual: bool, focus: str | None) -> None:
-    """Run one compression of `session`, emitting progress events."""
-    cfg = session.config.compression
-    threshold = session.threshold_tokens
-    before = session.full_estimate()
-    messages = list(session.transcript)
-    await emit(CompressionStarted(tokens_before=before, threshold=threshold, manual=manual))
-
-    plan = plan_cut(
-        messages,
-        count=session.count_message,
-        tail_budget=int(threshold * cfg.tail_ratio),
-        protect_first_n=cfg.protect_first_n if session.compressions == 0 else 0,
-        protect_last_n=cfg.protect_last_n,
-    )
-    if plan.empty:
-        session.ineffective_compressions += 1
-        await _finish_without_change(session, emit, before, len(messages), "nothing to compress yet")
-        return
-    middle_tokens = sum(session.count_message(m) for m in messages[plan.head_end : plan.tail_start])
-    if middle_tokens <= 2 * session.count_message(summary_message("")):
-        # A summary message (its reference-only framing alone) would be as big as the turns
-        # it replaces: compressing now would not shrink the prompt.
-        session.ineffective_compressions += 1
-        await _finish_without_change(
-            session, emit, before, len(messages), "the compressible middle is too small yet"
+    async def _summarize(
+        self, host: CompressionHost, middle: Sequence[Message], focus: str | None, emit: Emit
+    ) -> _Summary | None:
+        """The summary, or None when the compression must abort."""
+        provider_context = await host.pre_compress(middle)
+        prompt = summary_prompt(
+            serialize_turns(stub_bulky_tool_outputs(middle)),
+            date=host.today().isoformat(),
+            target_tokens=summary_target_tokens(sum(host.count(m) for m in middle), self.settings.context_window),
+            previous_summary=self.previous_summary,
+            provider_context=provider_context,
+            focus=focus,
         )
-        return
+        request = ModelRequest(
+            system="", messages=(Message(role="user", content=prompt),), purpose="summary", max_tokens=None
+        )
+        try:
+            reply, usage = await host.call(request, summary=True)
+        except _ABORT as exc:
+            await emit(
+                Warning(
+                    f"compression aborted: the summary model is unreachable ({type(exc).__name__}: {exc}); "
+                    "no messages were dropped"
+                )
+            )
+            return None
+        except ModelError as exc:
+            await emit(Warning(f"summary failed ({type(exc).__name__}: {exc}); used a mechanical fallback summary"))
+            return _Summary(fallback_summary(middle, previous_summary=self.previous_summary), True)
+        await emit(usage)
+        body = reply.message.content.strip()
+        if not body:
+            await emit(Warning("the summary model returned nothing; used a mechanical fallback summary"))
+            return _Summary(fallback_summary(middle, previous_summary=self.previous_summary), True)
+        return _Summary(body, False)
 
-    await _flush(session, emit)
+    # ------------------------------------------------------------------ outcomes
 
-    head, middle, tail = (
-        messages[: plan.head_end],
-        messages[plan.head_end : plan.tail_start],
-        messages[plan.tail_start :],
-    )
-    summarized = await _summarize(session, middle, focus, emit)
-    if summarized is None:
+    async def _skip(self, host: CompressionHost, emit: Emit, before: int, n: int, why: str) -> None:
+        # A skip ran nothing: it does not count toward anti-thrash, but it is not retried
+        # automatically until the transcript has grown.
+        self._skipped_at = (host.session_id, len(host.messages))
+        await self._finish_unchanged(host, emit, before, n, why)
+
+    async def _aborted(self, host: CompressionHost, emit: Emit, before: int, n: int) -> None:
+        self.aborts += 1
+        if self.aborts >= MAX_ABORTS:
+            self.blocked = True
+            await emit(
+                Warning(
+                    f"{self.aborts} compressions in a row could not reach the summary model; automatic "
+                    "compression is off for this session — run /compress once the model answers again"
+                )
+            )
+        else:
+            # Back off: the next automatic attempt waits 1, then 2 turns (each attempt costs
+            # a summary call and its retries).
+            self._retry_at_turn = host.turn + 2 ** (self.aborts - 1)
+            await emit(Warning(f"automatic compression will be retried from turn {self._retry_at_turn}, or run /compress"))
         await emit(
             CompressionFinished(
                 tokens_before=before,
                 tokens_after=before,
-                messages_before=len(messages),
-                messages_after=len(messages),
+                messages_before=n,
+                messages_after=n,
                 summary_fallback=False,
                 aborted=True,
                 new_session_id=None,
             )
         )
-        return
-    body, fallback = summarized
-    new_transcript = repair_tool_pairs([*head, summary_message(body), *tail])
-    if sum(session.count_message(m) for m in new_transcript) >= sum(
-        session.count_message(m) for m in messages
-    ):
-        session.ineffective_compressions += 1
-        await _finish_without_change(
-            session,
-            emit,
-            before,
-            len(messages),
-            "the summary came out no smaller than the turns it would replace",
-        )
-        return
 
-    # 3. reload the curated store (new frozen snapshot) and rebuild the prefix
-    if session.memory is not None:
-        await session.memory.load()
-    await session.rebuild_prompt(refresh_static=True)
-
-    # 4. lineage: the old session ends; a child continues with the compacted transcript
-    old = session.session_id
-    await session.continue_as_child(new_transcript, reason="compression")
-    session.previous_summary = body
-    session.compressions += 1
-    await session.providers.on_session_switch(session.session_id, parent_session_id=old)
-
-    after = session.full_estimate()
-    if after >= threshold:
-        session.ineffective_compressions += 1
-    else:
-        session.ineffective_compressions = 0
-    await _check_thrash(session, emit)
-    await emit(
-        CompressionFinished(
-            tokens_before=before,
-            tokens_after=after,
-            messages_before=len(messages),
-            messages_after=len(new_transcript),
-            summary_fallback=fallback,
-            aborted=False,
-            new_session_id=session.session_id,
-        )
-    )
-
-
-async def _finish_without_change(session: Session, emit: Emit, before: int, n: int, why: str) -> None:
-    await emit(Warning(f"compression skipped: {why}"))
-    await _check_thrash(session, emit)
-    await emit(
-        CompressionFinished(
-            tokens_before=before,
-            tokens_after=before,
-            messages_before=n,
-            messages_after=n,
-            summary_fallback=False,
-            aborted=False,
-            new_session_id=None,
-        )
-    )
-
-
-async def _check_thrash(session: Session, emit: Emit) -> None:
-    if session.ineffective_compressions >= 2 and not session.auto_compress_blocked:
-        session.auto_compress_blocked = True
+    async def _finish_unchanged(self, host: CompressionHost, emit: Emit, before: int, n: int, why: str) -> None:
+        await emit(Warning(f"compression skipped: {why}"))
+        await self._check_thrash(emit)
         await emit(
-            Warning(
-                "two compressions in a row left the prompt over the threshold (the system prompt and "
-                "tools alone may be too big for this context window); automatic compression is off for "
-                "this session — start a new session, or run /compress by hand"
+            CompressionFinished(
+                tokens_before=before,
+                tokens_after=before,
+                messages_before=n,
+                messages_after=n,
+                summary_fallback=False,
+                aborted=False,
+                new_session_id=None,
             )
         )
+
+    async def _check_thrash(self, emit: Emit) -> None:
+        if self.ineffective >= 2 and not self.blocked:
+            self.blocked = True
+            await emit(
+                Warning(
+                    "two compressions in a row left the prompt over the threshold (the system prompt and "
+                    "tools alone may be too big for this context window); automatic compression is off for "
+                    "this session — start a new session, or run /compress by hand"
+                )
+            )

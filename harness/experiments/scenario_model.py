@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from itertools import count
 
 from harness.experiments.scenario import ReplySpec, Scenario
-from harness.models.base import ModelEvent, ReplyDone, TextDelta
+from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
 from harness.types import Message, ModelReply, ModelRequest, ToolCall
 
 __all__ = ["ScenarioModel"]
@@ -95,7 +95,7 @@ class ScenarioModel:
 
         async def events() -> AsyncIterator[ModelEvent]:
             if reply.message.content:
-                yield TextDelta(reply.message.content)
+                yield ModelTextDelta(reply.message.content)
             yield ReplyDone(reply)
 
         yield events()

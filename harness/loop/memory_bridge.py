@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
@@ -33,6 +34,7 @@ from memory import (
     MemoryWrite,
     SessionDB,
     StoredMessage,
+    SwitchReason,
     TurnMessage,
 )
 
@@ -125,8 +127,8 @@ def memory_tool(
                         action=c.kind,
                         target=c.target,
                         content=c.content or "",
-                        old_text=c.previous or "",
-                        previous_content=c.previous or "",
+                        old_text=c.old_text,
+                        previous_content=c.previous,
                         session_id=session_id(),
                     )
                 )
@@ -136,35 +138,54 @@ def memory_tool(
 
 
 class ManagerHooks:
-    """`MemoryManager` as the session's `ProviderHooks`."""
+    """`MemoryManager` as the session's `ProviderHooks`.
 
-    def __init__(self, manager: MemoryManager, background: TaskGroup) -> None:
+    Recall follows the prefetch design: after turn N, in the background, the providers
+    compute recall for turn N+1 from turn N's message; turn N+1 reads it, waiting at most
+    `warm_wait_s` for a prefetch still running. Only a turn with no prefetch (the first, or
+    after a switch) starts one on the spot and waits up to the manager's `recall_wait_s`.
+    """
+
+    def __init__(self, manager: MemoryManager, background: TaskGroup, *, warm_wait_s: float = 1.0) -> None:
         self.manager = manager
         self._tg = background
+        self._warm_wait_s = warm_wait_s
 
     async def on_turn_start(self, turn: int, message: str) -> None:
         await self.manager.on_turn_start(turn, message)
 
     async def recall(self, *, turn: int, query: str) -> str:
-        self.manager.start_prefetch(self._tg, turn=turn, query=query)
-        return (await self.manager.recall(turn=turn, query=query)).text
+        warm = self.manager.has_round(turn)
+        if not warm:
+            self.manager.start_prefetch(self._tg, turn=turn, query=query)
+        recalled = await self.manager.recall(turn=turn, query=query, wait_s=self._warm_wait_s if warm else None)
+        return recalled.text
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
         self.manager.sync_turn(tg, user_content=user, assistant_content=assistant)
         self.manager.queue_prefetch(tg, query=user)
+        self.manager.start_prefetch(tg, turn=turn + 1, query=user)
 
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:
-        return await self.manager.on_pre_compress(
-            [TurnMessage(role=m.role, content=m.content) for m in messages]
-        )
+        return await self.manager.on_pre_compress(_turn_messages(messages))
 
-    async def on_session_switch(self, new_session_id: str, *, parent_session_id: str) -> None:
-        await self.manager.on_session_switch(
-            new_session_id, parent_session_id=parent_session_id, reason="compression"
-        )
+    async def on_session_switch(
+        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+    ) -> None:
+        await self.manager.on_session_switch(new_session_id, parent_session_id=parent_session_id, reason=reason)
+
+    async def on_session_end(self, messages: Sequence[Message]) -> None:
+        await self.manager.on_session_end(_turn_messages(messages))
+
+    def flushing(self) -> AbstractContextManager[None]:
+        return self.manager.running_as("flush")
 
     def system_prompt_block(self) -> str:
         return self.manager.system_prompt_block()
+
+
+def _turn_messages(messages: Sequence[Message]) -> list[TurnMessage]:
+    return [TurnMessage(role=m.role, content=m.content) for m in messages]
 
 
 def stored(message: Message, *, timestamp: float, token_count: int | None) -> StoredMessage:
@@ -213,6 +234,14 @@ class DbRecorder:
     async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
         await self.db.append_message(
             session_id, stored(message, timestamp=self._clock(), token_count=token_count)
+        )
+
+    async def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
+    ) -> None:
+        now = self._clock()
+        await self.db.append_messages(
+            session_id, [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)]
         )
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:

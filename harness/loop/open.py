@@ -7,11 +7,11 @@ async with open_session(config) as session:
             ...
 ```
 
-It opens (in this order, and closes in reverse): the model (starting the embedded model
-when the config says `local`), the tokenizer, the curated store and its `memory` tool, the
-session store `state.db` with `session_search`, the skill library and its tools, the memory
-manager with the optional external provider, the trace file, and a task group that owns
-every background task of the session.
+It opens, in this order (and closes in reverse), one named step each: the model (starting
+the embedded model when the config says `local`) and the summary model, the tokenizer, the
+curated store and its `memory` tool, the session store `state.db`, the memory manager with
+the optional external provider, the skill library, the tool registry, the trace file, and a
+task group that owns every background task of the session.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import anyio
 import anyio.to_thread
 
 from harness.config import KeelConfig
+from harness.errors import ConfigError
+from harness.loop._groups import single_error
 from harness.loop.memory_bridge import (
     DbRecorder,
     ManagerHooks,
@@ -37,41 +39,40 @@ from harness.loop.memory_bridge import (
     provider_tools,
 )
 from harness.loop.session import Session, new_session_id
-from harness.loop.system_prompt import PromptAssembler, StaticSlots
+from harness.loop.settings import SessionSettings
+from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.models.base import ModelClient
 from harness.models.factory import open_model
+from harness.models.retry import RetryAttempt
 from harness.tokens import TokenCounter, Tokenizer, load_tokenizer
 from harness.tools import ToolRegistry
 from harness.trace import TraceWriter
 from harness.types import Message, ModelRequest
 from memory import (
+    AgentContext,
     MemoryManager,
     MemoryProvider,
     MemoryStore,
     MemoryTool,
+    SessionDB,
+    SessionSearchTool,
     memories_dir,
     memory_tool_schema,
-    scan,
+    session_search_schema,
 )
 from memory.providers.holographic import HolographicProvider
-from memory.sessions.search import SessionSearchTool, session_search_schema
-from memory.sessions.store import SessionDB
 from memory.skills import (
     SkillLibrary,
     SkillManageTool,
     SkillsListTool,
     SkillViewTool,
-    load_skills_index,
     skill_manage_schema,
     skill_view_schema,
     skills_list_schema,
 )
-from prompts._text import load_text
-from prompts.context_files import discover_context_files, render_context_files
-from prompts.session_line import session_line
-from prompts.slots import SlotId
+from prompts import load_text
 
-__all__ = ["SessionHandles", "open_session", "static_slot_gatherer"]
+__all__ = ["SessionHandles", "open_session"]
 
 
 class _Builtin(MemoryProvider):
@@ -92,71 +93,126 @@ class SessionHandles:
     trace_path: Path | None
 
 
-def _context_scan(text: str) -> list[str]:
-    return [f.id for f in scan(text, "context")]
+class _SessionRef:
+    """The session being built, for the callbacks wired before it exists."""
+
+    def __init__(self, first_id: str) -> None:
+        self.first_id = first_id
+        self._ids = iter([first_id])
+        self.session: Session | None = None
+
+    def next_id(self) -> str:
+        return next(self._ids, None) or new_session_id()
+
+    def current_id(self) -> str:
+        return self.first_id if self.session is None else self.session.session_id
+
+    def on_retry(self, attempt: RetryAttempt) -> None:
+        if self.session is not None:
+            self.session.warn(
+                f"the model call failed ({type(attempt.error).__name__}: {attempt.error}); retrying in "
+                f"{attempt.delay_s:.1f} s (attempt {attempt.attempt + 1} of {attempt.max_attempts})"
+            )
 
 
-def static_slot_gatherer(
+async def _open_models(
+    stack: AsyncExitStack, config: KeelConfig, *, home: Path, env: Mapping[str, str], ref: _SessionRef
+) -> tuple[ModelClient, ModelClient | None]:
+    """The main model and, when `compression.summary_model` names one, the summary model."""
+    model = await stack.enter_async_context(open_model(config, home=home, environ=env, on_retry=ref.on_retry))
+    name = config.compression.summary_model
+    if not name:
+        return model, None
+    if config.model.provider == "local":
+        raise ConfigError(
+            f"compression.summary_model {name!r} cannot be used with the embedded model (it serves one "
+            "model); unset it, or use a remote provider"
+        )
+    summary_config = config.model_copy(update={"model": config.model.model_copy(update={"name": name})})
+    summary = await stack.enter_async_context(
+        open_model(summary_config, home=home, environ=env, on_retry=ref.on_retry)
+    )
+    return model, summary
+
+
+def _curated(config: KeelConfig, home: Path) -> tuple[MemoryStore, MemoryTool] | None:
+    m = config.memory
+    if not (m.memory_enabled or m.user_profile_enabled):
+        return None
+    store = MemoryStore(
+        memories_dir(home, user_id=m.user_id),
+        memory_char_limit=m.memory_char_limit,
+        user_char_limit=m.user_char_limit,
+        policy=m.snapshot_policy,
+        overflow=m.overflow,
+        lock_timeout_s=m.lock_timeout_s,
+        memory_enabled=m.memory_enabled,
+        user_profile_enabled=m.user_profile_enabled,
+    )
+    return store, MemoryTool(store)
+
+
+async def _open_manager(
+    stack: AsyncExitStack, config: KeelConfig, *, home: Path, first_id: str, agent_context: AgentContext
+) -> MemoryManager:
+    m = config.memory
+    manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
+    if m.provider == "holographic":
+        h = m.holographic
+        manager.add_provider(
+            HolographicProvider(
+                db_path=h.db_path,
+                hrr_dim=h.hrr_dim,
+                default_trust=h.default_trust,
+                min_trust=h.min_trust,
+                prefetch_limit=h.prefetch_limit,
+            )
+        )
+    await manager.initialize(
+        first_id, agent_context=agent_context, home=home, platform=config.agent.platform, user_id=m.user_id
+    )
+    stack.push_async_callback(manager.shutdown)
+    return manager
+
+
+def _tools(
     config: KeelConfig,
     *,
-    home: Path,
-    tools: ToolRegistry,
-    manager: MemoryManager,
+    curated: tuple[MemoryStore, MemoryTool] | None,
+    db: SessionDB,
     skills: SkillLibrary | None,
-    model_name: str,
-    today: Callable[[], date],
-    cwd: Path,
-) -> StaticSlots:
-    """The function that gathers every non-memory slot (runs at each prompt build)."""
+    manager: MemoryManager,
+    ref: _SessionRef,
+) -> ToolRegistry:
+    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
+    if curated is not None:
+        schema = memory_tool_schema(load_text("tool_memory"))
+        registry.add(memory_tool(curated[1], schema, manager=manager, session_id=ref.current_id))
+    if config.session_search.enabled:
+        ss = config.session_search
 
-    async def gather() -> Mapping[SlotId, str]:
-        soul = home / "SOUL.md"
+        async def summarize(topic: str, transcript: str) -> str:
+            prompt = load_text("search_summary").format(topic=topic, transcript=transcript)
+            request = ModelRequest(system="", messages=(Message("user", prompt),), purpose="search")
+            assert ref.session is not None  # tools run only inside turns
+            return (await ref.session.send_request(request)).message.content
 
-        def read_identity() -> tuple[str, bool]:
-            if soul.is_file():
-                text = soul.read_text(encoding="utf-8-sig", errors="replace").strip()
-                hits = _context_scan(text)
-                if hits:
-                    return (
-                        f"[BLOCKED: SOUL.md matched threat pattern(s) {', '.join(hits)}; not loaded.]\n\n"
-                        + load_text("identity")
-                    ), True
-                if text:
-                    return text, True
-            return load_text("identity"), False
-
-        identity, soul_used = await anyio.to_thread.run_sync(read_identity)
-        guidance = [
-            load_text(f"guidance_{name}")
-            for name in ("memory", "session_search", "skills")
-            if (name == "skills" and "skill_view" in tools) or name in tools
-        ]
-        context = ""
-        if config.prompt.context_files:
-            include_soul = not (soul_used and (cwd / "SOUL.md").resolve() == soul.resolve())
-            files = await anyio.to_thread.run_sync(
-                lambda: discover_context_files(
-                    cwd,
-                    scan=_context_scan,
-                    max_chars=config.prompt.context_file_max_chars,
-                    include_soul=include_soul,
-                )
-            )
-            context = render_context_files(files)
-        skills_index = ""
-        if skills is not None and "skill_view" in tools:
-            skills_index = await load_skills_index(skills, load_text("skills_index"))
-        return {
-            "identity": identity,
-            "tool_guidance": "\n\n".join(guidance),
-            "provider": manager.system_prompt_block(),
-            "system_message": config.agent.system_message,
-            "skills": skills_index,
-            "context_files": context,
-            "session": session_line(today(), platform=config.agent.platform, model=model_name),
-        }
-
-    return gather
+        search = SessionSearchTool(
+            db,
+            current_session_id=ref.current_id,
+            summarizer=summarize,
+            summarize=ss.summarize,
+            max_concurrency=ss.max_concurrency,
+            default_limit=ss.default_limit,
+        )
+        registry.add(json_tool(session_search_schema(load_text("tool_session_search")), search.handle))
+    if skills is not None:
+        registry.add(json_tool(skills_list_schema(load_text("tool_skills_list")), SkillsListTool(skills)))
+        registry.add(json_tool(skill_view_schema(load_text("tool_skill_view")), SkillViewTool(skills)))
+        registry.add(json_tool(skill_manage_schema(load_text("tool_skill_manage")), SkillManageTool(skills)))
+    for tool in provider_tools(manager):
+        registry.add(tool)
+    return registry
 
 
 @asynccontextmanager
@@ -171,6 +227,7 @@ async def open_session(
     source: str = "cli",
     cwd: Path | None = None,
     today: Callable[[], date] = date.today,
+    agent_context: AgentContext = "primary",
     handles: list[SessionHandles] | None = None,
 ) -> AsyncIterator[Session]:
     """Open a session as the config describes; close everything on exit.
@@ -183,118 +240,70 @@ async def open_session(
         source: recorded on the session row (`cli`, `demo`, `experiment`, ...).
         cwd: where context files are discovered (default: config `prompt.cwd`, else the
             process working directory).
+        agent_context: why this agent runs (`primary`; `subagent` or `cron` keep external
+            memory providers from writing what this run says).
         handles: if given, receives the parts built (for commands that need the store or db).
 
     Raises:
         ConfigError, LocalModelError: the configuration or the embedded model is unusable.
+        ModelError, SessionError: raised from the block as themselves, never as a group.
     """
+    with single_error():
+        async with _open(
+            config,
+            model=model,
+            home=home,
+            tokenizer=tokenizer,
+            environ=environ,
+            trace_path=trace_path,
+            source=source,
+            cwd=cwd,
+            today=today,
+            agent_context=agent_context,
+            handles=handles,
+        ) as session:
+            yield session
+
+
+@asynccontextmanager
+async def _open(
+    config: KeelConfig,
+    *,
+    model: ModelClient | None,
+    home: Path | None,
+    tokenizer: Tokenizer | None,
+    environ: Mapping[str, str] | None,
+    trace_path: Path | None,
+    source: str,
+    cwd: Path | None,
+    today: Callable[[], date],
+    agent_context: AgentContext,
+    handles: list[SessionHandles] | None,
+) -> AsyncIterator[Session]:
     env = os.environ if environ is None else environ
     home = (home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
-    cwd = cwd or config.prompt.cwd or Path.cwd()
-    first_id = new_session_id()
-
+    ref = _SessionRef(new_session_id())
+    first_id = ref.first_id
     async with AsyncExitStack() as stack:
+        summary_model: ModelClient | None = None
         if model is None:
-            model = await stack.enter_async_context(open_model(config, home=home, environ=env))
+            model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
         tokenizer = tokenizer or await load_tokenizer(config.model.tokenizer)
-        mem_cfg = config.memory
-
-        store: MemoryStore | None = None
-        mtool: MemoryTool | None = None
-        if mem_cfg.memory_enabled or mem_cfg.user_profile_enabled:
-            store = MemoryStore(
-                memories_dir(home, user_id=mem_cfg.user_id),
-                memory_char_limit=mem_cfg.memory_char_limit,
-                user_char_limit=mem_cfg.user_char_limit,
-                policy=mem_cfg.snapshot_policy,
-                overflow=mem_cfg.overflow,
-                lock_timeout_s=mem_cfg.lock_timeout_s,
-                memory_enabled=mem_cfg.memory_enabled,
-                user_profile_enabled=mem_cfg.user_profile_enabled,
-            )
-            mtool = MemoryTool(store)
-
+        curated = _curated(config, home)
         db = await SessionDB.open(home / "state.db")
         stack.push_async_callback(db.aclose)
-
-        manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
-        if mem_cfg.provider == "holographic":
-            h = mem_cfg.holographic
-            manager.add_provider(
-                HolographicProvider(
-                    db_path=h.db_path,
-                    hrr_dim=h.hrr_dim,
-                    default_trust=h.default_trust,
-                    min_trust=h.min_trust,
-                    prefetch_limit=h.prefetch_limit,
-                )
-            )
-        await manager.initialize(
-            first_id,
-            agent_context="primary",
-            home=home,
-            platform=config.agent.platform,
-            user_id=mem_cfg.user_id,
+        manager = await _open_manager(stack, config, home=home, first_id=first_id, agent_context=agent_context)
+        skills = (
+            SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
+            if config.skills.enabled
+            else None
         )
-        stack.push_async_callback(manager.shutdown)
-
-        skills: SkillLibrary | None = None
-        if config.skills.enabled:
-            skills = SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
-
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        ids = iter([first_id])
-        session_ref: list[Session] = []
-
-        def next_id() -> str:
-            return next(ids, None) or new_session_id()
-
-        def current_id() -> str:
-            return session_ref[0].session_id if session_ref else first_id
-
-        registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
-        if mtool is not None:
-            registry.add(
-                memory_tool(
-                    mtool,
-                    memory_tool_schema(load_text("tool_memory")),
-                    manager=manager,
-                    session_id=current_id,
-                )
-            )
-        if config.session_search.enabled:
-            ss = config.session_search
-
-            async def summarize(topic: str, transcript: str) -> str:
-                prompt = load_text("search_summary").format(topic=topic, transcript=transcript)
-                request = ModelRequest(system="", messages=(Message("user", prompt),), purpose="search")
-                reply, _ = await session_ref[0].send_request(request, slots=[])
-                return reply.message.content
-
-            search = SessionSearchTool(
-                db,
-                current_session_id=current_id,
-                summarizer=summarize,
-                summarize=ss.summarize,
-                max_concurrency=ss.max_concurrency,
-                default_limit=ss.default_limit,
-            )
-            registry.add(json_tool(session_search_schema(load_text("tool_session_search")), search.handle))
-        if skills is not None:
-            registry.add(json_tool(skills_list_schema(load_text("tool_skills_list")), SkillsListTool(skills)))
-            registry.add(json_tool(skill_view_schema(load_text("tool_skill_view")), SkillViewTool(skills)))
-            registry.add(
-                json_tool(skill_manage_schema(load_text("tool_skill_manage")), SkillManageTool(skills))
-            )
-        for tool in provider_tools(manager):
-            registry.add(tool)
-
-        trace: TraceWriter | None = None
+        registry = _tools(config, curated=curated, db=db, skills=skills, manager=manager, ref=ref)
+        trace = None
         if config.traces.enabled:
-            trace_dir = config.traces.dir or home / "traces"
-            trace = TraceWriter(trace_path or trace_dir / f"{first_id}.jsonl")
-
+            trace = TraceWriter(trace_path or (config.traces.dir or home / "traces") / f"{first_id}.jsonl")
+        tg = await stack.enter_async_context(anyio.create_task_group())
         gather = static_slot_gatherer(
             config,
             home=home,
@@ -303,34 +312,27 @@ async def open_session(
             skills=skills,
             model_name=model.model_name,
             today=today,
-            cwd=cwd,
+            cwd=cwd or config.prompt.cwd or Path.cwd(),
         )
         session = Session(
-            config=config,
+            settings=SessionSettings.from_config(config),
             model=model,
+            summary_model=summary_model,
             counter=TokenCounter(tokenizer),
             tools=registry,
             assembler=PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=tokenizer),
-            memory=StoreMemory(store, mtool) if store is not None and mtool is not None else None,
+            memory=None if curated is None else StoreMemory(*curated),
             recorder=DbRecorder(db, source=source),
-            providers=ManagerHooks(manager, tg),
+            providers=ManagerHooks(manager, tg, warm_wait_s=config.recall.warm_wait_s),
             background=tg,
             trace=trace,
-            new_id=next_id,
+            new_id=ref.next_id,
             today=today,
         )
-        session_ref.append(session)
+        ref.session = session
         if handles is not None:
-            handles.append(
-                SessionHandles(
-                    home=home,
-                    store=store,
-                    db=db,
-                    skills=skills,
-                    manager=manager,
-                    trace_path=None if trace is None else trace.path,
-                )
-            )
+            store = None if curated is None else curated[0]
+            handles.append(SessionHandles(home, store, db, skills, manager, None if trace is None else trace.path))
         await session.start()
         try:
             yield session

@@ -8,6 +8,7 @@ user can plug in their own (a different store, a remote transcript log).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from anyio.abc import TaskGroup
@@ -15,7 +16,7 @@ from anyio.abc import TaskGroup
 from harness.events import FlushEntry
 from harness.types import Message, Usage
 from memory import EndReason as MemoryEndReason
-from memory import FlushMode, MemoryBlocks
+from memory import FlushMode, MemoryBlocks, SwitchReason
 
 __all__ = [
     "EndReason",
@@ -25,6 +26,7 @@ __all__ = [
     "NullRecorder",
     "ProviderHooks",
     "Recorder",
+    "SwitchReason",
 ]
 
 EndReason = MemoryEndReason  # the session store's vocabulary
@@ -55,6 +57,12 @@ class Recorder(Protocol):
 
     async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None: ...
 
+    async def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
+    ) -> None:
+        """Append several messages in one transaction (a child session's copied transcript)."""
+        ...
+
     async def add_usage(self, session_id: str, usage: Usage) -> None: ...
 
     async def record_flush(
@@ -82,7 +90,19 @@ class ProviderHooks(Protocol):
         """Text the providers want the summary to keep."""
         ...
 
-    async def on_session_switch(self, new_session_id: str, *, parent_session_id: str) -> None: ...
+    async def on_session_switch(
+        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+    ) -> None:
+        """The session id changed (`compression`: a child continues; `new`: a fresh conversation)."""
+        ...
+
+    async def on_session_end(self, messages: Sequence[Message]) -> None:
+        """A conversation ended (exit, /new, or compression of the turns it held)."""
+        ...
+
+    def flushing(self) -> AbstractContextManager[None]:
+        """Within this block the agent runs as `flush`: providers must not write."""
+        ...
 
     def system_prompt_block(self) -> str:
         """Slot 2: static provider instructions for this session."""
@@ -104,8 +124,16 @@ class NoProviders:
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:
         return ""
 
-    async def on_session_switch(self, new_session_id: str, *, parent_session_id: str) -> None:
+    async def on_session_switch(
+        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+    ) -> None:
         return None
+
+    async def on_session_end(self, messages: Sequence[Message]) -> None:
+        return None
+
+    def flushing(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def system_prompt_block(self) -> str:
         return ""
@@ -121,6 +149,11 @@ class NullRecorder:
         return None
 
     async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
+        return None
+
+    async def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
+    ) -> None:
         return None
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:

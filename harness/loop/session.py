@@ -1,16 +1,19 @@
 """The turn loop.
 
-A `Session` owns one conversation: the frozen system prompt, the transcript, the tools and
-the seams to memory, persistence and providers (`harness/loop/ports.py`). A turn, as design.md §4
+A `Session` owns one conversation and composes its parts: the transcript and its lineage
+(`transcript.py`), the frozen system prompt (`system_prompt.py`), size estimates
+(`estimate.py`), the one model-call path (`calls.py`), the tools, the seams to memory and
+providers (`ports.py`), and the compressor (`harness/compress/`). A turn, as design.md §4
 specifies:
 
-1. providers hear `on_turn_start`; recall (bounded wait; trivial messages skip it) is fenced
-   onto the user message as `api_content`, which every later request replays byte-for-byte;
+1. providers hear `on_turn_start`; recall (prefetched after the previous turn; trivial
+   messages skip it) is fenced onto the user message as `api_content`, which every later
+   request replays byte-for-byte;
 2. before every model call: the snapshot policy may rebuild the prefix (`live`,
    `invalidate_on_write`), and a prompt at or over the threshold is compressed first;
 3. the request is streamed; text arrives as events; the request and its usage go to the trace;
 4. tool calls run (concurrently when there are several) and their results are appended in
-   call order; then back to 2, until a final answer or `limits.max_iterations`;
+   call order; then back to 2, until a final answer or the iteration limit;
 5. every message is persisted as it is appended; provider sync and prefetch run in the
    background, in the task group that owns the session.
 
@@ -25,18 +28,16 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import date
 
 import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from harness.compress.plan import effective_threshold, repair_tool_pairs
-from harness.config import KeelConfig
-from harness.errors import ModelError, SessionError
+from harness.compress.run import Compressor
+from harness.errors import SessionError
 from harness.events import (
     Event,
     RecallAttached,
@@ -45,20 +46,23 @@ from harness.events import (
     ToolCallStarted,
     ToolResultReady,
     TurnEnded,
-    UsageReported,
     Warning,
 )
-from harness.loop.ports import EndReason, MemoryBlocks, MemoryPort, ProviderHooks, Recorder
-from harness.loop.system_prompt import PromptAssembler
-from harness.models.base import ModelClient, ReplyDone
-from harness.models.base import TextDelta as ModelTextDelta
+from harness.loop._groups import single_error
+from harness.loop.calls import CallContext, ModelCalls
+from harness.loop.compression_host import SessionHost
+from harness.loop.estimate import PromptEstimator
+from harness.loop.ports import MemoryPort, ProviderHooks, Recorder
+from harness.loop.settings import SessionSettings
+from harness.loop.system_prompt import PromptAssembler, PromptState
+from harness.loop.transcript import Transcript
+from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
-from harness.trace import TraceBreakpoint, TraceSlot, TraceWriter, record_for_request
+from harness.trace import TraceWriter
 from harness.types import Message, ModelReply, ModelRequest, Usage
 from memory import is_trivial
-from prompts.fence import attach_recall
-from prompts.slots import SystemPrompt
+from prompts import SystemPrompt, attach_recall
 
 __all__ = ["Session", "new_session_id"]
 
@@ -67,23 +71,13 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
 
 
-@dataclass(frozen=True, slots=True)
-class _Anchor:
-    """The last provider-reported prompt size and what it covered."""
-
-    prompt_tokens: int
-    n_messages: int
-    version: int
-    system: str
-
-
 class Session:
     """One conversation. Build it with `harness.open_session`; tests may construct it directly."""
 
     def __init__(
         self,
         *,
-        config: KeelConfig,
+        settings: SessionSettings,
         model: ModelClient,
         counter: TokenCounter,
         tools: ToolRegistry,
@@ -97,238 +91,137 @@ class Session:
         new_id: Callable[[], str] = new_session_id,
         today: Callable[[], date] = date.today,
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.model = model
-        self.summary_model = summary_model or model
-        self.counter = counter
         self.tools = tools
-        self.assembler = assembler
         self.memory = memory
-        self.recorder = recorder
         self.providers = providers
-        self.trace = trace
-        self._background = background
-        self._new_id = new_id
         self.today = today
-        self.session_id = new_id()
-        self.parent_session_id: str | None = None
         self.turn = 0
-        self._transcript: list[Message] = []
-        self._version = 0
-        self._anchor: _Anchor | None = None
-        self.token_scale = 1.0
-        """Provider tokens per tokenizer token, learned from reported usage: our tokenizer
-        (cl100k by default) and the model's can differ by 2-3×, and the compression
-        budgets must be in the model's tokens."""
-        self._blocks = MemoryBlocks("", "")
-        self.prompt = SystemPrompt("", ())
-        self.usage_total = Usage()
-        self.requests_sent = 0
+        self._background = background
         self._busy = False
-        # compression state (harness/compressor.py reads and writes these)
-        self.compressions = 0
-        self.previous_summary: str | None = None
-        self.ineffective_compressions = 0
-        self.auto_compress_blocked = False
+        self._events: MemoryObjectSendStream[Event] | None = None
+        self._pending_warnings: list[str] = []
+        self.estimator = PromptEstimator(counter)
+        self._transcript = Transcript(recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message)
+        self.system = PromptState(assembler, memory)
+        self.calls = ModelCalls(
+            model=model,
+            summary_model=summary_model,
+            recorder=recorder,
+            estimator=self.estimator,
+            context=CallContext(
+                session_id=lambda: self._transcript.session_id,
+                turn=lambda: self.turn,
+                prompt=lambda: (self.system.text, self.system.trace_slots()),
+                version=lambda: self._transcript.version,
+            ),
+            trace=trace,
+        )
+        self.compressor = Compressor(settings.compression)
+        self._host = SessionHost(
+            transcript=self._transcript,
+            system=self.system,
+            estimator=self.estimator,
+            calls=self.calls,
+            tools=tools,
+            providers=providers,
+            recorder=recorder,
+            turn=lambda: self.turn,
+            today=today,
+        )
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def session_id(self) -> str:
+        return self._transcript.session_id
+
+    @property
+    def parent_session_id(self) -> str | None:
+        return self._transcript.parent_session_id
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        return self._transcript.messages
+
+    @property
+    def prompt(self) -> SystemPrompt:
+        return self.system.prompt
+
+    @property
+    def threshold_tokens(self) -> int:
+        return self.settings.compression.threshold_tokens
+
+    @property
+    def previous_summary(self) -> str | None:
+        return self.compressor.previous_summary
+
+    @property
+    def usage_total(self) -> Usage:
+        """Usage summed over every request this session sent (reported or estimated)."""
+        return self.calls.usage_total
+
+    @property
+    def requests_sent(self) -> int:
+        return self.calls.requests_sent
+
+    def estimate_prompt_tokens(self) -> int:
+        """The next request's prompt size in the model's tokens (from the last report where valid)."""
+        return self._host.prompt_estimate()
+
+    def replace_transcript(self, messages: Sequence[Message]) -> None:
+        """Swap the in-memory transcript (benchmarks); nothing is persisted."""
+        self._transcript.replace(messages)
+        self.estimator.invalidate()
+
+    async def send_request(self, request: ModelRequest, *, summary: bool = False) -> ModelReply:
+        """One side call (e.g. a session_search summary) on the session's model path."""
+        reply, _ = await self.calls.send(request, summary=summary)
+        return reply
+
+    def warn(self, text: str) -> None:
+        """Show a warning to the user: in the running turn's events, else with the next turn's."""
+        if self._events is not None:
+            self._events.send_nowait(Warning(text))
+        else:
+            self._pending_warnings.append(text)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Load memory, build the frozen prefix, and open the session row."""
-        if self.memory is not None:
-            await self.memory.load()
-        await self.rebuild_prompt(refresh_static=True)
-        await self.recorder.start_session(
-            self.session_id, model=self.model.model_name, parent_session_id=self.parent_session_id
-        )
+        await self.system.rebuild(reload_memory=True)
+        await self._transcript.open()
 
     async def close(self) -> None:
-        await self.recorder.end_session(self.session_id, reason="user_exit")
+        """End the conversation: providers hear `on_session_end`; the row ends as `user_exit`."""
+        await self.providers.on_session_end(self._transcript.messages)
+        await self._transcript.end("user_exit")
 
     async def new_conversation(self) -> None:
         """End this conversation and start a fresh one (memory reloaded, prompt rebuilt)."""
         if self._busy:
             raise SessionError("cannot start a new conversation while a turn is running")
-        await self.recorder.end_session(self.session_id, reason="new_session")
-        self.session_id = self._new_id()
-        self.parent_session_id = None
+        await self.providers.on_session_end(self._transcript.messages)
+        await self._transcript.restart()
         self.turn = 0
-        self.replace_transcript([])
-        self.compressions = 0
-        self.previous_summary = None
-        self.ineffective_compressions = 0
-        self.auto_compress_blocked = False
-        if self.memory is not None:
-            await self.memory.load()
-        await self.rebuild_prompt(refresh_static=True)
-        await self.recorder.start_session(
-            self.session_id, model=self.model.model_name, parent_session_id=None
-        )
+        self.compressor.reset()
+        self.estimator.invalidate()
+        await self.system.rebuild(reload_memory=True)
+        await self.providers.on_session_switch(self.session_id, parent_session_id=None, reason="new")
 
-    async def rebuild_prompt(self, *, refresh_static: bool) -> None:
-        """Rebuild the system prompt (session start, compression)."""
-        if refresh_static:
-            await self.assembler.refresh_static()
-        self._blocks = await self.memory.prompt_blocks() if self.memory is not None else MemoryBlocks("", "")
-        self.prompt = await self.assembler.build(self._blocks)
+    async def compress(self, *, focus: str | None = None) -> list[Event]:
+        """Compress now (flush, summarize, reload, rebuild), whatever the prompt size."""
+        if self._busy:
+            raise SessionError("cannot compress while a turn is running")
+        events: list[Event] = []
 
-    # ------------------------------------------------------------------ views
+        async def collect(ev: Event) -> None:
+            events.append(ev)
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        return tuple(self._transcript)
-
-    @property
-    def threshold_tokens(self) -> int:
-        return effective_threshold(self.config.compression.threshold, self.config.model.context_window)
-
-    def estimate_prompt_tokens(self) -> int:
-        """Prompt tokens of the next request: the last reported count plus what was appended
-        since, or our tokenizer's estimate when there is no valid report."""
-        a = self._anchor
-        if (
-            a is not None
-            and a.version == self._version
-            and a.system == self.prompt.text
-            and len(self._transcript) >= a.n_messages
-        ):
-            return a.prompt_tokens + self.scaled(
-                self.counter.count_messages(self._transcript[a.n_messages :])
-            )
-        return self.scaled(self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs()))
-
-    def full_estimate(self) -> int:
-        """The next prompt's size counted from scratch (scaled), ignoring the last report:
-        compression reports before/after sizes with this, so the two are comparable."""
-        return self.scaled(self.counter.count_prompt(self.prompt.text, self._transcript, self.tools.specs()))
-
-    def scaled(self, tokens: int) -> int:
-        """Our tokenizer's count converted to the model's tokens."""
-        return math.ceil(tokens * self.token_scale)
-
-    def count_message(self, message: Message) -> int:
-        """One message's size in the model's tokens (an estimate)."""
-        return self.scaled(self.counter.count_message(message))
-
-    # ------------------------------------------------------------------ transcript
-
-    async def append(self, message: Message) -> None:
-        self._transcript.append(message)
-        await self.recorder.append_message(
-            self.session_id, message, token_count=self.counter.count_message(message)
-        )
-
-    async def continue_as_child(self, messages: Sequence[Message], *, reason: EndReason) -> None:
-        """End this session row and continue in a child session holding `messages`."""
-        old = self.session_id
-        await self.recorder.end_session(old, reason=reason)
-        self.parent_session_id = old
-        self.session_id = self._new_id()
-        await self.recorder.start_session(self.session_id, model=self.model.model_name, parent_session_id=old)
-        self.replace_transcript([])
-        for m in messages:
-            await self.append(m)
-        self._version += 1
-        self._anchor = None
-
-    def replace_transcript(self, messages: Sequence[Message]) -> None:
-        """Swap the transcript for a rewritten one (compression); invalidates the usage anchor."""
-        self._transcript = list(messages)
-        self._version += 1
-        self._anchor = None
-
-    # ------------------------------------------------------------------ model calls
-
-    def trace_slots(self) -> list[TraceSlot]:
-        return [
-            TraceSlot(name=s.name, start=s.start, end=s.end, token_start=s.token_start, token_end=s.token_end)
-            for s in self.prompt.slots
-        ]
-
-    async def send_request(
-        self,
-        request: ModelRequest,
-        *,
-        client: ModelClient | None = None,
-        on_text: Callable[[str], Awaitable[None]] | None = None,
-        slots: list[TraceSlot] | None = None,
-    ) -> tuple[ModelReply, UsageReported]:
-        """Send one request (streamed), trace it, account its usage. Raises ModelError."""
-        client = client or self.model
-        started = time.monotonic()
-        reply: ModelReply | None = None
-        try:
-            async with client.stream(request) as events:
-                async for ev in events:
-                    if isinstance(ev, ModelTextDelta):
-                        if on_text is not None:
-                            await on_text(ev.text)
-                    elif isinstance(ev, ReplyDone):
-                        reply = ev.reply
-            if reply is None:
-                raise SessionError("the model stream ended without a reply")
-        except ModelError as exc:
-            await self._trace(
-                request, client, slots, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        latency = time.monotonic() - started
-        self.requests_sent += 1
-        reported = reply.usage is not None
-        usage = reply.usage or Usage(
-            input=self.scaled(self.counter.count_prompt(request.system, request.messages, request.tools)),
-            output=self.count_message(reply.message),
-        )
-        self.usage_total = self.usage_total + usage
-        await self.recorder.add_usage(self.session_id, usage)
-        await self._trace(request, client, slots, reply, latency, None)
-        if reported and request.purpose == "turn":
-            self._anchor = _Anchor(usage.prompt, len(request.messages), self._version, request.system)
-            ours = self.counter.count_prompt(request.system, request.messages, request.tools)
-            if ours > 0 and usage.prompt > 0:
-                self.token_scale = min(4.0, max(0.25, usage.prompt / ours))
-        usage_event = UsageReported(
-            purpose=request.purpose,
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-            reported=reported,
-            latency_s=latency,
-        )
-        return reply, usage_event
-
-    async def _trace(
-        self,
-        request: ModelRequest,
-        client: ModelClient,
-        slots: list[TraceSlot] | None,
-        reply: ModelReply | None,
-        latency: float,
-        error: str | None,
-    ) -> None:
-        if self.trace is None:
-            return
-        record = record_for_request(
-            request,
-            session_id=self.session_id,
-            turn=self.turn,
-            model=client.model_name,
-            slots=slots
-            if slots is not None
-            else (self.trace_slots() if request.system == self.prompt.text else []),
-            usage=None if reply is None else reply.usage,
-            latency_s=latency,
-            error=error,
-            breakpoints=[]
-            if reply is None
-            else [
-                TraceBreakpoint(at=b.at, index=b.index, system_chars=b.system_chars)
-                for b in reply.breakpoints
-            ],
-            cache_ttl=None if reply is None else reply.cache_ttl,
-        )
-        await self.trace.write(record)
+        await self.compressor.compress(self._host, collect, manual=True, focus=focus)
+        return events
 
     # ------------------------------------------------------------------ turns
 
@@ -352,132 +245,102 @@ class Session:
                     await self._turn(text, send)
             except Exception as exc:  # surfaced to the caller after the stream ends
                 failure.append(exc)
+            finally:
+                self._events = None
 
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(produce)
-                async with recv:
-                    yield recv
-                tg.cancel_scope.cancel()
+            with single_error():
+                async with anyio.create_task_group() as tg:
+                    self._events = send
+                    tg.start_soon(produce)
+                    async with recv:
+                        yield recv
+                    tg.cancel_scope.cancel()
         finally:
             self._busy = False
+            self._events = None
         if failure:
             raise failure[0]
 
-    async def compress(self, *, focus: str | None = None) -> list[Event]:
-        """Compress now (flush, summarize, reload, rebuild), whatever the prompt size."""
-        from harness.compress.run import compress_session  # compressor imports this module
-
-        if self._busy:
-            raise SessionError("cannot compress while a turn is running")
-        events: list[Event] = []
-
-        async def collect(ev: Event) -> None:
-            events.append(ev)
-
-        self.auto_compress_blocked = False
-        self.ineffective_compressions = 0
-        await compress_session(self, collect, manual=True, focus=focus)
-        return events
-
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
         self.turn += 1
+        for pending in self._pending_warnings:
+            await send.send(Warning(pending))
+        self._pending_warnings.clear()
         if self.memory is not None:
             self.memory.start_turn()
         await self.providers.on_turn_start(self.turn, text)
-        api_content: str | None = None
-        if self.config.recall.enabled and not is_trivial(text):
-            recalled = ""
-            with anyio.move_on_after(self.config.recall.wait_s):
-                recalled = await self.providers.recall(turn=self.turn, query=text)
-            api_content = attach_recall(text, recalled)
-            if api_content is not None:
-                await send.send(RecallAttached(chars=len(recalled)))
+        api_content = await self._recall(text, send)
         user = Message(role="user", content=text, api_content=api_content)
+        # Recall that must not persist is never stored: a resumed session replays these bytes.
+        drop = api_content is not None and not self.settings.recall_persist
         consistent = False
         try:
-            await self.append(user)
+            await self._append(user, send, stored=Message(role="user", content=text) if drop else None)
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:
             if not consistent:
-                self._repair()  # synchronous: nothing to shield
-        if api_content is not None and not self.config.recall.persist:
-            self._drop_recall(user)
+                self._transcript.repair()  # synchronous: nothing to shield
+                self.estimator.invalidate()
+        if drop:
+            self._transcript.drop_recall(user)
         self.providers.after_turn(self._background, turn=self.turn, user=text, assistant=final_text)
         await send.send(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
 
+    async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
+        if not self.settings.recall or is_trivial(text):
+            return None
+        recalled = ""
+        with anyio.move_on_after(self.settings.recall_wait_s):
+            recalled = await self.providers.recall(turn=self.turn, query=text)
+        api_content = attach_recall(text, recalled)
+        if api_content is not None:
+            await send.send(RecallAttached(chars=len(recalled)))
+        return api_content
+
+    async def _append(self, message: Message, send: MemoryObjectSendStream[Event], *, stored: Message | None = None) -> None:
+        await self._transcript.append(message, stored=stored)
+        warning = self._transcript.take_warning()
+        if warning is not None:
+            await send.send(Warning(warning))
+
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
-        limit = self.config.limits.max_iterations
+        limit = self.settings.max_iterations
         for iteration in range(1, limit + 1):
-            await self._before_call(send)
+            await self.system.refresh()
+            await self.compressor.maybe_compress(self._host, send.send)
             request = ModelRequest(
-                system=self.prompt.text,
-                messages=tuple(self._transcript),
+                system=self.system.text,
+                messages=self._transcript.messages,
                 tools=self.tools.specs(),
-                max_tokens=self.config.model.max_output_tokens,
-                temperature=self.config.model.temperature,
+                max_tokens=self.settings.max_output_tokens,
+                temperature=self.settings.temperature,
                 purpose="turn",
-                stable_prefix_chars=len(self.prompt.text),
+                stable_prefix_chars=len(self.system.text),
             )
 
             async def on_text(t: str) -> None:
                 await send.send(TextDelta(t))
 
-            reply, usage_ev = await self.send_request(request, on_text=on_text)
-            await send.send(usage_ev)
-            await self.append(reply.message)
+            reply, usage = await self.calls.send(request, on_text=on_text)
+            await send.send(usage)
+            await self._append(reply.message, send)
             calls = reply.message.tool_calls
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:
                 await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
-                await self.append(result.to_message())
+                await self._append(result.to_message(), send)
                 await send.send(
-                    ToolResultReady(
-                        call_id=result.call_id,
-                        name=result.name,
-                        content=result.content,
-                        is_error=result.is_error,
-                    )
+                    ToolResultReady(call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error)
                 )
                 for ev in out.events:
                     await send.send(ev)
         await send.send(
-            Warning(
-                f"stopped after {limit} model calls in one turn (limits.max_iterations); "
-                "the answer may be incomplete"
-            )
+            Warning(f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete")
         )
-        last = self._transcript[-1] if self._transcript else None
-        return (
-            (last.content if last is not None and last.role == "assistant" else ""),
-            limit,
-            "max_iterations",
-        )
-
-    async def _before_call(self, send: MemoryObjectSendStream[Event]) -> None:
-        if self.memory is not None:
-            blocks = await self.memory.prompt_blocks()
-            if blocks != self._blocks:
-                self._blocks = blocks
-                self.prompt = await self.assembler.build(blocks)
-        if not self.config.compression.enabled or self.auto_compress_blocked:
-            return
-        if self.estimate_prompt_tokens() >= self.threshold_tokens:
-            from harness.compress.run import compress_session  # compressor imports this module
-
-            await compress_session(self, send.send, manual=False, focus=None)
-
-    def _repair(self) -> None:
-        repaired = repair_tool_pairs(self._transcript)
-        if repaired != self._transcript:
-            self.replace_transcript(repaired)
-
-    def _drop_recall(self, user: Message) -> None:
-        for i, m in enumerate(self._transcript):
-            if m is user:
-                self._transcript[i] = Message(role="user", content=user.content)
-                self._version += 1
-                return
+        messages = self._transcript.messages
+        last = messages[-1] if messages else None
+        return (last.content if last is not None and last.role == "assistant" else ""), limit, "max_iterations"

@@ -1,21 +1,39 @@
-"""Assemble the session's system prompt from its slot texts.
+"""The session's system prompt: its slots, how they are gathered, and when it is rebuilt.
 
 The *static* slots (identity, tool guidance, provider block, system message, skills index,
-context files, session line) are gathered once per build by a callable the wiring provides;
-the MEMORY and USER slots come from the memory port under the snapshot policy. The result is
-a `prompts.SystemPrompt` — text plus slot map with token offsets.
+context files, session line) are gathered by `static_slot_gatherer` at session start and at
+each compression; the MEMORY and USER slots come from the memory port under the snapshot
+policy. `PromptAssembler` builds a `prompts.SystemPrompt` — text plus slot map with token
+offsets — and `PromptState` holds the current one for the session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import date
+from pathlib import Path
 
-from harness.loop.ports import MemoryBlocks
+import anyio
+import anyio.to_thread
+
+from harness.config import KeelConfig
+from harness.loop.ports import MemoryBlocks, MemoryPort
 from harness.tokens import Tokenizer
-from prompts.builder import build_system_prompt
-from prompts.slots import SlotId, SystemPrompt
+from harness.tools import ToolRegistry
+from harness.trace import TraceSlot
+from memory import MemoryManager, scan
+from memory.skills import SkillLibrary, load_skills_index
+from prompts import (
+    SlotId,
+    SystemPrompt,
+    build_system_prompt,
+    discover_context_files,
+    load_text,
+    render_context_files,
+    session_line,
+)
 
-__all__ = ["PromptAssembler", "StaticSlots"]
+__all__ = ["PromptAssembler", "PromptState", "StaticSlots", "static_slot_gatherer"]
 
 StaticSlots = Callable[[], Awaitable[Mapping[SlotId, str]]]
 """Gathers the non-memory slot texts (may do file I/O; runs at build time only)."""
@@ -42,3 +60,113 @@ class PromptAssembler:
         texts["memory"] = blocks.memory
         texts["user"] = blocks.user
         return build_system_prompt(texts, order=self._order, count_tokens=self._tokenizer.count)
+
+
+class PromptState:
+    """The current frozen prefix, and the memory blocks it was built from."""
+
+    def __init__(self, assembler: PromptAssembler, memory: MemoryPort | None) -> None:
+        self._assembler = assembler
+        self._memory = memory
+        self._blocks = MemoryBlocks("", "")
+        self.prompt = SystemPrompt("", ())
+
+    @property
+    def text(self) -> str:
+        return self.prompt.text
+
+    async def rebuild(self, *, reload_memory: bool) -> None:
+        """Re-gather every slot (session start, new conversation, compression).
+
+        Args:
+            reload_memory: take a new frozen memory snapshot first (`load()`).
+        """
+        if self._memory is not None and reload_memory:
+            await self._memory.load()
+        await self._assembler.refresh_static()
+        self._blocks = await self._blocks_now()
+        self.prompt = await self._assembler.build(self._blocks)
+
+    async def refresh(self) -> None:
+        """Before a request: rebuild if the snapshot policy now shows other memory blocks."""
+        blocks = await self._blocks_now()
+        if blocks != self._blocks:
+            self._blocks = blocks
+            self.prompt = await self._assembler.build(blocks)
+
+    def trace_slots(self) -> list[TraceSlot]:
+        """The slot map as the trace records it."""
+        return [
+            TraceSlot(name=s.name, start=s.start, end=s.end, token_start=s.token_start, token_end=s.token_end)
+            for s in self.prompt.slots
+        ]
+
+    async def _blocks_now(self) -> MemoryBlocks:
+        return await self._memory.prompt_blocks() if self._memory is not None else MemoryBlocks("", "")
+
+
+def _context_scan(text: str) -> list[str]:
+    return [f.id for f in scan(text, "context")]
+
+
+def static_slot_gatherer(
+    config: KeelConfig,
+    *,
+    home: Path,
+    tools: ToolRegistry,
+    manager: MemoryManager,
+    skills: SkillLibrary | None,
+    model_name: str,
+    today: Callable[[], date],
+    cwd: Path,
+) -> StaticSlots:
+    """The function that gathers every non-memory slot (runs at each prompt build)."""
+
+    async def gather() -> Mapping[SlotId, str]:
+        soul = home / "SOUL.md"
+
+        def read_identity() -> tuple[str, bool]:
+            if soul.is_file():
+                text = soul.read_text(encoding="utf-8-sig", errors="replace").strip()
+                hits = _context_scan(text)
+                if hits:
+                    return (
+                        f"[BLOCKED: SOUL.md matched threat pattern(s) {', '.join(hits)}; not loaded.]\n\n"
+                        + load_text("identity")
+                    ), True
+                if text:
+                    return text, True
+            return load_text("identity"), False
+
+        identity, soul_used = await anyio.to_thread.run_sync(read_identity)
+        guidance = [
+            load_text(f"guidance_{name}")
+            for name in ("memory", "session_search", "skills")
+            if (name == "skills" and "skill_view" in tools) or name in tools
+        ]
+        context = ""
+        if config.prompt.context_files:
+            include_soul = not (soul_used and (cwd / "SOUL.md").resolve() == soul.resolve())
+            files = await anyio.to_thread.run_sync(
+                lambda: discover_context_files(
+                    cwd,
+                    scan=_context_scan,
+                    max_chars=config.prompt.context_file_max_chars,
+                    include_soul=include_soul,
+                )
+            )
+            context = render_context_files(files)
+        skills_index = ""
+        if skills is not None and "skill_view" in tools:
+            skills_index = await load_skills_index(skills, load_text("skills_index"))
+        return {
+            "identity": identity,
+            "tool_guidance": "\n\n".join(guidance),
+            "provider": manager.system_prompt_block(),
+            "system_message": config.agent.system_message,
+            "skills": skills_index,
+            "context_files": context,
+            "session": session_line(today(), platform=config.agent.platform, model=model_name),
+        }
+
+    return gather

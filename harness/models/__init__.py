@@ -7,7 +7,7 @@
 # data form for scenario files is in `_script_data`).
 from harness.models._script_data import step_from_data, steps_from_data
 from harness.models.anthropic import AnthropicClient
-from harness.models.base import ModelClient, ModelEvent, ReplyDone, TextDelta
+from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryAttempt, RetryingClient
 from harness.models.scripted import DynamicStep, RaiseStep, ReplyStep, ScriptedModel, ScriptStep
@@ -18,6 +18,7 @@ __all__ = [
     "DynamicStep",
     "ModelClient",
     "ModelEvent",
+    "ModelTextDelta",
     "OpenAIClient",
     "RaiseStep",
     "ReplyDone",
@@ -26,7 +27,6 @@ __all__ = [
     "RetryingClient",
     "ScriptStep",
     "ScriptedModel",
-    "TextDelta",
     "normalize_anthropic_usage",
     "normalize_openai_usage",
     "step_from_data",

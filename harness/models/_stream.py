@@ -16,7 +16,7 @@ from typing import Protocol
 
 from harness.errors import ModelResponseError
 from harness.models._http import Deadline, snippet
-from harness.models.base import ModelEvent, ReplyDone, TextDelta
+from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
 from harness.types import ModelReply
 
 __all__ = ["SSEDecoder", "SSEEvent", "SSEReplyStream", "StaticEvents", "StreamAccumulator", "split_text"]
@@ -101,7 +101,7 @@ class StreamAccumulator(Protocol):
 
 
 class SSEReplyStream:
-    """Iterates a streamed reply as `TextDelta`s then one `ReplyDone`.
+    """Iterates a streamed reply as `ModelTextDelta`s then one `ReplyDone`.
 
     Args:
         lines: The response's line iterator (`httpx.Response.aiter_lines()`).
@@ -142,7 +142,7 @@ class SSEReplyStream:
             else:
                 event = self._decoder.feed(line)
         if event is not None:
-            self._pending.extend(TextDelta(text) for text in self._acc.feed(event) if text)
+            self._pending.extend(ModelTextDelta(text) for text in self._acc.feed(event) if text)
 
     def _finish(self) -> ModelReply:
         if not self._acc.complete:
@@ -190,7 +190,7 @@ class StaticEvents:
     def __init__(
         self, reply: ModelReply | None, chunks: Sequence[str] = (), *, error: Exception | None = None
     ):
-        self._events: deque[ModelEvent] = deque(TextDelta(c) for c in chunks if c)
+        self._events: deque[ModelEvent] = deque(ModelTextDelta(c) for c in chunks if c)
         if reply is not None:
             self._events.append(ReplyDone(reply))
         self._error = error

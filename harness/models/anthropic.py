@@ -99,7 +99,7 @@ class AnthropicClient:
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
-        """Send `request` with `stream: true`; yields `TextDelta`s then one `ReplyDone`."""
+        """Send `request` with `stream: true`; yields `ModelTextDelta`s then one `ReplyDone`."""
         body, breakpoints = build_body(
             request,
             model=self._model,

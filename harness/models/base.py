@@ -9,11 +9,11 @@ from typing import Literal, Protocol, TypeAlias
 
 from harness.types import ModelReply, ModelRequest
 
-__all__ = ["ModelClient", "ModelEvent", "ReplyDone", "TextDelta"]
+__all__ = ["ModelClient", "ModelEvent", "ModelTextDelta", "ReplyDone"]
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
+class ModelTextDelta:
     """A piece of assistant text as it streams in."""
 
     text: str
@@ -28,13 +28,13 @@ class ReplyDone:
     kind: Literal["reply_done"] = "reply_done"
 
 
-ModelEvent: TypeAlias = TextDelta | ReplyDone
+ModelEvent: TypeAlias = ModelTextDelta | ReplyDone
 
 
 class ModelClient(Protocol):
     """A chat model endpoint.
 
-    `stream` yields zero or more `TextDelta`s and then exactly one `ReplyDone`; errors are
+    `stream` yields zero or more `ModelTextDelta`s and then exactly one `ReplyDone`; errors are
     raised as `harness.errors.ModelError` subclasses, never as third-party exceptions.
     """
 

@@ -8,7 +8,7 @@ environment variable the config names. Every client is wrapped in `RetryingClien
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from harness.models.anthropic import AnthropicClient
 from harness.models.base import ModelClient
 from harness.models.local import start_local_model
 from harness.models.openai import OpenAIClient
-from harness.models.retry import RetryingClient
+from harness.models.retry import RetryAttempt, RetryingClient
 
 __all__ = ["local_client", "open_model"]
 
@@ -28,10 +28,16 @@ _DEFAULT_URL = {"openai": "https://api.openai.com/v1", "anthropic": "https://api
 _DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-def _retrying(inner: ModelClient, config: KeelConfig) -> ModelClient:
+def _retrying(
+    inner: ModelClient, config: KeelConfig, on_retry: Callable[[RetryAttempt], None] | None = None
+) -> ModelClient:
     r = config.model.retry
     return RetryingClient(
-        inner, max_attempts=r.max_attempts, base_delay_s=r.base_delay_s, max_delay_s=r.max_delay_s
+        inner,
+        max_attempts=r.max_attempts,
+        base_delay_s=r.base_delay_s,
+        max_delay_s=r.max_delay_s,
+        on_retry=on_retry,
     )
 
 
@@ -42,8 +48,13 @@ async def open_model(
     home: Path,
     environ: Mapping[str, str] | None = None,
     http: httpx.AsyncClient | None = None,
+    on_retry: Callable[[RetryAttempt], None] | None = None,
 ) -> AsyncIterator[ModelClient]:
     """The configured model client, alive for the `async with` block.
+
+    Args:
+        on_retry: told about every failed attempt that is about to be retried (the session
+            shows it as a warning).
 
     Raises:
         ConfigError: a remote provider without a model name or API key.
@@ -55,7 +66,7 @@ async def open_model(
         if m.provider == "local":
             if m.base_url:
                 # An already-running llama.cpp-style server: talk to it, do not start one.
-                yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config)
+                yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config, on_retry)
                 return
             async with start_local_model(
                 n_ctx=m.context_window,
@@ -63,7 +74,7 @@ async def open_model(
                 log_path=home / "logs" / "local-model.log",
                 max_tokens=m.max_output_tokens,
             ) as lm:
-                yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config)
+                yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config, on_retry)
             return
         key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
         key = env.get(key_env)
@@ -93,7 +104,7 @@ async def open_model(
                 timeout_s=m.timeout_s,
                 api_key_env=key_env,
             )
-        yield _retrying(inner, config)
+        yield _retrying(inner, config, on_retry)
 
 
 def local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:

@@ -91,7 +91,7 @@ class OpenAIClient:
 
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
-        """Send `request` with `stream: true`; yields `TextDelta`s then one `ReplyDone`."""
+        """Send `request` with `stream: true`; yields `ModelTextDelta`s then one `ReplyDone`."""
         if request.tools and not self._stream_with_tools:
             reply = await self.complete(request)
             yield StaticEvents(reply, [reply.message.content])

@@ -77,12 +77,14 @@ class CommittedOp:
         target: the store it landed in.
         content: the entry written (add, replace); `None` for remove.
         previous: the whole entry that was overwritten or deleted (replace, remove); `None` for add.
+        old_text: the substring that located that entry (replace, remove); `None` for add.
     """
 
     kind: Literal["add", "replace", "remove"]
     target: MemoryTarget
     content: str | None
     previous: str | None
+    old_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +150,11 @@ def plan_write(
                     continue
                 working[index] = text
                 written.add(text)
-                committed.append(CommittedOp("replace", target, text, previous))
+                committed.append(CommittedOp("replace", target, text, previous, op.old_text))
             else:
                 index = locate(working, op.old_text)
                 previous = working.pop(index)
-                committed.append(CommittedOp("remove", target, None, previous))
+                committed.append(CommittedOp("remove", target, None, previous, op.old_text))
         except WriteRefused as exc:
             raise _refuse(exc, f"Operation {n}: " if batch else "", suffix) from None
 

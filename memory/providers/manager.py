@@ -25,7 +25,8 @@ import json
 import logging
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -229,6 +230,20 @@ class MemoryManager:
     def agent_context(self) -> AgentContext:
         return self._agent_context
 
+    @contextmanager
+    def running_as(self, context: AgentContext) -> Iterator[None]:
+        """Run a block under another agent context (the compression flush runs as `flush`).
+
+        Writes to external providers are gated on the context, so a flush, a subagent or a
+        cron job inside the block cannot reshape what they believe about the user.
+        """
+        previous = self._agent_context
+        self._agent_context = context
+        try:
+            yield
+        finally:
+            self._agent_context = previous
+
     @property
     def session_id(self) -> str:
         return self._session_id
@@ -347,8 +362,12 @@ class MemoryManager:
         if not current.pending:
             current.done.set()
 
-    async def recall(self, *, turn: int, query: str) -> Recall:
-        """The recall computed for `turn`, waiting at most `recall_wait_s` for it.
+    def has_round(self, turn: int) -> bool:
+        """Whether a prefetch for `turn` was started (after the previous turn, in the background)."""
+        return self._round is not None and self._round.turn == turn
+
+    async def recall(self, *, turn: int, query: str, wait_s: float | None = None) -> Recall:
+        """The recall computed for `turn`, waiting at most `wait_s` (default `recall_wait_s`) for it.
 
         Results computed for any other turn are never returned. Providers that have not
         finished in time are listed in `missed`; their late results are discarded.
@@ -359,7 +378,7 @@ class MemoryManager:
         if current is None or current.turn != turn:
             return Recall(turn=turn, text="")
         if current.pending:
-            with anyio.move_on_after(self._recall_wait_s):
+            with anyio.move_on_after(self._recall_wait_s if wait_s is None else wait_s):
                 await current.done.wait()
         texts: list[str] = []
         sources: list[str] = []

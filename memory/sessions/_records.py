@@ -38,7 +38,7 @@ EndReason: TypeAlias = Literal[
 ]
 """Why a session ended. `compression` continuations share the parent's lineage."""
 
-FlushMode: TypeAlias = Literal["memory_only", "cache_safe", "off"]
+FlushMode: TypeAlias = Literal["memory_only", "cache_safe", "forced", "off"]
 """The `compression.flush` mode a flush record was made under."""
 
 SearchRoute: TypeAlias = Literal["fts", "trigram", "like"]

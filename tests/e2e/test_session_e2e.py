@@ -25,12 +25,12 @@ from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.factory import local_client
 from harness.models.local import LocalModel
+from harness.testing import config
 from harness.tools import ToolRegistry
 from harness.trace import read_trace
 from harness.types import Message, ModelRequest, ToolCall
 from memory import MemoryStore, MemoryTool, memory_tool_schema
 from prompts._text import load_text
-from tests.harness.sessionkit import config
 
 
 async def _turn(session: Session, text: str) -> list[Event]:

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from prompts._text import load_text, text_names
+from prompts import load_text, text_names
 
-TEMPLATES = {"summarize", "summarize_update", "search_summary"}
+TEMPLATES = {"summarize", "summarize_update", "search_summary", "summary_identifiers"}
 TEMPLATE_FIELDS = {
     "date": "2026-11-22",
     "target_tokens": "2,000",
@@ -17,6 +17,7 @@ TEMPLATE_FIELDS = {
     "previous_summary": "## Goal\nx",
     "topic": "tea",
     "transcript": "[USER]: hi",
+    "identifiers": "JIRA-4312; ./deploy.sh",
 }
 
 

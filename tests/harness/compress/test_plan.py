@@ -9,15 +9,12 @@ from hypothesis import strategies as st
 
 from harness.compress.plan import (
     effective_threshold,
-    fallback_summary,
     latest_user_index,
     plan_cut,
     repair_tool_pairs,
-    serialize_turns,
     stub_bulky_tool_outputs,
-    summary_message,
-    summary_prompt,
 )
+from harness.compress.summary import summary_message
 from harness.types import Message, ToolCall
 
 
@@ -106,46 +103,3 @@ def test_bulky_tool_outputs_become_one_line_stubs_naming_the_call() -> None:
     stubbed = stub_bulky_tool_outputs(msgs)
     assert stubbed[1].content == '[read_file {"path": "big.txt"} -> 5,000 chars of output, omitted]'
     assert stub_bulky_tool_outputs([Message("tool", "short", tool_call_id="c1")])[0].content == "short"
-
-
-def test_summary_prompt_fills_the_template_and_escapes_provider_context() -> None:
-    text = summary_prompt(
-        "[USER]: hi",
-        date="2026-11-22",
-        target_tokens=2000,
-        previous_summary=None,
-        provider_context="<b>x</b>",
-    )
-    assert "TURNS TO SUMMARIZE:\n\n[USER]: hi" in text
-    assert "2026-11-22" in text and "2,000" in text
-    assert "<b>" not in text and "<memory-provider-context>" in text
-    update = summary_prompt(
-        "[USER]: more", date="2026-11-22", target_tokens=2000, previous_summary="## Goal\nold goal"
-    )
-    assert "PREVIOUS CHECKPOINT:\n\n## Goal\nold goal" in update
-
-
-def test_summary_message_is_marked_reference_only() -> None:
-    msg = summary_message("## Goal\nship it")
-    assert msg.summary and msg.role == "user"
-    assert msg.content.startswith("[CONTEXT CHECKPOINT — REFERENCE ONLY]")
-    assert "## Goal\nship it" in msg.content
-
-
-def test_fallback_summary_is_deterministic_and_keeps_the_latest_ask() -> None:
-    middle = [
-        Message("user", "please rename the config loader"),
-        Message("assistant", "", tool_calls=(ToolCall("c", "edit", '{"file": "config.py"}'),)),
-        Message("tool", '{"success": false, "error": "permission denied"}', tool_call_id="c"),
-    ]
-    a = fallback_summary(middle, previous_summary="## Goal\nearlier")
-    assert a == fallback_summary(middle, previous_summary="## Goal\nearlier")
-    assert "please rename the config loader" in a
-    assert 'called edit({"file": "config.py"})' in a
-    assert "permission denied" in a
-    assert "earlier" in a
-
-
-def test_serialized_turns_skip_previous_summaries() -> None:
-    text = serialize_turns([summary_message("old checkpoint"), Message("user", "new")])
-    assert "old checkpoint" not in text and "[USER]: new" in text

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from harness.errors import ModelConnectionError, ModelResponseError
 from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
-from harness.testing import FakeTokenizer, ScriptedModel, call_tool, calls, fail, say, tool_call
+from harness.loop.session import Session
+from harness.testing import (
+    FakeMemory,
+    FakeProviders,
+    FakeTokenizer,
+    RecordingRecorder,
+    ScriptedModel,
+    call_tool,
+    calls,
+    config,
+    fail,
+    make_session,
+    run_turn,
+    say,
+    tool_call,
+)
 from harness.tools import RawTool, ToolOutput
 from harness.types import Message, ToolSpec, Usage
-from tests.harness.sessionkit import FakeMemory, FakeProviders, RecordingRecorder, config, make_session, run
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
 
@@ -25,13 +39,10 @@ def _small_window(**extra: str) -> dict[str, str]:
     return {"model__context_window": "800", "compression__protect_last_n": "2", **extra}
 
 
-async def _fill(session_model: ScriptedModel, session: object, turns: int) -> None:
-    from harness.loop.session import Session
-
-    assert isinstance(session, Session)
+async def _fill(session_model: ScriptedModel, session: Session, turns: int) -> None:
     for i in range(turns):
         session_model.extend([say(f"answer {i} {LONG}")])
-        await run(session, f"question {i} {LONG}")
+        await run_turn(session, f"question {i} {LONG}")
 
 
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
@@ -49,7 +60,7 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
                 say("final answer"),
             ]
         )
-        events = await run(s, f"third {LONG}")
+        events = await run_turn(s, f"third {LONG}")
     flush_req, summary_req, turn_req = model.requests[-3:]
     assert flush_req.purpose == "flush"
     assert [t.name for t in flush_req.tools] == ["memory"]
@@ -90,7 +101,7 @@ async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memo
                 say("final"),
             ]
         )
-        events = await run(s, f"third {LONG}")
+        events = await run_turn(s, f"third {LONG}")
     flush_req = next(r for r in model.requests if r.purpose == "flush")
     turn_req = model.requests[-1]
     assert flush_req.tools == turn_req.tools
@@ -109,7 +120,7 @@ async def test_flush_off_makes_no_flush_call() -> None:
     ) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         model.extend([say("## Goal\nx"), say("final")])
-        await run(s, f"third {LONG}")
+        await run_turn(s, f"third {LONG}")
     assert [r.purpose for r in model.requests[-2:]] == ["summary", "turn"]
     assert not any(r.purpose == "flush" for r in model.requests)
 
@@ -186,21 +197,63 @@ async def test_the_latest_user_message_survives_and_the_summary_is_reference_onl
     assert any(m.role == "user" and m.content.startswith("question 3") for m in msgs)
 
 
-async def test_two_ineffective_compressions_stop_automatic_compression_with_a_warning() -> None:
-    # The system prompt alone is over the threshold: no cut can help.
+async def test_a_system_prompt_over_the_threshold_turns_automatic_compression_off_with_a_warning() -> None:
+    # The system prompt alone is over the threshold: no cut can help, so none is tried.
     model = ScriptedModel(tokenizer=FakeTokenizer())
     cfg = config(
-        model__context_window="300", compression__flush="off", agent__system_message=" ".join([LONG] * 3)
+        model__context_window="300", compression__flush="off", agent__system_message=" ".join([LONG] * 4)
     )
     async with make_session(model, cfg=cfg) as s:
         model.extend([say("hi"), say("hi again")])
-        events = await run(s, f"one {LONG}")
-        events += await run(s, "two")
-    starts = [e for e in events if isinstance(e, CompressionStarted)]
-    assert len(starts) == 2
+        events = await run_turn(s, f"one {LONG}")
+        events += await run_turn(s, "two")
+    assert not [e for e in events if isinstance(e, CompressionStarted)]
     assert [r.purpose for r in model.requests] == ["turn", "turn"]
-    assert any(isinstance(e, Warning) and "automatic compression is off" in e.message for e in events)
-    assert s.auto_compress_blocked
+    warnings = [e.message for e in events if isinstance(e, Warning)]
+    assert len(warnings) == 1 and "system prompt and tools alone" in warnings[0]
+    assert s.compressor.blocked
+
+
+async def test_two_compressions_that_leave_the_prompt_over_the_threshold_stop_automatic_compression() -> None:
+    # Each compression runs (a summary replaces the middle) but the kept tail alone is over
+    # the threshold: after the second, automatic compression stops with a warning.
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(
+        model__context_window="800",
+        compression__flush="off",
+        compression__protect_last_n="1",
+        compression__protect_first_n="0",
+        compression__tail_ratio="0.05",
+    )
+    huge = " ".join(["big"] * 650)
+    async with make_session(model, cfg=cfg) as s:
+        model.extend([say(f"a {LONG}"), say(f"b {LONG}")])
+        await run_turn(s, f"first {LONG}")
+        await run_turn(s, f"second {LONG}")
+        model.extend([say("summary one"), say("c"), say("summary two"), say("d")])
+        events = await run_turn(s, huge)
+        events += await run_turn(s, huge)
+    finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id is not None]
+    assert len(finished) == 2 and all(e.tokens_after >= s.threshold_tokens for e in finished)
+    assert any(isinstance(e, Warning) and "two compressions in a row" in e.message for e in events)
+    assert s.compressor.blocked
+
+
+async def test_a_skip_before_a_successful_compression_does_not_count_toward_anti_thrash() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(**_small_window(compression__flush="off", compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg) as s:
+        model.extend([say("ok")])
+        await run_turn(s, "hi")
+        skipped = await s.compress()  # nothing to compress yet: a skip, not a compression
+        assert any(isinstance(e, Warning) and "compression skipped" in e.message for e in skipped)
+        await _fill(model, s, 4)  # just under the threshold
+        model.extend([say("the checkpoint"), say("still here")])
+        events = await run_turn(s, f"crossing {LONG}")  # one automatic compression runs
+    assert [r.purpose for r in model.requests[-2:]] == ["summary", "turn"]
+    assert any(isinstance(e, CompressionFinished) and e.new_session_id for e in events)
+    assert s.compressor.compressions == 1 and s.compressor.ineffective == 0
+    assert not s.compressor.blocked
 
 
 async def test_budgets_follow_the_models_token_counts_not_our_tokenizers() -> None:
@@ -208,12 +261,14 @@ async def test_budgets_follow_the_models_token_counts_not_our_tokenizers() -> No
     # the session learns the ratio and its estimates follow the model.
     model = ScriptedModel(tokenizer=FakeTokenizer())
     async with make_session(model, cfg=config(model__context_window="100000")) as s:
-        ours = s.counter.count_prompt(s.prompt.text, (Message("user", "hello there"),), s.tools.specs())
+        ours = s.estimator.counter.count_prompt(
+            s.prompt.text, (Message("user", "hello there"),), s.tools.specs()
+        )
         model.extend([say("hi", usage=Usage(input=3 * ours, output=1))])
-        await run(s, "hello there")
-        assert s.token_scale == 3.0
+        await run_turn(s, "hello there")
+        assert s.estimator.token_scale == 3.0
         extra = Message("user", LONG)
-        assert s.count_message(extra) == 3 * s.counter.count_message(extra)
+        assert s.estimator.count_message(extra) == 3 * s.estimator.counter.count_message(extra)
 
 
 async def test_a_middle_smaller_than_a_summary_is_not_compressed_and_nothing_is_flushed() -> None:
@@ -222,7 +277,7 @@ async def test_a_middle_smaller_than_a_summary_is_not_compressed_and_nothing_is_
     async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
         for i in range(3):
             model.extend([say(f"ok {i}")])
-            await run(s, f"hi {i}")
+            await run_turn(s, f"hi {i}")
         before = s.transcript
         events = await s.compress()
         assert s.transcript == before

@@ -11,10 +11,9 @@ import anyio
 from harness.config import KeelConfig
 from harness.events import MemoryWritten, RecallAttached
 from harness.loop.open import SessionHandles, open_session
-from harness.testing import FakeTokenizer, ScriptedModel, call_tool, say
+from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.trace import read_trace
 from memory import MemoryStore, SessionDB
-from tests.harness.sessionkit import config, run
 
 SKILL = """---
 name: brew-tea
@@ -42,8 +41,8 @@ async def test_a_scripted_session_writes_memory_db_rows_and_a_trace(home: Path) 
     async with open_session(
         config(), model=model, home=home, tokenizer=FakeTokenizer(), handles=handles
     ) as s:
-        events = await run(s, "Remember that I drink oolong.")
-        await run(s, "Hi!")
+        events = await run_turn(s, "Remember that I drink oolong.")
+        await run_turn(s, "Hi!")
         sid = s.session_id
         prompt = s.prompt.text
     assert [e.content for e in events if isinstance(e, MemoryWritten)] == ["User drinks oolong"]
@@ -79,7 +78,7 @@ async def test_fifty_turns_under_frozen_keep_the_prefix_byte_identical_and_appen
     model = ScriptedModel(script)
     async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
         for turn in range(50):
-            await run(s, f"question {turn}")
+            await run_turn(s, f"question {turn}")
     model.assert_complete()
     systems = {r.system for r in model.requests}
     assert len(systems) == 1
@@ -103,7 +102,7 @@ async def test_under_live_the_system_prompt_changes_after_each_write(home: Path)
     cfg = config(memory__snapshot_policy="live")
     async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
         for turn in range(15):
-            await run(s, f"question {turn}")
+            await run_turn(s, f"question {turn}")
     systems: list[str] = []
     for r in model.requests:
         if not systems or systems[-1] != r.system:
@@ -123,11 +122,11 @@ async def test_invalidate_on_write_rebuilds_after_own_writes_only(home: Path) ->
     )
     cfg = config(memory__snapshot_policy="invalidate_on_write")
     async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
-        await run(s, "write something")
+        await run_turn(s, "write something")
         # another process writes: not our invalidation, the prompt stays
         other = MemoryStore(home / "memories")
         await other.add("memory", "foreign write")
-        await run(s, "next turn")
+        await run_turn(s, "next turn")
     assert "own write" not in model.requests[0].system
     assert "own write" in model.requests[1].system
     assert "foreign write" not in model.requests[2].system
@@ -143,16 +142,16 @@ async def test_a_skill_created_mid_session_appears_only_in_the_next_sessions_pro
         ]
     )
     async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
-        await run(s, "Save how I brew tea as a skill.")
-        await run(s, "thanks")
-        await run(s, "and?")
+        await run_turn(s, "Save how I brew tea as a skill.")
+        await run_turn(s, "thanks")
+        await run_turn(s, "and?")
         current_prompt = s.prompt.text
     assert (home / "skills" / "brew-tea" / "SKILL.md").exists()
     assert "brew-tea" not in current_prompt
     assert all("brew-tea" not in r.system for r in model.requests)
     nxt = ScriptedModel([say("hi")])
     async with open_session(config(), model=nxt, home=home, tokenizer=FakeTokenizer()) as s2:
-        await run(s2, "hello")
+        await run_turn(s2, "hello")
         assert "brew-tea — How the user likes their tea brewed." in s2.prompt.text
 
 
@@ -170,9 +169,9 @@ async def test_holographic_recall_arrives_fenced_in_the_user_message_and_the_pre
     )
     cfg = config(memory__provider="holographic")
     async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
-        await run(s, "Remember: I drink oolong tea every morning.")
-        events = await run(s, "Which tea do I drink in the morning?")
-        await run(s, "thanks")
+        await run_turn(s, "Remember: I drink oolong tea every morning.")
+        events = await run_turn(s, "Which tea do I drink in the morning?")
+        await run_turn(s, "thanks")
     assert any(isinstance(e, RecallAttached) for e in events)
     asked = model.requests[2].messages[-1]
     assert asked.api_content is not None
@@ -192,16 +191,16 @@ async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchab
     )
     async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
         model.extend([say(f"answer about the zanzibar kettle {long}")])
-        await run(s, f"tell me about the zanzibar kettle {long}")
+        await run_turn(s, f"tell me about the zanzibar kettle {long}")
         for i in range(3):
             model.extend([say(f"answer {i} {long}")])
-            await run(s, f"question {i} {long}")
+            await run_turn(s, f"question {i} {long}")
         first = s.session_id
         model.extend([say("Nothing to save."), say("## Goal\nchat")])
         await s.compress()
         second = s.session_id
         model.extend([call_tool("session_search", {"query": "zanzibar kettle"}), say("found it")])
-        events = await run(s, "what did we say about the kettle before?")
+        events = await run_turn(s, "what did we say about the kettle before?")
     db = await SessionDB.open(home / "state.db")
     try:
         parent = await db.get_session(first)

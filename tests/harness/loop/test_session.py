@@ -20,18 +20,30 @@ from harness.events import (
     UsageReported,
     Warning,
 )
-from harness.testing import ScriptedModel, call_tool, calls, fail, say, tool_call
+from harness.testing import (
+    FakeMemory,
+    FakeProviders,
+    RecordingRecorder,
+    ScriptedModel,
+    call_tool,
+    calls,
+    config,
+    fail,
+    make_session,
+    run_turn,
+    say,
+    tool_call,
+)
 from harness.tools import RawTool, ToolOutput
 from harness.trace import TraceWriter, read_trace
 from harness.types import ToolSpec, Usage
-from tests.harness.sessionkit import FakeMemory, FakeProviders, RecordingRecorder, config, make_session, run
 
 
 async def test_a_turn_streams_text_and_ends_with_the_final_answer() -> None:
     model = ScriptedModel([say("Hello there, friend.")])
     recorder = RecordingRecorder()
     async with make_session(model, recorder=recorder) as session:
-        events = await run(session, "hi")
+        events = await run_turn(session, "hi")
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "Hello there, friend."
     assert isinstance(events[-1], TurnEnded)
@@ -44,7 +56,7 @@ async def test_a_turn_streams_text_and_ends_with_the_final_answer() -> None:
 async def test_events_round_trip_through_the_type_adapter() -> None:
     model = ScriptedModel([call_tool("memory", {"target": "user", "content": "Likes tea"}), say("ok")])
     async with make_session(model, memory=FakeMemory()) as session:
-        events = await run(session, "remember I like tea")
+        events = await run_turn(session, "remember I like tea")
     for ev in events:
         assert EVENT_ADAPTER.validate_json(EVENT_ADAPTER.dump_json(ev)) == ev
 
@@ -61,7 +73,7 @@ async def test_tool_calls_run_and_results_are_appended_in_call_order() -> None:
         ]
     )
     async with make_session(model, memory=memory) as session:
-        events = await run(session, "save two facts")
+        events = await run_turn(session, "save two facts")
     roles = [m.role for m in session.transcript]
     assert roles == ["user", "assistant", "tool", "tool", "assistant"]
     assert [m.tool_call_id for m in session.transcript[2:4]] == ["a", "b"]
@@ -78,7 +90,7 @@ async def test_a_bad_tool_call_becomes_an_error_result_and_the_turn_goes_on() ->
         [call_tool("memory", {"target": "memory"}), call_tool("no_such_tool", {}), say("sorry")]
     )
     async with make_session(model, memory=FakeMemory()) as session:
-        events = await run(session, "remember something")
+        events = await run_turn(session, "remember something")
     results = [e for e in events if isinstance(e, ToolResultReady)]
     assert [r.is_error for r in results] == [True, True]
     assert "content is required" in results[0].content
@@ -91,7 +103,7 @@ async def test_max_iterations_stops_a_tool_loop_with_a_warning() -> None:
     loop = [call_tool("memory", {"target": "memory", "content": f"x{i}"}) for i in range(3)]
     model = ScriptedModel(loop)
     async with make_session(model, cfg=config(limits__max_iterations="3"), memory=FakeMemory()) as session:
-        events = await run(session, "loop forever")
+        events = await run_turn(session, "loop forever")
     assert any(isinstance(e, Warning) and "limits.max_iterations" in e.message for e in events)
     end = events[-1]
     assert isinstance(end, TurnEnded)
@@ -103,8 +115,8 @@ async def test_recall_is_fenced_onto_the_user_message_and_replayed_byte_for_byte
     providers = FakeProviders("- [0.5] User likes oolong tea")
     model = ScriptedModel([say("one"), say("two")])
     async with make_session(model, providers=providers) as session:
-        events = await run(session, "What tea do I like?")
-        await run(session, "And coffee?")
+        events = await run_turn(session, "What tea do I like?")
+        await run_turn(session, "And coffee?")
     assert any(isinstance(e, RecallAttached) for e in events)
     first_user = model.requests[0].messages[0]
     assert first_user.content == "What tea do I like?"
@@ -121,8 +133,8 @@ async def test_recall_persist_false_drops_the_fence_after_its_turn() -> None:
     providers = FakeProviders("User likes oolong")
     model = ScriptedModel([say("one"), say("two")])
     async with make_session(model, cfg=config(recall__persist="false"), providers=providers) as session:
-        await run(session, "What tea do I like?")
-        await run(session, "Tell me more")
+        await run_turn(session, "What tea do I like?")
+        await run_turn(session, "Tell me more")
     assert model.requests[0].messages[0].api_content is not None
     replayed = model.requests[1].messages[0]
     assert replayed.api_content is None
@@ -134,7 +146,7 @@ async def test_trivial_messages_skip_recall() -> None:
     model = ScriptedModel([say("a"), say("b"), say("c")])
     async with make_session(model, providers=providers) as session:
         for text in ("ok", "/usage", "k8s pods keep restarting"):
-            await run(session, text)
+            await run_turn(session, text)
     assert [q for _, q in providers.recall_calls] == ["k8s pods keep restarting"]
 
 
@@ -142,7 +154,7 @@ async def test_a_slow_recall_is_abandoned_after_the_bounded_wait() -> None:
     providers = FakeProviders("late facts", delay_s=30)
     model = ScriptedModel([say("answered without recall")])
     async with make_session(model, cfg=config(recall__wait_s="0.05"), providers=providers) as session:
-        events = await run(session, "what do you remember about me?")
+        events = await run_turn(session, "what do you remember about me?")
     assert not any(isinstance(e, RecallAttached) for e in events)
     assert model.requests[0].messages[0].api_content is None
 
@@ -165,7 +177,7 @@ async def test_a_model_error_surfaces_after_the_stream_and_keeps_the_transcript_
         assert [m.role for m in session.transcript] == ["user", "assistant", "tool"]
         # the session is usable again
         model.extend([say("recovered")])
-        events = await run(session, "again")
+        events = await run_turn(session, "again")
     assert isinstance(events[-1], TurnEnded)
 
 
@@ -205,7 +217,7 @@ async def test_every_request_is_traced_with_its_slot_map_and_usage(tmp_path: Pat
         [call_tool("memory", {"target": "user", "content": "tea"}, usage=usage), say("done", usage=usage)]
     )
     async with make_session(model, memory=FakeMemory(), trace=TraceWriter(trace_path)) as session:
-        events = await run(session, "remember tea")
+        events = await run_turn(session, "remember tea")
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
     assert [r.purpose for r in records] == ["turn", "turn"]
     assert all(r.system == session.prompt.text for r in records)
@@ -225,6 +237,6 @@ async def test_connection_errors_are_not_swallowed() -> None:
     model = ScriptedModel([fail(ModelConnectionError("refused"))])
     async with make_session(model) as session:
         with pytest.raises(ModelConnectionError):
-            await run(session, "hello")
+            await run_turn(session, "hello")
         assert [m.role for m in session.transcript] == ["user"]
         assert json.dumps([m.content for m in session.transcript]) == '["hello"]'

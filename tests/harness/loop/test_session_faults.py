@@ -11,10 +11,9 @@ from harness.errors import ModelConnectionError, ModelResponseError, ModelServer
 from harness.loop.open import open_session
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryingClient
-from harness.testing import FakeTokenizer
+from harness.testing import FakeTokenizer, config, run_turn
 from harness.types import Message
 from tests.harness.models.faultserver import Drip, Drop, FaultServer, Reply, json_reply
-from tests.harness.sessionkit import config, run
 
 
 def _completion(text: str) -> Reply:
@@ -66,14 +65,14 @@ async def test_a_failing_endpoint_raises_a_clear_error_and_the_transcript_stays_
         async with httpx.AsyncClient() as http:
             model = _client(http, server, timeout_s=1.0)
             async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
-                await run(s, "hello")
+                await run_turn(s, "hello")
                 before = s.transcript
                 with pytest.raises(error):
-                    await run(s, "this one fails")
+                    await run_turn(s, "this one fails")
                 # the failed turn kept the user's message and nothing half-made
                 assert s.transcript[: len(before)] == before
                 assert _roles(s.transcript) == ["user", "assistant", "user"]
-                await run(s, "try again")
+                await run_turn(s, "try again")
                 assert s.transcript[-1].content == "after recovery"
                 assert _roles(s.transcript) == ["user", "assistant", "user", "user", "assistant"]
 
@@ -89,7 +88,7 @@ async def test_transient_500s_and_a_429_are_retried_inside_one_turn(home: Path) 
             httpx.AsyncClient() as http,
             open_session(config(), model=_client(http, server), home=home, tokenizer=FakeTokenizer()) as s,
         ):
-            await run(s, "hello")
+            await run_turn(s, "hello")
             assert s.transcript[-1].content == "made it"
             assert s.usage_total.cache_read == 100
         assert len(server.requests) == 3

@@ -9,7 +9,7 @@ import pytest
 from pydantic import JsonValue
 
 from harness.errors import ModelAuthError, ModelRateLimitError, ModelResponseError, ModelServerError
-from harness.models import AnthropicClient, ReplyDone, TextDelta
+from harness.models import AnthropicClient, ModelTextDelta, ReplyDone
 from harness.models._anthropic_wire import CacheTTL
 from harness.types import (
     CacheBreakpoint,
@@ -351,7 +351,7 @@ async def collect(client: AnthropicClient, request: ModelRequest) -> tuple[list[
     texts: list[str] = []
     async with client.stream(request) as events:
         async for event in events:
-            if isinstance(event, TextDelta):
+            if isinstance(event, ModelTextDelta):
                 texts.append(event.text)
             elif isinstance(event, ReplyDone):
                 return texts, event.reply

@@ -14,7 +14,7 @@ from harness.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from harness.models import AnthropicClient, OpenAIClient, ReplyDone, RetryingClient, TextDelta
+from harness.models import AnthropicClient, ModelTextDelta, OpenAIClient, ReplyDone, RetryingClient
 from harness.models.base import ModelClient
 from harness.types import JsonObject, Message, ModelReply, ModelRequest
 from tests.harness.models.faultserver import Drip, Drop, FaultServer, Reply, json_reply, sse_reply
@@ -62,7 +62,7 @@ async def collect(client: ModelClient, texts: list[str] | None = None) -> tuple[
     texts = [] if texts is None else texts
     async with client.stream(REQUEST) as events:
         async for event in events:
-            if isinstance(event, TextDelta):
+            if isinstance(event, ModelTextDelta):
                 texts.append(event.text)
             else:
                 assert isinstance(event, ReplyDone)

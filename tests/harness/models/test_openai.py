@@ -16,7 +16,7 @@ from harness.errors import (
     ModelResponseError,
     ModelServerError,
 )
-from harness.models import OpenAIClient, ReplyDone, RetryingClient, TextDelta
+from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryingClient
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -96,7 +96,7 @@ async def stream_all(client: OpenAIClient, request: ModelRequest) -> tuple[list[
     texts: list[str] = []
     async with client.stream(request) as events:
         async for event in events:
-            if isinstance(event, TextDelta):
+            if isinstance(event, ModelTextDelta):
                 texts.append(event.text)
             elif isinstance(event, ReplyDone):
                 return texts, event.reply

@@ -17,7 +17,14 @@ from harness.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from harness.models import OpenAIClient, ReplyDone, RetryAttempt, RetryingClient, ScriptedModel, TextDelta
+from harness.models import (
+    ModelTextDelta,
+    OpenAIClient,
+    ReplyDone,
+    RetryAttempt,
+    RetryingClient,
+    ScriptedModel,
+)
 from harness.models.base import ModelEvent
 from harness.types import Message, ModelRequest
 
@@ -136,7 +143,7 @@ async def test_a_stream_failing_before_its_first_event_is_retried() -> None:
     async with retrying(model, sleeps).stream(REQUEST) as stream:
         async for event in stream:
             events.append(event)
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "streamed fine"
+    assert "".join(e.text for e in events if isinstance(e, ModelTextDelta)) == "streamed fine"
     assert isinstance(events[-1], ReplyDone)
     assert len(model.requests) == 2
     assert len(sleeps.delays) == 1
@@ -167,7 +174,7 @@ async def test_a_stream_failing_after_text_was_yielded_is_not_replayed() -> None
 async def drain(client: RetryingClient, texts: list[str]) -> None:
     async with client.stream(REQUEST) as stream:
         async for event in stream:
-            if isinstance(event, TextDelta):
+            if isinstance(event, ModelTextDelta):
                 texts.append(event.text)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ModelServerError, ScriptExhaustedError
-from harness.models import ReplyDone, ScriptedModel, TextDelta
+from harness.models import ModelTextDelta, ReplyDone, ScriptedModel
 from harness.models.base import ModelEvent
 from harness.testing import FakeTokenizer, call_tool, calls, fail, respond, say, tool_call
 from harness.tokens import CharTokenizer, TokenCounter
@@ -114,12 +114,12 @@ async def test_stream_yields_the_text_in_a_few_chunks_then_reply_done() -> None:
     text = "The quick brown fox jumps over the lazy dog again and again"
     model = ScriptedModel([say(text)])
     events = await events_of(model, request("go"))
-    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    deltas = [e.text for e in events if isinstance(e, ModelTextDelta)]
     assert 1 < len(deltas) <= 3
     assert "".join(deltas) == text
     assert isinstance(events[-1], ReplyDone)
     assert events[-1].reply.message.content == text
-    assert all(isinstance(e, TextDelta) for e in events[:-1])
+    assert all(isinstance(e, ModelTextDelta) for e in events[:-1])
 
 
 async def test_stream_of_a_tool_call_only_reply_is_just_reply_done() -> None:

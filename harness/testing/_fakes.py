@@ -1,14 +1,11 @@
-"""Building blocks for turn-loop tests: fakes for the session's ports, and a builder.
-
-The fakes record what the session asked of them, so tests assert on the loop's behaviour
-(what was sent, persisted, recalled) rather than on internals.
-"""
+"""Fakes for the session's ports, and a builder that runs the real turn loop over them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+import zlib
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from itertools import count
@@ -20,15 +17,33 @@ from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
 from harness.loop.ports import EndReason, MemoryBlocks, NoProviders
 from harness.loop.session import Session
+from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler
 from harness.models.base import ModelClient
-from harness.testing import FakeTokenizer
 from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry
 from harness.trace import TraceWriter
 from harness.types import Message, ToolSpec, Usage
-from memory import FlushMode
-from prompts.slots import SlotId
+from memory import FlushMode, SwitchReason
+from prompts import SlotId
+
+
+class FakeTokenizer:
+    """A deterministic `Tokenizer`: one token per whitespace-separated word.
+
+    Ids are the CRC-32 of the word, so equal words get equal ids in every process and
+    counts are easy to predict in assertions (`count("a b c") == 3`).
+    """
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    def encode(self, text: str) -> list[int]:
+        return [zlib.crc32(word.encode("utf-8")) for word in text.split()]
+
+    def count(self, text: str) -> int:
+        return len(text.split())
 
 
 def config(**env: str) -> KeelConfig:
@@ -82,6 +97,7 @@ class RecordingRecorder:
     messages: dict[str, list[Message]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     flushes: list[tuple[str, str, tuple[FlushEntry, ...]]] = field(default_factory=list)
+    batches: list[tuple[str, int]] = field(default_factory=list)
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
         self.started.append((session_id, parent_session_id))
@@ -92,6 +108,12 @@ class RecordingRecorder:
 
     async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
         self.messages[session_id].append(message)
+
+    async def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
+    ) -> None:
+        self.batches.append((session_id, len(messages)))
+        self.messages[session_id].extend(messages)
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
         self.usage = self.usage + usage
@@ -110,8 +132,12 @@ class FakeProviders(NoProviders):
         self.delay_s = delay_s
         self.recall_calls: list[tuple[int, str]] = []
         self.after: list[tuple[int, str, str]] = []
-        self.switches: list[tuple[str, str]] = []
+        self.switches: list[tuple[str, str | None]] = []
+        self.switch_reasons: list[SwitchReason] = []
+        self.ended: list[tuple[Message, ...]] = []
         self.pre_compress: list[int] = []
+        self.flush_depth = 0
+        """How many `flushing()` blocks are open (1 while a flush runs)."""
 
     async def recall(self, *, turn: int, query: str) -> str:
         self.recall_calls.append((turn, query))
@@ -126,8 +152,25 @@ class FakeProviders(NoProviders):
         self.pre_compress.append(len(messages))
         return "provider says: keep the tea preference"
 
-    async def on_session_switch(self, new_session_id: str, *, parent_session_id: str) -> None:
+    async def on_session_switch(
+        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+    ) -> None:
         self.switches.append((new_session_id, parent_session_id))
+        self.switch_reasons.append(reason)
+
+    async def on_session_end(self, messages: Sequence[Message]) -> None:
+        self.ended.append(tuple(messages))
+
+    def flushing(self) -> AbstractContextManager[None]:
+        return self._flushing()
+
+    @contextmanager
+    def _flushing(self) -> Iterator[None]:
+        self.flush_depth += 1
+        try:
+            yield
+        finally:
+            self.flush_depth -= 1
 
 
 STATIC: Mapping[SlotId, str] = {
@@ -164,7 +207,7 @@ async def make_session(
     ids = count(1)
     async with anyio.create_task_group() as tg:
         session = Session(
-            config=cfg,
+            settings=SessionSettings.from_config(cfg),
             model=model,
             counter=TokenCounter(tokenizer),
             tools=tools,
@@ -182,7 +225,7 @@ async def make_session(
         yield session
 
 
-async def run(session: Session, text: str) -> list[Event]:
+async def run_turn(session: Session, text: str) -> list[Event]:
     """Run one turn and collect its events."""
     events: list[Event] = []
     async with session.run_turn(text) as stream:

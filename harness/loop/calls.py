@@ -1,0 +1,140 @@
+"""One model-call path for every purpose: turn, flush, summary and search.
+
+Each call is streamed, traced (one JSONL line per request, with the system prompt's slot
+map when the request carries the session's prefix), and accounted: the reply's usage —
+reported, or estimated when the provider reports none — is added to the session's totals
+and its row in the session store. A reported turn usage also anchors the size estimate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from harness.errors import ModelError, SessionError
+from harness.events import UsageReported
+from harness.loop.estimate import PromptEstimator
+from harness.loop.ports import Recorder
+from harness.models.base import ModelClient, ModelTextDelta, ReplyDone
+from harness.trace import TraceBreakpoint, TraceSlot, TraceWriter, record_for_request
+from harness.types import ModelReply, ModelRequest, Usage
+
+__all__ = ["CallContext", "ModelCalls"]
+
+
+class CallContext:
+    """What a call is recorded against: read at call time, since compression rotates ids."""
+
+    def __init__(
+        self,
+        *,
+        session_id: Callable[[], str],
+        turn: Callable[[], int],
+        prompt: Callable[[], tuple[str, list[TraceSlot]]],
+        version: Callable[[], int],
+    ) -> None:
+        self.session_id = session_id
+        self.turn = turn
+        self.prompt = prompt
+        """The session's current system prompt and its slot map (for the trace)."""
+        self.version = version
+        """The transcript's rewrite counter (for the estimate's anchor)."""
+
+
+class ModelCalls:
+    """Sends requests to the main or the summary model; traces and accounts each one."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelClient,
+        summary_model: ModelClient | None,
+        recorder: Recorder,
+        estimator: PromptEstimator,
+        context: CallContext,
+        trace: TraceWriter | None,
+    ) -> None:
+        self.model = model
+        self.summary_model = summary_model or model
+        self._recorder = recorder
+        self._estimator = estimator
+        self._context = context
+        self.trace = trace
+        self.usage_total = Usage()
+        self.requests_sent = 0
+
+    async def send(
+        self,
+        request: ModelRequest,
+        *,
+        summary: bool = False,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
+    ) -> tuple[ModelReply, UsageReported]:
+        """Send one request (streamed), trace it, account its usage.
+
+        Raises:
+            ModelError: the call failed (after the client's retries).
+        """
+        client = self.summary_model if summary else self.model
+        started = time.monotonic()
+        try:
+            reply = await _stream(client, request, on_text)
+        except ModelError as exc:
+            await self._trace(request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+            raise
+        latency = time.monotonic() - started
+        self.requests_sent += 1
+        reported = reply.usage is not None
+        usage = reply.usage or self._estimator.usage_for(request, reply.message)
+        self.usage_total = self.usage_total + usage
+        await self._recorder.add_usage(self._context.session_id(), usage)
+        await self._trace(request, client, reply, latency, None)
+        if reported and request.purpose == "turn":
+            self._estimator.observe(request, usage, version=self._context.version())
+        return reply, UsageReported(
+            purpose=request.purpose,
+            input=usage.input,
+            output=usage.output,
+            cache_read=usage.cache_read,
+            cache_write=usage.cache_write,
+            reported=reported,
+            latency_s=latency,
+        )
+
+    async def _trace(
+        self, request: ModelRequest, client: ModelClient, reply: ModelReply | None, latency: float, error: str | None
+    ) -> None:
+        if self.trace is None:
+            return
+        system, slots = self._context.prompt()
+        record = record_for_request(
+            request,
+            session_id=self._context.session_id(),
+            turn=self._context.turn(),
+            model=client.model_name,
+            slots=slots if request.system == system else [],
+            usage=None if reply is None else reply.usage,
+            latency_s=latency,
+            error=error,
+            breakpoints=[]
+            if reply is None
+            else [TraceBreakpoint(at=b.at, index=b.index, system_chars=b.system_chars) for b in reply.breakpoints],
+            cache_ttl=None if reply is None else reply.cache_ttl,
+        )
+        await self.trace.write(record)
+
+
+async def _stream(
+    client: ModelClient, request: ModelRequest, on_text: Callable[[str], Awaitable[None]] | None
+) -> ModelReply:
+    reply: ModelReply | None = None
+    async with client.stream(request) as events:
+        async for ev in events:
+            if isinstance(ev, ModelTextDelta):
+                if on_text is not None:
+                    await on_text(ev.text)
+            elif isinstance(ev, ReplyDone):
+                reply = ev.reply
+    if reply is None:
+        raise SessionError("the model stream ended without a reply")
+    return reply

@@ -1,0 +1,70 @@
+"""The settings a session runs under: the part of the config the turn loop reads.
+
+`Session` takes these, not the whole `KeelConfig`: it is clear what the loop depends on,
+and tests (or an embedding application) can build a session without a config file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.compress.host import CompressionSettings
+from harness.compress.plan import effective_threshold
+from harness.config import KeelConfig
+
+__all__ = ["SessionSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """What the turn loop needs to know.
+
+    Attributes:
+        max_iterations: model calls per user turn before the loop stops (`limits.max_iterations`).
+        max_output_tokens: the output cap of each turn request (`model.max_output_tokens`).
+        temperature: the sampling temperature, or None for the provider's default.
+        recall: fence provider recall onto user messages (`recall.enabled`).
+        recall_persist: replay the recall on later requests (`recall.persist`).
+        recall_wait_s: the longest wait for recall on any turn (`recall.wait_s`).
+        compression: the compression settings.
+    """
+
+    max_iterations: int = 12
+    max_output_tokens: int | None = 512
+    temperature: float | None = None
+    recall: bool = True
+    recall_persist: bool = True
+    recall_wait_s: float = 8.0
+    compression: CompressionSettings = field(
+        default_factory=lambda: CompressionSettings(
+            enabled=True,
+            threshold_tokens=effective_threshold(0.5, 8192),
+            flush="memory_only",
+            flush_max_tokens=512,
+            context_window=8192,
+        )
+    )
+
+    @classmethod
+    def from_config(cls, config: KeelConfig) -> SessionSettings:
+        """The settings a config describes."""
+        c, m = config.compression, config.model
+        return cls(
+            max_iterations=config.limits.max_iterations,
+            max_output_tokens=m.max_output_tokens,
+            temperature=m.temperature,
+            recall=config.recall.enabled,
+            recall_persist=config.recall.persist,
+            recall_wait_s=config.recall.wait_s,
+            compression=CompressionSettings(
+                enabled=c.enabled,
+                threshold_tokens=effective_threshold(c.threshold, m.context_window),
+                flush=c.flush,
+                flush_max_tokens=m.max_output_tokens,
+                context_window=m.context_window,
+                tail_ratio=c.tail_ratio,
+                protect_first_n=c.protect_first_n,
+                protect_last_n=c.protect_last_n,
+                identifier_index=c.identifier_index,
+            ),
+        )

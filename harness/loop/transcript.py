@@ -1,0 +1,156 @@
+"""The transcript and its lineage: one owner for the messages, the session ids and their rows.
+
+Every message is persisted as it is appended (a crash loses at most the in-flight call).
+The transcript is rewritten only here: compression continues in a child session (the old
+row ends with reason `compression`; the child's messages are copied in one transaction),
+a cancelled turn is repaired to its last consistent state, and recall that must not
+persist is dropped. `version` counts rewrites, so size estimates anchored on an older
+transcript are not trusted.
+
+A store that cannot take a write (state.db locked by another process past every retry, a
+full disk) never loses a message and never ends the turn: the rows wait in order in an
+unsaved queue, each later write first retries them, and the session shows one warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from harness.compress.plan import repair_tool_pairs
+from harness.loop.ports import EndReason, Recorder
+from harness.types import Message
+from memory import MemoryLayerError
+
+__all__ = ["Transcript"]
+
+_STORE_ERRORS = (MemoryLayerError, OSError)
+
+
+class Transcript:
+    """The messages of the current session row, and which row that is."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        new_id: Callable[[], str],
+        model_name: str,
+        count: Callable[[Message], int],
+    ) -> None:
+        self._recorder = recorder
+        self._new_id = new_id
+        self._model_name = model_name
+        self._count = count
+        self.session_id = new_id()
+        self.parent_session_id: str | None = None
+        self.version = 0
+        self._messages: list[Message] = []
+        self._unsaved: list[tuple[str, Message]] = []
+        self._unopened: set[str] = set()
+        self._warning: str | None = None
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    async def open(self) -> None:
+        """Create the current session row."""
+        await self._recorder.start_session(
+            self.session_id, model=self._model_name, parent_session_id=self.parent_session_id
+        )
+
+    @property
+    def unsaved(self) -> int:
+        """Messages not yet in the session store (it refused them; they are retried)."""
+        return len(self._unsaved)
+
+    def take_warning(self) -> str | None:
+        """The store problem to show the user, once."""
+        warning, self._warning = self._warning, None
+        return warning
+
+    async def end(self, reason: EndReason) -> None:
+        """Save what is unsaved, then end the current session row."""
+        if await self._save_unsaved():
+            try:
+                await self._recorder.end_session(self.session_id, reason=reason)
+            except _STORE_ERRORS as exc:
+                self._warning = f"could not end session {self.session_id!r} in the session store ({exc})"
+
+    async def append(self, message: Message, *, stored: Message | None = None) -> None:
+        """Append `message` and persist it (or `stored`, the bytes a resumed session must replay)."""
+        self._messages.append(message)
+        self._unsaved.append((self.session_id, stored if stored is not None else message))
+        await self._save_unsaved()
+
+    async def _save_unsaved(self) -> bool:
+        """Write the queued rows in order; False (with a warning) when the store refused one."""
+        while self._unsaved:
+            session_id, row = self._unsaved[0]
+            try:
+                if session_id in self._unopened:
+                    await self._recorder.start_session(
+                        session_id, model=self._model_name, parent_session_id=self.parent_session_id
+                    )
+                    self._unopened.discard(session_id)
+                await self._recorder.append_message(session_id, row, token_count=self._count(row))
+            except _STORE_ERRORS as exc:
+                self._warning = (
+                    f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
+                    "memory and will be saved with the next message — nothing is lost while this session runs"
+                )
+                return False
+            self._unsaved.pop(0)
+        return True
+
+    async def restart(self) -> str:
+        """End this row (`new_session`) and start an empty, unrelated one; returns the old id."""
+        old = self.session_id
+        await self.end("new_session")
+        self.session_id = self._new_id()
+        self.parent_session_id = None
+        self.replace([])
+        await self.open()
+        return old
+
+    async def continue_as_child(self, messages: Sequence[Message]) -> str:
+        """End this row (`compression`) and continue in a child holding `messages`; returns the old id."""
+        old = self.session_id
+        await self.end("compression")
+        self.parent_session_id = old
+        self.session_id = self._new_id()
+        self.replace(messages)
+        if not self._unsaved:
+            try:
+                await self.open()
+                await self._recorder.append_messages(
+                    self.session_id, list(messages), token_counts=[self._count(m) for m in messages]
+                )
+                return old
+            except _STORE_ERRORS as exc:
+                self._warning = f"the session store refused the compressed session ({exc}); it will be retried"
+        self._unopened.add(self.session_id)
+        self._unsaved.extend((self.session_id, m) for m in messages)
+        return old
+
+    def replace(self, messages: Sequence[Message]) -> None:
+        """Swap the in-memory messages for a rewritten list (not persisted: the caller's job)."""
+        self._messages = list(messages)
+        self.version += 1
+
+    def repair(self) -> None:
+        """Drop tool calls without results and results without calls (after a cancelled turn)."""
+        repaired = repair_tool_pairs(self._messages)
+        if repaired != self._messages:
+            self.replace(repaired)
+
+    def drop_recall(self, user: Message) -> None:
+        """Send `user` without its recall from now on (`recall.persist: false`)."""
+        for i, m in enumerate(self._messages):
+            if m is user:
+                self._messages[i] = Message(role="user", content=user.content)
+                self.version += 1
+                return

@@ -1,0 +1,148 @@
+"""The import graph: arrows point down the layers, and nothing imports itself in a circle.
+
+Read from the source (AST), not from `sys.modules`: every `import` statement counts,
+including ones inside functions (an import moved into a function to dodge a cycle is still
+an arrow). Imports under `if TYPE_CHECKING:` are annotations only and are not counted for
+cycles, but they still may not point up a layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ROOTS = ("harness", "memory", "prompts")
+
+# (importer prefix, forbidden target prefix, why)
+FORBIDDEN = (
+    ("memory", "harness", "memory never imports harness"),
+    ("prompts", "harness", "prompts never imports harness"),
+    ("prompts", "memory", "prompts never imports memory (it receives rendered strings)"),
+    ("harness.compress", "harness.loop", "compress/ depends on its CompressionHost protocol, never on loop/"),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for root in ROOTS for p in (REPO / root).rglob("*.py")}
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, *, type_only: bool = False) -> Iterator[tuple[str, bool]]:
+    """(imported module, under TYPE_CHECKING) for every import in `tree`."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.body:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), type_only=True)
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), type_only=type_only)
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, type_only
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                yield (sub if sub in MODULES else node.module), type_only
+        else:
+            yield from _imports(node, type_only=type_only)
+
+
+def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    runtime: dict[str, set[str]] = {m: set() for m in MODULES}
+    every: dict[str, set[str]] = {m: set() for m in MODULES}
+    for name, path in MODULES.items():
+        for target, type_only in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if target.split(".")[0] not in ROOTS or target == name:
+                continue
+            every[name].add(target)
+            if not type_only:
+                runtime[name].add(target)
+    return runtime, every
+
+
+RUNTIME, EVERY = _graph()
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_is_read_from_every_module() -> None:
+    assert "harness.loop.session" in RUNTIME and "harness.compress.run" in RUNTIME["harness.loop.session"]
+    assert "memory.errors" in RUNTIME["memory.curated.store"]
+
+
+def test_there_is_no_import_cycle() -> None:
+    assert _cycles(RUNTIME) == []
+
+
+@pytest.mark.parametrize(("importer", "target", "why"), FORBIDDEN)
+def test_no_arrow_points_up_a_layer(importer: str, target: str, why: str) -> None:
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in EVERY.items()
+        if m == importer or m.startswith(importer + ".")
+        for t in targets
+        if t == target or t.startswith(target + ".")
+    )
+    assert bad == [], why
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    planted = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(planted) == [["a", "b", "c"]]
