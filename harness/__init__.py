@@ -1,10 +1,16 @@
-# keel's runtime. `runtime.open_session` builds a `session.Session` (the turn loop) from a
-# config: model clients (`models/`, `clients`, `local` for the embedded model), tokenizers
-# (`tokens`), the tool registry (`tools`), prompt assembly (`prompt`), compression
-# (`compression` + `compressor` + `flush`), the seams to memory (`ports`, `adapters`),
-# traces (`trace`) and the cache meter (`cachemeter/`); `experiments/` and `demo` run
-# scenarios; `cli/` is the `keel` command. `harness` may import `memory` and `prompts`;
-# they never import `harness`.
+# keel's runtime: `open_session` builds a `Session` from one config. `harness` may import
+# `memory` and `prompts`; they never import `harness`.
+#
+# `loop/`        the turn loop: Session, open_session, the system prompt, the seams to memory
+# `compress/`    compression with the memory flush, behind its CompressionHost protocol
+# `models/`      model clients (OpenAI-compatible, Anthropic, scripted, the embedded model)
+# `cachemeter/`  prefix-cache simulation and miss attribution over request traces
+# `experiments/` scenarios run under several configurations, and `keel demo`
+# `cli/`         the `keel` command
+# `testing/`     test doubles shipped with the library
+# `config.py` (the one validated config), `errors.py` (the KeelError tree), `events.py`
+# (what a turn streams), `types.py` (wire types), `tokens.py` (tokenizers), `tools.py`
+# (the tool registry), `trace.py` (request traces).
 from harness.config import KeelConfig, load_config
 from harness.errors import (
     ConfigError,
@@ -22,18 +28,42 @@ from harness.errors import (
     ScriptExhaustedError,
     SessionError,
 )
-from harness.loop.open import open_session
-from harness.loop.session import Session
+from harness.events import (
+    EVENT_ADAPTER,
+    CompressionFinished,
+    CompressionStarted,
+    Event,
+    FlushCompleted,
+    FlushEntry,
+    MemoryWritten,
+    RecallAttached,
+    StopReason,
+    TextDelta,
+    ToolCallStarted,
+    ToolResultReady,
+    TurnEnded,
+    UsageReported,
+    Warning,
+)
+from harness.loop import Session, SessionHandles, open_session
+from harness.loop.settings import SessionSettings
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
 
 __all__ = [
+    "EVENT_ADAPTER",
     "CharTokenizer",
+    "CompressionFinished",
+    "CompressionStarted",
     "ConfigError",
+    "Event",
+    "FlushCompleted",
+    "FlushEntry",
     "KeelConfig",
     "KeelError",
     "LocalModelError",
+    "MemoryWritten",
     "Message",
     "ModelAuthError",
     "ModelClient",
@@ -48,18 +78,28 @@ __all__ = [
     "ModelServerError",
     "ModelTextDelta",
     "ModelTimeoutError",
+    "RecallAttached",
     "ReplyDone",
     "RetryableModelError",
     "ScriptExhaustedError",
     "Session",
     "SessionError",
+    "SessionHandles",
+    "SessionSettings",
+    "StopReason",
+    "TextDelta",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
     "ToolCall",
+    "ToolCallStarted",
     "ToolResult",
+    "ToolResultReady",
     "ToolSpec",
+    "TurnEnded",
     "Usage",
+    "UsageReported",
+    "Warning",
     "load_config",
     "load_tiktoken",
     "open_session",

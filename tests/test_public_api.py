@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+import harness
+
 ROOTS = ("harness", "memory", "prompts")
 
 
@@ -42,3 +44,25 @@ def test_all_lists_exactly_the_public_names(name: str) -> None:
     }
     assert set(module.__all__) == public
     assert len(module.__all__) == len(set(module.__all__)), "a name is listed twice"
+
+
+def test_a_public_name_means_one_thing_across_the_packages() -> None:
+    # Two public classes with the same name (e.g. a model-stream `TextDelta` beside the turn
+    # event `TextDelta`) would make `from harness import X` depend on which package you ask.
+    meaning: dict[str, set[int]] = {}
+    owners: dict[str, set[str]] = {}
+    for name in PACKAGES:
+        module = importlib.import_module(name)
+        for attr in module.__all__:
+            value = getattr(module, attr)
+            if isinstance(value, type) or callable(value):
+                meaning.setdefault(attr, set()).add(id(value))
+                owners.setdefault(attr, set()).add(name)
+    clashes = {attr: sorted(owners[attr]) for attr, ids in meaning.items() if len(ids) > 1}
+    assert clashes == {}
+
+
+def test_harness_exports_the_event_union_and_its_adapter() -> None:
+    event = harness.EVENT_ADAPTER.validate_python({"kind": "text", "text": "hi"})
+    assert isinstance(event, harness.TextDelta)
+    assert harness.TextDelta.__name__ != harness.ModelTextDelta.__name__

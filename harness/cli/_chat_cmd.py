@@ -17,10 +17,11 @@ from rich.table import Table
 from harness.cli._common import Subparsers, config_from_args, console
 from harness.cli._render import EventPrinter
 from harness.config import KeelConfig
-from harness.errors import ModelError
+from harness.errors import KeelError, ModelError
 from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.types import ToolCall
+from memory import MemoryLayerError
 
 __all__ = ["register"]
 
@@ -131,37 +132,46 @@ async def _loop(
         text = line.strip()
         if not text:
             continue
-        if text.startswith("/"):
-            cmd, _, rest = text.partition(" ")
-            if cmd in ("/quit", "/exit"):
-                return
-            if cmd == "/help":
-                console.print(HELP)
-            elif cmd == "/memory":
-                _memory_view(session, h)
-            elif cmd == "/compress":
-                for ev in await session.compress(focus=rest.strip() or None):
-                    printer(ev)
-            elif cmd == "/search":
-                if rest.strip():
-                    await _search(session, rest.strip())
-                else:
-                    console.print("usage: /search QUERY")
-            elif cmd == "/new":
-                await session.new_conversation()
-                console.print(f"[dim]new conversation {session.session_id}; memory reloaded[/]")
-            elif cmd == "/usage":
-                _usage(session)
-            else:
-                console.print(f"unknown command {escape(cmd)!r}; /help lists them")
-            continue
-        console.print("[bold magenta]keel>[/] ", end="")
         try:
+            if text.startswith("/"):
+                if not await _command(session, h, text, printer):
+                    return
+                continue
+            console.print("[bold magenta]keel>[/] ", end="")
             async with session.run_turn(text) as events:
                 async for ev in events:
                     printer(ev)
         except ModelError as exc:
             console.print(f"\n[red]model error: {escape(str(exc))}[/] — your message is kept; try again")
+        except (KeelError, MemoryLayerError) as exc:
+            console.print(f"\n[red]{escape(str(exc))}[/] — the session goes on; try again")
+
+
+async def _command(session: Session, h: SessionHandles, text: str, printer: EventPrinter) -> bool:
+    """Run one slash command; False means quit."""
+    cmd, _, rest = text.partition(" ")
+    if cmd in ("/quit", "/exit"):
+        return False
+    if cmd == "/help":
+        console.print(HELP)
+    elif cmd == "/memory":
+        _memory_view(session, h)
+    elif cmd == "/compress":
+        for ev in await session.compress(focus=rest.strip() or None):
+            printer(ev)
+    elif cmd == "/search":
+        if rest.strip():
+            await _search(session, rest.strip())
+        else:
+            console.print("usage: /search QUERY")
+    elif cmd == "/new":
+        await session.new_conversation()
+        console.print(f"[dim]new conversation {session.session_id}; memory reloaded[/]")
+    elif cmd == "/usage":
+        _usage(session)
+    else:
+        console.print(f"unknown command {escape(cmd)!r}; /help lists them")
+    return True
 
 
 def _run(args: argparse.Namespace) -> int:

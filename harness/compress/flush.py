@@ -48,7 +48,8 @@ _CLAIM = re.compile(
     r"\b(?:I(?:'ve| have| will|'ll)?|has been|have been|were|was|are|is|successfully|now)\s+"
     r"(?:\w+\s+){0,2}?(?:saved|stored|remembered|noted|recorded|memorized|added|saving|storing)\b"
     r"|\b(?:saved|stored|added|recorded)\s+(?:to|in|into)\s+(?:your\s+|my\s+|the\s+)?(?:memory|notes|profile)\b"
-    r"|\bmemory\s+(?:updated|saved)\b",
+    r"|\bmemory\s+(?:updated|saved)\b"
+    r"|\bI(?:'ll| will)\s+(?:remember|note|keep in mind|save|store)\b",
     re.IGNORECASE,
 )
 _NEGATED = re.compile(r"\b(?:nothing|not|no|never|don't|didn't|won't|cannot|can't)\b[^.!?\n]{0,40}$", re.I)
@@ -140,5 +141,9 @@ async def execute_flush_reply(reply: ModelReply, *, memory_tool: Tool | None) ->
     if not any(e.saved for e in entries):
         claim = claims_a_save(text)
         if claim is not None:
-            entries.append(FlushEntry(target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON))
+            entries.append(
+                FlushEntry(
+                    target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON
+                )
+            )
     return FlushOutcome(tuple(entries), tuple(events), text)

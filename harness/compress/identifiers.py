@@ -45,13 +45,89 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
         re.IGNORECASE,
     ),  # numbers with their units
     re.compile(r"\"([^\"\n]{3,80})\"|“([^”\n]{3,80})”|`([^`\n]{2,80})`"),  # quoted strings
-    re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]*[a-z][\w'’-]*(?:\s+[A-Z][\w'’-]*[a-z][\w'’-]*)*"),  # names
+    _NAMES := re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'’-]*[a-z][\w'’-]*(?:\s+[A-Z][\w'’-]*[a-z][\w'’-]*)*"),
 )
 
 # Capitalized words that are grammar, not names.
 _NOT_NAMES = frozenset(
-    ["I", "I'm", "I've", "I'll", "I'd", "The", "A", "An", "And", "But", "Or", "So", "If", "Then", "When", "While", "Yes", "No", "Ok", "Okay", "Thanks", "Thank", "Hi", "Hello", "Hey", "Sure", "Please", "Also", "Just", "Well", "Oh", "Great", "Good", "Nice", "Cool", "Wow", "Sorry", "Maybe", "Let", "Lets", "My", "Your", "Our", "Their", "His", "Her", "Its", "We", "You", "They", "He", "She", "It", "This", "That", "These", "Those", "There", "Here", "What", "Why", "How", "Who", "Which", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "Today", "Tomorrow", "Yesterday"]
+    [
+        "I",
+        "I'm",
+        "I've",
+        "I'll",
+        "I'd",
+        "The",
+        "A",
+        "An",
+        "And",
+        "But",
+        "Or",
+        "So",
+        "If",
+        "Then",
+        "When",
+        "While",
+        "Yes",
+        "No",
+        "Ok",
+        "Okay",
+        "Thanks",
+        "Thank",
+        "Hi",
+        "Hello",
+        "Hey",
+        "Sure",
+        "Please",
+        "Also",
+        "Just",
+        "Well",
+        "Oh",
+        "Great",
+        "Good",
+        "Nice",
+        "Cool",
+        "Wow",
+        "Sorry",
+        "Maybe",
+        "Let",
+        "Lets",
+        "My",
+        "Your",
+        "Our",
+        "Their",
+        "His",
+        "Her",
+        "Its",
+        "We",
+        "You",
+        "They",
+        "He",
+        "She",
+        "It",
+        "This",
+        "That",
+        "These",
+        "Those",
+        "There",
+        "Here",
+        "What",
+        "Why",
+        "How",
+        "Who",
+        "Which",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Today",
+        "Tomorrow",
+        "Yesterday",
+    ]
 )
+_CONTRACTIONS = frozenset({"I'm", "I’m", "I've", "I'll", "I'd", "It's", "That's", "There's", "Let's"})
 _TRIVIAL_NUMBERS = frozenset({"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"})
 
 
@@ -63,6 +139,16 @@ def _texts(messages: Sequence[Message]) -> Iterable[str]:
             yield m.content
         for call in m.tool_calls:
             yield call.arguments
+
+
+def _trim_grammar(name: str) -> str:
+    """Drop grammar words at either end of a run of capitalized words ("I'm Caroline" → "Caroline")."""
+    words = name.split()
+    while words and words[0].rstrip("'’s") in _NOT_NAMES | _CONTRACTIONS:
+        words.pop(0)
+    while words and words[-1] in _NOT_NAMES:
+        words.pop()
+    return " ".join(words)
 
 
 def _keep(item: str) -> bool:
@@ -82,6 +168,8 @@ def _scan(text: str) -> list[tuple[int, str]]:
                 continue
             groups = [g for g in match.groups() if g] if match.re.groups else []
             item = (groups[0] if groups else match.group(0)).strip().rstrip(",.;:")
+            if pattern is _NAMES:
+                item = _trim_grammar(item)
             if _keep(item):
                 taken.append((start, end))
                 found.append((start, item))

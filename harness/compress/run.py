@@ -67,7 +67,8 @@ class Compressor:
         """Automatic compression is off for this session (anti-thrash or repeated aborts)."""
         self._retry_at_turn = 0
         self._skipped_at: tuple[str, int] | None = None
-        self._flushed_at: tuple[str, int] | None = None
+        self._flushed = False
+        """A flush ran and no compression has completed since: retries do not flush again."""
 
     async def maybe_compress(self, host: CompressionHost, emit: Emit) -> None:
         """Compress if the next prompt reaches the threshold and nothing holds compression back."""
@@ -109,7 +110,11 @@ class Compressor:
             protect_first_n=s.protect_first_n if self.compressions == 0 else 0,
             protect_last_n=s.protect_last_n,
         )
-        head, middle, tail = messages[: plan.head_end], messages[plan.head_end : plan.tail_start], messages[plan.tail_start :]
+        head, middle, tail = (
+            messages[: plan.head_end],
+            messages[plan.head_end : plan.tail_start],
+            messages[plan.tail_start :],
+        )
         if plan.empty:
             await self._skip(host, emit, before, len(messages), "nothing to compress yet")
             return
@@ -133,7 +138,11 @@ class Compressor:
         if sum(host.count(m) for m in new_transcript) >= sum(host.count(m) for m in messages):
             self.ineffective += 1
             await self._finish_unchanged(
-                host, emit, before, len(messages), "the summary came out no smaller than the turns it would replace"
+                host,
+                emit,
+                before,
+                len(messages),
+                "the summary came out no smaller than the turns it would replace",
             )
             return
 
@@ -141,6 +150,7 @@ class Compressor:
         await host.continue_as_child(new_transcript)  # 4. lineage
         self.previous_summary = summary.body
         self.compressions += 1
+        self._flushed = False
         after = host.full_estimate()
         self.ineffective = self.ineffective + 1 if after >= s.threshold_tokens else 0
         await self._check_thrash(emit)
@@ -161,9 +171,8 @@ class Compressor:
     async def _flush(self, host: CompressionHost, emit: Emit) -> None:
         mode = self.settings.flush
         tool = host.tool("memory")
-        state = (host.session_id, len(host.messages))
-        if mode == "off" or tool is None or self._flushed_at == state:
-            return  # off, no memory tool, or this very transcript was flushed already (a retry)
+        if mode == "off" or tool is None or self._flushed:
+            return  # off, no memory tool, or a retry after an abort (its facts are saved already)
         request = build_flush_request(
             system=host.system_prompt,
             messages=host.messages,
@@ -177,9 +186,11 @@ class Compressor:
             try:
                 reply, usage = await host.call(request)
             except ModelError as exc:
-                await emit(Warning(f"memory flush failed ({type(exc).__name__}: {exc}); compressing without it"))
+                await emit(
+                    Warning(f"memory flush failed ({type(exc).__name__}: {exc}); compressing without it")
+                )
                 return
-            self._flushed_at = state
+            self._flushed = True
             await emit(usage)
             outcome = await execute_flush_reply(reply, memory_tool=tool)
         await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
@@ -195,7 +206,9 @@ class Compressor:
         prompt = summary_prompt(
             serialize_turns(stub_bulky_tool_outputs(middle)),
             date=host.today().isoformat(),
-            target_tokens=summary_target_tokens(sum(host.count(m) for m in middle), self.settings.context_window),
+            target_tokens=summary_target_tokens(
+                sum(host.count(m) for m in middle), self.settings.context_window
+            ),
             previous_summary=self.previous_summary,
             provider_context=provider_context,
             focus=focus,
@@ -214,7 +227,9 @@ class Compressor:
             )
             return None
         except ModelError as exc:
-            await emit(Warning(f"summary failed ({type(exc).__name__}: {exc}); used a mechanical fallback summary"))
+            await emit(
+                Warning(f"summary failed ({type(exc).__name__}: {exc}); used a mechanical fallback summary")
+            )
             return _Summary(fallback_summary(middle, previous_summary=self.previous_summary), True)
         await emit(usage)
         body = reply.message.content.strip()
@@ -245,7 +260,11 @@ class Compressor:
             # Back off: the next automatic attempt waits 1, then 2 turns (each attempt costs
             # a summary call and its retries).
             self._retry_at_turn = host.turn + 2 ** (self.aborts - 1)
-            await emit(Warning(f"automatic compression will be retried from turn {self._retry_at_turn}, or run /compress"))
+            await emit(
+                Warning(
+                    f"automatic compression will be retried from turn {self._retry_at_turn}, or run /compress"
+                )
+            )
         await emit(
             CompressionFinished(
                 tokens_before=before,
@@ -258,7 +277,9 @@ class Compressor:
             )
         )
 
-    async def _finish_unchanged(self, host: CompressionHost, emit: Emit, before: int, n: int, why: str) -> None:
+    async def _finish_unchanged(
+        self, host: CompressionHost, emit: Emit, before: int, n: int, why: str
+    ) -> None:
         await emit(Warning(f"compression skipped: {why}"))
         await self._check_thrash(emit)
         await emit(

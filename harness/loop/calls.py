@@ -18,6 +18,7 @@ from harness.loop.ports import Recorder
 from harness.models.base import ModelClient, ModelTextDelta, ReplyDone
 from harness.trace import TraceBreakpoint, TraceSlot, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
+from memory import MemoryLayerError
 
 __all__ = ["CallContext", "ModelCalls"]
 
@@ -62,6 +63,9 @@ class ModelCalls:
         self.trace = trace
         self.usage_total = Usage()
         self.requests_sent = 0
+        self._unsaved_usage = Usage()
+        self.warning: str | None = None
+        """A problem to show the user (set when the session store refused the usage counters)."""
 
     async def send(
         self,
@@ -80,14 +84,16 @@ class ModelCalls:
         try:
             reply = await _stream(client, request, on_text)
         except ModelError as exc:
-            await self._trace(request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+            await self._trace(
+                request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
+            )
             raise
         latency = time.monotonic() - started
         self.requests_sent += 1
         reported = reply.usage is not None
         usage = reply.usage or self._estimator.usage_for(request, reply.message)
         self.usage_total = self.usage_total + usage
-        await self._recorder.add_usage(self._context.session_id(), usage)
+        await self._save_usage(usage)
         await self._trace(request, client, reply, latency, None)
         if reported and request.purpose == "turn":
             self._estimator.observe(request, usage, version=self._context.version())
@@ -101,8 +107,25 @@ class ModelCalls:
             latency_s=latency,
         )
 
+    async def _save_usage(self, usage: Usage) -> None:
+        # A store that refuses the counters (locked by another process) must not end the
+        # turn: they are carried over and added with the next call's.
+        pending = self._unsaved_usage + usage
+        try:
+            await self._recorder.add_usage(self._context.session_id(), pending)
+        except (MemoryLayerError, OSError) as exc:
+            self._unsaved_usage = pending
+            self.warning = f"the session store refused the usage counters ({exc}); they will be added later"
+            return
+        self._unsaved_usage = Usage()
+
     async def _trace(
-        self, request: ModelRequest, client: ModelClient, reply: ModelReply | None, latency: float, error: str | None
+        self,
+        request: ModelRequest,
+        client: ModelClient,
+        reply: ModelReply | None,
+        latency: float,
+        error: str | None,
     ) -> None:
         if self.trace is None:
             return
@@ -118,7 +141,10 @@ class ModelCalls:
             error=error,
             breakpoints=[]
             if reply is None
-            else [TraceBreakpoint(at=b.at, index=b.index, system_chars=b.system_chars) for b in reply.breakpoints],
+            else [
+                TraceBreakpoint(at=b.at, index=b.index, system_chars=b.system_chars)
+                for b in reply.breakpoints
+            ],
             cache_ttl=None if reply is None else reply.cache_ttl,
         )
         await self.trace.write(record)

@@ -76,7 +76,10 @@ class SessionHost:
 
     def prompt_estimate(self) -> int:
         return self._estimator.estimate(
-            self._system.text, self._transcript.messages, self._tools.specs(), version=self._transcript.version
+            self._system.text,
+            self._transcript.messages,
+            self._tools.specs(),
+            version=self._transcript.version,
         )
 
     def base_estimate(self) -> int:

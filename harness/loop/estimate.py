@@ -50,7 +50,9 @@ class PromptEstimator:
         """The prompt counted from scratch (scaled), ignoring the last report."""
         return self.scaled(self.counter.count_prompt(system, messages, tools))
 
-    def estimate(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, version: int) -> int:
+    def estimate(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, version: int
+    ) -> int:
         """The last reported size plus what was appended since, when that report still holds."""
         a = self._anchor
         if a is not None and a.version == version and a.system == system and len(messages) >= a.n_messages:

@@ -158,7 +158,9 @@ class ManagerHooks:
         warm = self.manager.has_round(turn)
         if not warm:
             self.manager.start_prefetch(self._tg, turn=turn, query=query)
-        recalled = await self.manager.recall(turn=turn, query=query, wait_s=self._warm_wait_s if warm else None)
+        recalled = await self.manager.recall(
+            turn=turn, query=query, wait_s=self._warm_wait_s if warm else None
+        )
         return recalled.text
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
@@ -172,7 +174,9 @@ class ManagerHooks:
     async def on_session_switch(
         self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
     ) -> None:
-        await self.manager.on_session_switch(new_session_id, parent_session_id=parent_session_id, reason=reason)
+        await self.manager.on_session_switch(
+            new_session_id, parent_session_id=parent_session_id, reason=reason
+        )
 
     async def on_session_end(self, messages: Sequence[Message]) -> None:
         await self.manager.on_session_end(_turn_messages(messages))
@@ -241,7 +245,8 @@ class DbRecorder:
     ) -> None:
         now = self._clock()
         await self.db.append_messages(
-            session_id, [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)]
+            session_id,
+            [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)],
         )
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:

@@ -119,15 +119,15 @@ async def _open_models(
     stack: AsyncExitStack, config: KeelConfig, *, home: Path, env: Mapping[str, str], ref: _SessionRef
 ) -> tuple[ModelClient, ModelClient | None]:
     """The main model and, when `compression.summary_model` names one, the summary model."""
-    model = await stack.enter_async_context(open_model(config, home=home, environ=env, on_retry=ref.on_retry))
     name = config.compression.summary_model
-    if not name:
-        return model, None
-    if config.model.provider == "local":
+    if name and config.model.provider == "local":
         raise ConfigError(
             f"compression.summary_model {name!r} cannot be used with the embedded model (it serves one "
             "model); unset it, or use a remote provider"
         )
+    model = await stack.enter_async_context(open_model(config, home=home, environ=env, on_retry=ref.on_retry))
+    if not name:
+        return model, None
     summary_config = config.model_copy(update={"model": config.model.model_copy(update={"name": name})})
     summary = await stack.enter_async_context(
         open_model(summary_config, home=home, environ=env, on_retry=ref.on_retry)
@@ -153,11 +153,19 @@ def _curated(config: KeelConfig, home: Path) -> tuple[MemoryStore, MemoryTool] |
 
 
 async def _open_manager(
-    stack: AsyncExitStack, config: KeelConfig, *, home: Path, first_id: str, agent_context: AgentContext
+    stack: AsyncExitStack,
+    config: KeelConfig,
+    *,
+    home: Path,
+    first_id: str,
+    agent_context: AgentContext,
+    provider: MemoryProvider | None,
 ) -> MemoryManager:
     m = config.memory
     manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
-    if m.provider == "holographic":
+    if provider is not None:
+        manager.add_provider(provider)
+    elif m.provider == "holographic":
         h = m.holographic
         manager.add_provider(
             HolographicProvider(
@@ -228,6 +236,7 @@ async def open_session(
     cwd: Path | None = None,
     today: Callable[[], date] = date.today,
     agent_context: AgentContext = "primary",
+    provider: MemoryProvider | None = None,
     handles: list[SessionHandles] | None = None,
 ) -> AsyncIterator[Session]:
     """Open a session as the config describes; close everything on exit.
@@ -242,6 +251,7 @@ async def open_session(
             process working directory).
         agent_context: why this agent runs (`primary`; `subagent` or `cron` keep external
             memory providers from writing what this run says).
+        provider: an external memory provider to use instead of the one `memory.provider` names.
         handles: if given, receives the parts built (for commands that need the store or db).
 
     Raises:
@@ -260,6 +270,7 @@ async def open_session(
             cwd=cwd,
             today=today,
             agent_context=agent_context,
+            provider=provider,
             handles=handles,
         ) as session:
             yield session
@@ -278,6 +289,7 @@ async def _open(
     cwd: Path | None,
     today: Callable[[], date],
     agent_context: AgentContext,
+    provider: MemoryProvider | None,
     handles: list[SessionHandles] | None,
 ) -> AsyncIterator[Session]:
     env = os.environ if environ is None else environ
@@ -293,7 +305,9 @@ async def _open(
         curated = _curated(config, home)
         db = await SessionDB.open(home / "state.db")
         stack.push_async_callback(db.aclose)
-        manager = await _open_manager(stack, config, home=home, first_id=first_id, agent_context=agent_context)
+        manager = await _open_manager(
+            stack, config, home=home, first_id=first_id, agent_context=agent_context, provider=provider
+        )
         skills = (
             SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
             if config.skills.enabled
@@ -332,7 +346,9 @@ async def _open(
         ref.session = session
         if handles is not None:
             store = None if curated is None else curated[0]
-            handles.append(SessionHandles(home, store, db, skills, manager, None if trace is None else trace.path))
+            handles.append(
+                SessionHandles(home, store, db, skills, manager, None if trace is None else trace.path)
+            )
         await session.start()
         try:
             yield session

@@ -103,7 +103,9 @@ class Session:
         self._events: MemoryObjectSendStream[Event] | None = None
         self._pending_warnings: list[str] = []
         self.estimator = PromptEstimator(counter)
-        self._transcript = Transcript(recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message)
+        self._transcript = Transcript(
+            recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message
+        )
         self.system = PromptState(assembler, memory)
         self.calls = ModelCalls(
             model=model,
@@ -299,7 +301,9 @@ class Session:
             await send.send(RecallAttached(chars=len(recalled)))
         return api_content
 
-    async def _append(self, message: Message, send: MemoryObjectSendStream[Event], *, stored: Message | None = None) -> None:
+    async def _append(
+        self, message: Message, send: MemoryObjectSendStream[Event], *, stored: Message | None = None
+    ) -> None:
         await self._transcript.append(message, stored=stored)
         warning = self._transcript.take_warning()
         if warning is not None:
@@ -325,6 +329,9 @@ class Session:
 
             reply, usage = await self.calls.send(request, on_text=on_text)
             await send.send(usage)
+            if self.calls.warning is not None:
+                await send.send(Warning(self.calls.warning))
+                self.calls.warning = None
             await self._append(reply.message, send)
             calls = reply.message.tool_calls
             if not calls:
@@ -334,13 +341,24 @@ class Session:
             for result, out in await self.tools.run_all(calls):
                 await self._append(result.to_message(), send)
                 await send.send(
-                    ToolResultReady(call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error)
+                    ToolResultReady(
+                        call_id=result.call_id,
+                        name=result.name,
+                        content=result.content,
+                        is_error=result.is_error,
+                    )
                 )
                 for ev in out.events:
                     await send.send(ev)
         await send.send(
-            Warning(f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete")
+            Warning(
+                f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete"
+            )
         )
         messages = self._transcript.messages
         last = messages[-1] if messages else None
-        return (last.content if last is not None and last.role == "assistant" else ""), limit, "max_iterations"
+        return (
+            (last.content if last is not None and last.role == "assistant" else ""),
+            limit,
+            "max_iterations",
+        )

@@ -131,7 +131,9 @@ class Transcript:
                 )
                 return old
             except _STORE_ERRORS as exc:
-                self._warning = f"the session store refused the compressed session ({exc}); it will be retried"
+                self._warning = (
+                    f"the session store refused the compressed session ({exc}); it will be retried"
+                )
         self._unopened.add(self.session_id)
         self._unsaved.extend((self.session_id, m) for m in messages)
         return old

@@ -15,7 +15,7 @@ from anyio.abc import TaskGroup
 
 from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
-from harness.loop.ports import EndReason, MemoryBlocks, NoProviders
+from harness.loop.ports import EndReason, MemoryBlocks, NoProviders, Recorder
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler
@@ -186,7 +186,7 @@ async def make_session(
     *,
     cfg: KeelConfig | None = None,
     memory: FakeMemory | None = None,
-    recorder: RecordingRecorder | None = None,
+    recorder: Recorder | None = None,
     providers: FakeProviders | None = None,
     extra_tools: Sequence[RawTool] = (),
     trace: TraceWriter | None = None,

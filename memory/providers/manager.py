@@ -617,7 +617,8 @@ class MemoryManager:
 def _provider_name(provider: MemoryProvider) -> str | None:
     try:
         name = provider.name
-    except Exception:
+    except Exception as exc:
+        _log.warning("memory provider %r: reading its name raised %r; it cannot be registered", provider, exc)
         return None
     return name if isinstance(name, str) and name.strip() else None
 

@@ -24,7 +24,7 @@ from memory.skills._format import (
     check_name,
     parse_skill_md,
 )
-from memory.skills._guard import Finding, GuardReport, Verdict, blocks, scan_skill, scan_text, verdict_of
+from memory.skills._guard import GuardFinding, GuardReport, Verdict, blocks, scan_skill, scan_text, verdict_of
 from memory.skills._index import load_skills_index, render_skills_index
 from memory.skills._library import SkillLibrary
 from memory.skills._rules import GuardCategory, Severity
@@ -62,8 +62,8 @@ __all__ = [
     "SKILL_TOOL_NAMES",
     "SUPPORT_DIRS",
     "ChangeAction",
-    "Finding",
     "GuardCategory",
+    "GuardFinding",
     "GuardReport",
     "ManageAction",
     "ProblemKind",

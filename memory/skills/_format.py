@@ -8,6 +8,7 @@ most 1,024 characters, followed by a non-empty markdown body. Other front-matter
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,6 +30,8 @@ __all__ = [
     "one_line",
     "parse_skill_md",
 ]
+
+_log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1_024
@@ -157,7 +160,11 @@ def category_description(text: str) -> str | None:
         if close is not None:
             try:
                 meta: object = yaml.safe_load("\n".join(lines[1:close]))
-            except Exception:  # a broken category file just has no description
+            except Exception as exc:  # a broken category file just has no description
+                _log.warning(
+                    "a skills DESCRIPTION.md has invalid YAML front matter (%s); its description is ignored",
+                    exc,
+                )
                 meta = None
             if isinstance(meta, dict) and isinstance(meta.get("description"), str):
                 return one_line(meta["description"])[:MAX_DESCRIPTION_CHARS] or None

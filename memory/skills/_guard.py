@@ -27,7 +27,7 @@ from memory.skills._format import MAX_FILE_BYTES
 from memory.skills._rules import RULES, GuardCategory, Severity
 from memory.skills._types import TrustTier
 
-__all__ = ["Finding", "GuardReport", "Verdict", "blocks", "scan_skill", "scan_text", "verdict_of"]
+__all__ = ["GuardFinding", "GuardReport", "Verdict", "blocks", "scan_skill", "scan_text", "verdict_of"]
 
 Verdict: TypeAlias = Literal["safe", "caution", "dangerous"]
 
@@ -43,7 +43,7 @@ _SEVERITY_RANK: dict[Severity, int] = {"critical": 0, "high": 1, "medium": 2, "l
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class GuardFinding:
     """One rule matched on one line of one file.
 
     Attributes:
@@ -71,13 +71,13 @@ class Finding:
 class GuardReport:
     """The findings of one scan, most severe first, and the verdict they add up to."""
 
-    findings: tuple[Finding, ...]
+    findings: tuple[GuardFinding, ...]
     verdict: Verdict
     files_scanned: int
     kind: Literal["guard_report"] = field(default="guard_report", init=False)
 
 
-def verdict_of(findings: Iterable[Finding]) -> Verdict:
+def verdict_of(findings: Iterable[GuardFinding]) -> Verdict:
     """`dangerous` if any finding is critical or high, `caution` if any is medium, else `safe`."""
     severities = {f.severity for f in findings}
     if severities & {"critical", "high"}:
@@ -92,11 +92,11 @@ def blocks(tier: TrustTier, verdict: Verdict) -> bool:
     return verdict in _BLOCKED[tier]
 
 
-def scan_text(text: str, *, file: str) -> tuple[Finding, ...]:
+def scan_text(text: str, *, file: str) -> tuple[GuardFinding, ...]:
     """Match every rule against every line of `text` (at most one finding per rule per line)."""
     if text.startswith("\ufeff"):
         text = text[1:]  # a leading BOM is an encoding mark, not a hidden character
-    found: list[Finding] = []
+    found: list[GuardFinding] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         normalized = unicodedata.normalize("NFKC", raw)
         for rule in RULES:
@@ -106,7 +106,7 @@ def scan_text(text: str, *, file: str) -> tuple[Finding, ...]:
             if match is None:
                 continue
             found.append(
-                Finding(
+                GuardFinding(
                     id=rule.id,
                     severity=rule.severity,
                     category=rule.category,
@@ -128,7 +128,7 @@ def scan_skill(directory: Path) -> GuardReport:
     scanned too. Symlinks are not followed; one that resolves outside the skill directory
     is reported as a high exfiltration finding (viewing it would leak the target).
     """
-    findings: list[Finding] = []
+    findings: list[GuardFinding] = []
     files = 0
     base = directory.resolve()
     for current, dirs, names in os.walk(directory, followlinks=False):
@@ -152,8 +152,8 @@ def scan_skill(directory: Path) -> GuardReport:
     return GuardReport(findings=ordered, verdict=verdict_of(ordered), files_scanned=files)
 
 
-def _symlink_finding(rel: str, target: str) -> Finding:
-    return Finding(
+def _symlink_finding(rel: str, target: str) -> GuardFinding:
+    return GuardFinding(
         id="exfil-symlink-escape",
         severity="high",
         category="exfiltration",

@@ -18,7 +18,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from memory.errors import SkillBlockedError, SkillError, SkillInputError
 from memory.skills._format import check_name
-from memory.skills._guard import Finding, GuardReport
+from memory.skills._guard import GuardFinding, GuardReport
 from memory.skills._library import SkillLibrary
 from memory.skills._schemas import JsonObject, SkillManageArgs, SkillsListArgs, SkillViewArgs
 from memory.skills._types import SkillChange
@@ -242,7 +242,7 @@ def _findings(report: GuardReport) -> list[JsonValue]:
     return [_finding(f) for f in report.findings[:_SHOWN_FINDINGS]]
 
 
-def _finding(f: Finding) -> JsonValue:
+def _finding(f: GuardFinding) -> JsonValue:
     return {
         "id": f.id,
         "severity": f.severity,

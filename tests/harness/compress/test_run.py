@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.errors import ModelConnectionError, ModelResponseError
-from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
+from harness.events import CompressionFinished, CompressionStarted, Event, FlushCompleted, Warning
 from harness.loop.session import Session
 from harness.testing import (
     FakeMemory,
@@ -16,12 +16,13 @@ from harness.testing import (
     config,
     fail,
     make_session,
+    respond,
     run_turn,
     say,
     tool_call,
 )
 from harness.tools import RawTool, ToolOutput
-from harness.types import Message, ToolSpec, Usage
+from harness.types import Message, ModelReply, ModelRequest, ToolSpec, Usage
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
 
@@ -174,8 +175,11 @@ async def test_compression_continues_in_a_child_session_and_providers_hear_of_it
     assert (new, old) in recorder.started
     assert providers.switches == [(new, old)]
     assert providers.pre_compress, "providers were not asked before the summary"
-    # the child session holds exactly the compacted transcript
+    # the child session holds exactly the compacted transcript, copied in one transaction
     assert recorder.messages[new] == list(s.transcript)
+    assert recorder.batches == [(new, len(s.transcript))]
+    assert providers.switch_reasons == ["compression"]
+    assert providers.ended and len(providers.ended[0]) == 8
     # the old session keeps all of its messages
     assert len(recorder.messages[old]) == 8
     summary_req = next(r for r in model.requests if r.purpose == "summary")
@@ -297,3 +301,129 @@ async def test_a_summary_no_smaller_than_the_turns_it_replaces_is_refused() -> N
     assert any(isinstance(e, Warning) and "no smaller" in e.message for e in events)
     finished = next(e for e in events if isinstance(e, CompressionFinished))
     assert finished.new_session_id is None
+
+
+async def test_the_forced_flush_keeps_the_tool_list_and_names_the_memory_tool_as_the_only_choice() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    providers = FakeProviders()
+    cfg = config(**_small_window(compression__flush="forced"))
+    async with make_session(
+        model, cfg=cfg, memory=memory, extra_tools=[_other_tool()], providers=providers
+    ) as s:
+        await _fill(model, s, 4)
+        depths: list[int] = []
+
+        def flush_reply(request: ModelRequest) -> ModelReply:
+            depths.append(providers.flush_depth)
+            return ModelReply(
+                Message(
+                    "assistant",
+                    "",
+                    tool_calls=(
+                        tool_call("memory", {"action": "add", "target": "user", "content": "Uses vim"}),
+                    ),
+                )
+            )
+
+        model.extend([respond(flush_reply), say("## Goal\nedit"), say("final")])
+        await run_turn(s, f"third {LONG}")
+    flush_req = next(r for r in model.requests if r.purpose == "flush")
+    assert flush_req.tool_choice == "memory"
+    assert flush_req.tools == model.requests[-1].tools  # the prefix's tool list is unchanged
+    assert memory.entries == ["Uses vim"]
+    assert depths == [1], "the flush must run inside the providers' flush context"
+
+
+async def test_a_flush_reply_that_claims_a_save_without_calling_the_tool_is_a_refused_entry() -> None:
+    recorder = RecordingRecorder()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window()), memory=FakeMemory(), recorder=recorder
+    ) as s:
+        await _fill(model, s, 4)
+        model.extend(
+            [say("I have saved your timezone (Europe/Lisbon) to memory."), say("## Goal\nx"), say("ok")]
+        )
+        events = await run_turn(s, f"third {LONG}")
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    assert [(e.saved, e.action) for e in flush.entries] == [(False, "claimed")]
+    assert "no valid memory call" in flush.entries[0].reason
+    assert "Europe/Lisbon" in flush.entries[0].content
+    assert recorder.flushes[0][2] == flush.entries
+
+
+async def test_a_plain_nothing_to_save_reply_is_not_a_claimed_save() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(model, cfg=config(**_small_window()), memory=FakeMemory()) as s:
+        await _fill(model, s, 4)
+        model.extend([say("Nothing to save."), say("## Goal\nx"), say("ok")])
+        events = await run_turn(s, f"third {LONG}")
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    assert flush.entries == ()
+
+
+async def test_the_summary_message_carries_the_middles_identifiers_verbatim() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    search = RawTool(ToolSpec("session_search", "Search past sessions."), _no_call)
+    cfg = config(**_small_window(compression__flush="off", compression__protect_first_n="0"))
+    async with make_session(model, cfg=cfg, extra_tools=[search]) as s:
+        model.extend([say(f"noted {LONG}")])
+        await run_turn(s, f"ticket JIRA-4312 is about ./scripts/deploy.sh on db-7.internal {LONG}")
+        await _fill(model, s, 3)
+        model.extend([say("## Goal\nthe deploy ticket"), say("ok")])
+        await run_turn(s, f"next {LONG}")
+    summary = next(m for m in s.transcript if m.summary)
+    for ident in ("JIRA-4312", "./scripts/deploy.sh", "db-7.internal"):
+        assert ident in summary.content
+    assert "session_search" in summary.content
+
+
+async def test_the_identifier_index_can_be_switched_off() -> None:
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    cfg = config(
+        **_small_window(
+            compression__flush="off", compression__identifier_index="false", compression__protect_first_n="0"
+        )
+    )
+    async with make_session(model, cfg=cfg) as s:
+        model.extend([say(f"noted {LONG}")])
+        await run_turn(s, f"ticket JIRA-4312 {LONG}")
+        await _fill(model, s, 3)
+        model.extend([say("## Goal\nthe ticket"), say("ok")])
+        await run_turn(s, f"next {LONG}")
+    summary = next(m for m in s.transcript if m.summary)
+    assert "JIRA-4312" not in summary.content
+
+
+async def test_an_unreachable_summary_model_backs_off_flushes_once_and_then_stops_trying() -> None:
+    # Every summary call fails as unreachable: the first attempt flushes; retries wait 1
+    # and 2 turns, never flush again, and the third abort turns automatic compression off.
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+
+    def reply(request: ModelRequest) -> ModelReply:
+        if request.purpose == "summary":
+            raise ModelConnectionError("summary endpoint down")
+        return ModelReply(
+            Message("assistant", f"answer {LONG}" if request.purpose == "turn" else "Nothing to save.")
+        )
+
+    cfg = config(**_small_window())
+    async with make_session(model, cfg=cfg, memory=FakeMemory()) as s:
+        await _fill(model, s, 4)
+        model.extend([respond(reply)] * 40)
+        events: list[Event] = []
+        for i in range(8):
+            events += await run_turn(s, f"more {i} {LONG}")
+    purposes = [r.purpose for r in model.requests]
+    assert purposes.count("flush") == 1
+    assert purposes.count("summary") == 3
+    aborted = [e for e in events if isinstance(e, CompressionFinished) and e.aborted]
+    assert len(aborted) == 3
+    assert any(isinstance(e, Warning) and "could not reach the summary model" in e.message for e in events)
+    assert s.compressor.blocked
+    assert len(s.transcript) == 8 + 2 * 8  # nothing was dropped
+
+
+async def _no_call(_: str) -> ToolOutput:
+    raise AssertionError("not called")

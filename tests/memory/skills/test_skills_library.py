@@ -1,4 +1,4 @@
-"""Finding, validating, guarding and loading skills on disk (memory/skills/_library.py)."""
+"""GuardFinding, validating, guarding and loading skills on disk (memory/skills/_library.py)."""
 
 from __future__ import annotations
 

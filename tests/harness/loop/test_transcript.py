@@ -1,0 +1,59 @@
+"""The transcript against a real state.db that another process holds locked: no message is
+lost, the turn goes on with one warning, and the queued rows land in order afterwards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+
+from harness.events import Warning
+from harness.loop.memory_bridge import DbRecorder
+from harness.testing import ScriptedModel, make_session, run_turn, say
+from memory import LockRetryPolicy, SessionDB
+
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+conn.close()
+"""
+
+
+async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_it_frees(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    db = await SessionDB.open(path, retry=LockRetryPolicy(busy_timeout_s=0.05, attempts=2, backoff_s=0.01))
+    model = ScriptedModel([say("one"), say("two"), say("three")])
+    try:
+        async with make_session(model, recorder=DbRecorder(db, source="test")) as s:
+            await run_turn(s, "before the lock")
+            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
+            try:
+                assert holder.stdout is not None and holder.stdin is not None
+                assert (await holder.stdout.receive()).strip() == b"locked"
+                locked = await run_turn(s, "while it is locked")
+                warnings = [e.message for e in locked if isinstance(e, Warning)]
+                assert len(warnings) >= 1 and "kept in memory" in warnings[0]
+                assert s.transcript[-1].content == "two"  # the turn went on
+                assert [m.message.content for m in await db.get_messages(s.session_id)] == [
+                    "before the lock",
+                    "one",
+                ]
+            finally:
+                assert holder.stdin is not None
+                await holder.stdin.send(b"go\n")
+                await holder.stdin.aclose()
+                with anyio.fail_after(30):
+                    await holder.wait()
+            after = await run_turn(s, "after the lock")
+            assert not [e for e in after if isinstance(e, Warning)]
+            stored = [m.message.content for m in await db.get_messages(s.session_id)]
+    finally:
+        await db.aclose()
+    assert stored == ["before the lock", "one", "while it is locked", "two", "after the lock", "three"]
