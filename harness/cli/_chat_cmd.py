@@ -87,9 +87,9 @@ async def _search(session: Session, query: str) -> None:
 
 
 def _usage(session: Session) -> None:
-    u = session.usage_total
+    u = session.calls.usage_total
     table = Table(show_header=False, box=None)
-    table.add_row("requests", f"{session.requests_sent:,}")
+    table.add_row("requests", f"{session.calls.requests_sent:,}")
     table.add_row("input (uncached)", f"{u.input:,}")
     table.add_row("cache read", f"{u.cache_read:,}")
     table.add_row("cache write", f"{u.cache_write:,}")
@@ -97,7 +97,7 @@ def _usage(session: Session) -> None:
     prompt = u.prompt
     table.add_row("cached share of prompt", f"{(u.cache_read / prompt * 100) if prompt else 0:.1f}%")
     table.add_row(
-        "next prompt (est.)", f"{session.estimate_prompt_tokens():,} / threshold {session.threshold_tokens:,}"
+        "next prompt (est.)", f"{session.estimate_prompt_tokens():,} / threshold {session.settings.compression.threshold_tokens:,}"
     )
     table.add_row("session", session.session_id)
     console.print(table)

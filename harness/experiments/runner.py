@@ -20,7 +20,7 @@ from pydantic import JsonValue
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, FlushCompleted, TextDelta, TurnEnded
-from harness.experiments.scenario import MemoryWriteSpec, Scenario
+from harness.experiments.scenario import MemoryWriteSpec, Scenario, TurnSpec
 from harness.experiments.scenario_model import ScenarioModel
 from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
@@ -123,6 +123,41 @@ def _answer(events: list[Event]) -> str:
     return end.final_text if end is not None else "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
+async def _play_turn(
+    session: Session, n: int, turn: TurnSpec, other_writer: MemoryStore
+) -> tuple[TurnStat, list[Event]]:
+    """One scenario turn: the user message, out-of-band writes, a forced compression if asked."""
+    before = session.calls.requests_sent
+    events, wall = await _turn(session, turn.user)
+    compressed = any(isinstance(e, CompressionFinished) and not e.aborted for e in events)
+    for write in turn.memory_writes:
+        await _out_of_band(other_writer, write)
+    if turn.compress:
+        events += await session.compress()
+        compressed = True
+    return TurnStat(n, wall, session.calls.requests_sent - before, compressed), events
+
+
+async def _probe_results(
+    scenario: Scenario, store: MemoryStore | None, summary: str, answers: dict[str, str]
+) -> tuple[ProbeResult, ...]:
+    """Where each planted fact survived: memory, the summary, the model's answer."""
+    entries: list[str] = []
+    if store is not None:
+        await store.load()
+        entries = [*store.entries("memory"), *store.entries("user")]
+    return tuple(
+        ProbeResult(
+            fact=p.fact,
+            keyword=p.keyword,
+            in_memory=any(p.keyword.lower() in e.lower() for e in entries),
+            in_summary=p.keyword.lower() in summary.lower(),
+            in_answer=(p.keyword.lower() in answers[p.fact].lower()) if p.fact in answers else None,
+        )
+        for p in scenario.probes
+    )
+
+
 async def run_scenario(
     scenario: Scenario,
     config: KeelConfig,
@@ -168,42 +203,21 @@ async def run_scenario(
         for n, turn in enumerate(scenario.turns, 1):
             if scenario_model is not None:
                 scenario_model.begin_turn(n)
-            before = session.requests_sent
-            events, wall = await _turn(session, turn.user)
-            compressed = any(isinstance(e, CompressionFinished) and not e.aborted for e in events)
-            for write in turn.memory_writes:
-                await _out_of_band(other_writer, write)
-            if turn.compress:
-                events += await session.compress()
-                compressed = True
+            stat, events = await _play_turn(session, n, turn, other_writer)
+            stats.append(stat)
             for ev in events:
                 if on_event is not None:
                     on_event(n, ev)
                 if isinstance(ev, FlushCompleted):
                     saved.extend(f"{e.target}: {e.content}" for e in ev.entries if e.saved)
-            stats.append(TurnStat(n, wall, session.requests_sent - before, compressed))
             if progress is not None:
                 progress(n, total)
-        summary = session.previous_summary or ""
+        summary = session.compressor.previous_summary or ""
         if ask:
             for probe in scenario.probes:
                 events, _ = await _turn(session, probe.question)
                 answers[probe.fact] = _answer(events)
-    store = handles[0].store if handles else None
-    entries: list[str] = []
-    if store is not None:
-        await store.load()
-        entries = [*store.entries("memory"), *store.entries("user")]
-    probes = tuple(
-        ProbeResult(
-            fact=p.fact,
-            keyword=p.keyword,
-            in_memory=any(p.keyword.lower() in e.lower() for e in entries),
-            in_summary=p.keyword.lower() in summary.lower(),
-            in_answer=(p.keyword.lower() in answers[p.fact].lower()) if p.fact in answers else None,
-        )
-        for p in scenario.probes
-    )
+    probes = await _probe_results(scenario, handles[0].store if handles else None, summary, answers)
     return RunResult(
         label=label,
         home=home,

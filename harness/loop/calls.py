@@ -54,8 +54,10 @@ class ModelCalls:
         estimator: PromptEstimator,
         context: CallContext,
         trace: TraceWriter | None,
+        warn: Callable[[str], None],
     ) -> None:
         self.model = model
+        self._warn = warn
         self.summary_model = summary_model or model
         self._recorder = recorder
         self._estimator = estimator
@@ -64,8 +66,6 @@ class ModelCalls:
         self.usage_total = Usage()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
-        self.warning: str | None = None
-        """A problem to show the user (set when the session store refused the usage counters)."""
 
     async def send(
         self,
@@ -115,7 +115,7 @@ class ModelCalls:
             await self._recorder.add_usage(self._context.session_id(), pending)
         except (MemoryLayerError, OSError) as exc:
             self._unsaved_usage = pending
-            self.warning = f"the session store refused the usage counters ({exc}); they will be added later"
+            self._warn(f"the session store refused the usage counters ({exc}); they will be added later")
             return
         self._unsaved_usage = Usage()
 

@@ -38,9 +38,10 @@ from harness.loop.memory_bridge import (
     memory_tool,
     provider_tools,
 )
-from harness.loop.session import Session, new_session_id
+from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
+from harness.loop.transcript import new_session_id
 from harness.models.base import ModelClient
 from harness.models.factory import open_model
 from harness.models.retry import RetryAttempt
@@ -203,7 +204,8 @@ def _tools(
             prompt = load_text("search_summary").format(topic=topic, transcript=transcript)
             request = ModelRequest(system="", messages=(Message("user", prompt),), purpose="search")
             assert ref.session is not None  # tools run only inside turns
-            return (await ref.session.send_request(request)).message.content
+            reply, _ = await ref.session.calls.send(request)
+            return reply.message.content
 
         search = SessionSearchTool(
             db,

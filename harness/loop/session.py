@@ -1,33 +1,16 @@
-"""The turn loop.
+"""The turn loop (design.md §4).
 
 A `Session` owns one conversation and composes its parts: the transcript and its lineage
 (`transcript.py`), the frozen system prompt (`system_prompt.py`), size estimates
 (`estimate.py`), the one model-call path (`calls.py`), the tools, the seams to memory and
-providers (`ports.py`), and the compressor (`harness/compress/`). A turn, as design.md §4
-specifies:
-
-1. providers hear `on_turn_start`; recall (prefetched after the previous turn; trivial
-   messages skip it) is fenced onto the user message as `api_content`, which every later
-   request replays byte-for-byte;
-2. before every model call: the snapshot policy may rebuild the prefix (`live`,
-   `invalidate_on_write`), and a prompt at or over the threshold is compressed first;
-3. the request is streamed; text arrives as events; the request and its usage go to the trace;
-4. tool calls run (concurrently when there are several) and their results are appended in
-   call order; then back to 2, until a final answer or the iteration limit;
-5. every message is persisted as it is appended; provider sync and prefetch run in the
-   background, in the task group that owns the session.
-
-`run_turn` is an async context manager that hands out a receive stream of events; a producer
-task fills it. If the consumer leaves early the turn is cancelled and the transcript is
-repaired to its last consistent state. A model error is raised from the `async with` block
-after the stream ends; the transcript keeps every message that completed.
+providers (`ports.py`), and the compressor (`harness/compress/` via `compression_host.py`).
+`run_turn` hands out a stream of events filled by a producer task; if the consumer leaves
+early the turn is cancelled and the transcript repaired; a model error is raised when the
+block exits, and the transcript keeps what completed.
 """
 
 from __future__ import annotations
 
-import math
-import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date
@@ -48,27 +31,23 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
-from harness.loop._groups import single_error
+from harness.loop._stream import produced_events
 from harness.loop.calls import CallContext, ModelCalls
 from harness.loop.compression_host import SessionHost
 from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import MemoryPort, ProviderHooks, Recorder
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, PromptState
-from harness.loop.transcript import Transcript
+from harness.loop.transcript import Transcript, new_session_id
 from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
 from harness.trace import TraceWriter
-from harness.types import Message, ModelReply, ModelRequest, Usage
+from harness.types import Message, ModelRequest
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
-__all__ = ["Session", "new_session_id"]
-
-
-def new_session_id() -> str:
-    return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
+__all__ = ["Session"]
 
 
 class Session:
@@ -102,9 +81,10 @@ class Session:
         self._busy = False
         self._events: MemoryObjectSendStream[Event] | None = None
         self._pending_warnings: list[str] = []
+        """Warnings raised between turns, shown at the start of the next one."""
         self.estimator = PromptEstimator(counter)
         self._transcript = Transcript(
-            recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message
+            recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message, warn=self.warn
         )
         self.system = PromptState(assembler, memory)
         self.calls = ModelCalls(
@@ -119,6 +99,7 @@ class Session:
                 version=lambda: self._transcript.version,
             ),
             trace=trace,
+            warn=self.warn,
         )
         self.compressor = Compressor(settings.compression)
         self._host = SessionHost(
@@ -151,23 +132,6 @@ class Session:
     def prompt(self) -> SystemPrompt:
         return self.system.prompt
 
-    @property
-    def threshold_tokens(self) -> int:
-        return self.settings.compression.threshold_tokens
-
-    @property
-    def previous_summary(self) -> str | None:
-        return self.compressor.previous_summary
-
-    @property
-    def usage_total(self) -> Usage:
-        """Usage summed over every request this session sent (reported or estimated)."""
-        return self.calls.usage_total
-
-    @property
-    def requests_sent(self) -> int:
-        return self.calls.requests_sent
-
     def estimate_prompt_tokens(self) -> int:
         """The next request's prompt size in the model's tokens (from the last report where valid)."""
         return self._host.prompt_estimate()
@@ -176,11 +140,6 @@ class Session:
         """Swap the in-memory transcript (benchmarks); nothing is persisted."""
         self._transcript.replace(messages)
         self.estimator.invalidate()
-
-    async def send_request(self, request: ModelRequest, *, summary: bool = False) -> ModelReply:
-        """One side call (e.g. a session_search summary) on the session's model path."""
-        reply, _ = await self.calls.send(request, summary=summary)
-        return reply
 
     def warn(self, text: str) -> None:
         """Show a warning to the user: in the running turn's events, else with the next turn's."""
@@ -238,33 +197,22 @@ class Session:
         if self._busy:
             raise SessionError("a turn is already running in this session; wait for it to end")
         self._busy = True
-        send, recv = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
-        failure: list[Exception] = []
 
-        async def produce() -> None:
+        async def produce(send: MemoryObjectSendStream[Event]) -> None:
+            self._events = send
             try:
-                async with send:
-                    await self._turn(text, send)
-            except Exception as exc:  # surfaced to the caller after the stream ends
-                failure.append(exc)
+                await self._turn(text, send)
             finally:
                 self._events = None
 
         try:
-            with single_error():
-                async with anyio.create_task_group() as tg:
-                    self._events = send
-                    tg.start_soon(produce)
-                    async with recv:
-                        yield recv
-                    tg.cancel_scope.cancel()
+            async with produced_events(produce) as events:
+                yield events
         finally:
             self._busy = False
-            self._events = None
-        if failure:
-            raise failure[0]
 
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
+        """Recall, the model/tool loop, then background sync and the next turn's prefetch."""
         self.turn += 1
         for pending in self._pending_warnings:
             await send.send(Warning(pending))
@@ -278,7 +226,7 @@ class Session:
         drop = api_content is not None and not self.settings.recall_persist
         consistent = False
         try:
-            await self._append(user, send, stored=Message(role="user", content=text) if drop else None)
+            await self._transcript.append(user, stored=Message(role="user", content=text) if drop else None)
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:
@@ -301,14 +249,6 @@ class Session:
             await send.send(RecallAttached(chars=len(recalled)))
         return api_content
 
-    async def _append(
-        self, message: Message, send: MemoryObjectSendStream[Event], *, stored: Message | None = None
-    ) -> None:
-        await self._transcript.append(message, stored=stored)
-        warning = self._transcript.take_warning()
-        if warning is not None:
-            await send.send(Warning(warning))
-
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
         for iteration in range(1, limit + 1):
@@ -329,17 +269,14 @@ class Session:
 
             reply, usage = await self.calls.send(request, on_text=on_text)
             await send.send(usage)
-            if self.calls.warning is not None:
-                await send.send(Warning(self.calls.warning))
-                self.calls.warning = None
-            await self._append(reply.message, send)
+            await self._transcript.append(reply.message)
             calls = reply.message.tool_calls
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:
                 await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
-                await self._append(result.to_message(), send)
+                await self._transcript.append(result.to_message())
                 await send.send(
                     ToolResultReady(
                         call_id=result.call_id,
@@ -355,10 +292,5 @@ class Session:
                 f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete"
             )
         )
-        messages = self._transcript.messages
-        last = messages[-1] if messages else None
-        return (
-            (last.content if last is not None and last.role == "assistant" else ""),
-            limit,
-            "max_iterations",
-        )
+        last = self._transcript.messages[-1]
+        return (last.content if last.role == "assistant" else ""), limit, "max_iterations"

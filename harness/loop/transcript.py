@@ -14,6 +14,8 @@ unsaved queue, each later write first retries them, and the session shows one wa
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Callable, Sequence
 
 from harness.compress.plan import repair_tool_pairs
@@ -21,9 +23,14 @@ from harness.loop.ports import EndReason, Recorder
 from harness.types import Message
 from memory import MemoryLayerError
 
-__all__ = ["Transcript"]
+__all__ = ["Transcript", "new_session_id"]
 
 _STORE_ERRORS = (MemoryLayerError, OSError)
+
+
+def new_session_id() -> str:
+    """A new session id: sortable by start time, unique by a random suffix."""
+    return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
 
 
 class Transcript:
@@ -36,8 +43,10 @@ class Transcript:
         new_id: Callable[[], str],
         model_name: str,
         count: Callable[[Message], int],
+        warn: Callable[[str], None],
     ) -> None:
         self._recorder = recorder
+        self._warn = warn
         self._new_id = new_id
         self._model_name = model_name
         self._count = count
@@ -47,7 +56,6 @@ class Transcript:
         self._messages: list[Message] = []
         self._unsaved: list[tuple[str, Message]] = []
         self._unopened: set[str] = set()
-        self._warning: str | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -67,18 +75,13 @@ class Transcript:
         """Messages not yet in the session store (it refused them; they are retried)."""
         return len(self._unsaved)
 
-    def take_warning(self) -> str | None:
-        """The store problem to show the user, once."""
-        warning, self._warning = self._warning, None
-        return warning
-
     async def end(self, reason: EndReason) -> None:
         """Save what is unsaved, then end the current session row."""
         if await self._save_unsaved():
             try:
                 await self._recorder.end_session(self.session_id, reason=reason)
             except _STORE_ERRORS as exc:
-                self._warning = f"could not end session {self.session_id!r} in the session store ({exc})"
+                self._warn(f"could not end session {self.session_id!r} in the session store ({exc})")
 
     async def append(self, message: Message, *, stored: Message | None = None) -> None:
         """Append `message` and persist it (or `stored`, the bytes a resumed session must replay)."""
@@ -98,7 +101,7 @@ class Transcript:
                     self._unopened.discard(session_id)
                 await self._recorder.append_message(session_id, row, token_count=self._count(row))
             except _STORE_ERRORS as exc:
-                self._warning = (
+                self._warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
                     "memory and will be saved with the next message — nothing is lost while this session runs"
                 )
@@ -131,9 +134,7 @@ class Transcript:
                 )
                 return old
             except _STORE_ERRORS as exc:
-                self._warning = (
-                    f"the session store refused the compressed session ({exc}); it will be retried"
-                )
+                self._warn(f"the session store refused the compressed session ({exc}); it will be retried")
         self._unopened.add(self.session_id)
         self._unsaved.extend((self.session_id, m) for m in messages)
         return old

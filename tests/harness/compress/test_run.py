@@ -238,7 +238,7 @@ async def test_two_compressions_that_leave_the_prompt_over_the_threshold_stop_au
         events = await run_turn(s, huge)
         events += await run_turn(s, huge)
     finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id is not None]
-    assert len(finished) == 2 and all(e.tokens_after >= s.threshold_tokens for e in finished)
+    assert len(finished) == 2 and all(e.tokens_after >= s.settings.compression.threshold_tokens for e in finished)
     assert any(isinstance(e, Warning) and "two compressions in a row" in e.message for e in events)
     assert s.compressor.blocked
 

@@ -98,7 +98,7 @@ async def test_transient_500s_and_a_429_are_retried_inside_one_turn(home: Path) 
         ):
             await run_turn(s, "hello")
             assert s.transcript[-1].content == "made it"
-            assert s.usage_total.cache_read == 100
+            assert s.calls.usage_total.cache_read == 100
         assert len(server.requests) == 3
 
 
