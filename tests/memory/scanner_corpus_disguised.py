@@ -195,7 +195,7 @@ BENIGN: tuple[str, ...] = (
     "Release tarball sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "The commit that fixed the race is 3e1f0a9b7c2d4e5f60718293a4b5c6d7e8f90123.",
     "The test fixture's base64 PNG starts with iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
-    f"The sample JWT header in the docs decodes to {{\"alg\":\"HS256\"}}: {_b64('{\"alg\":\"HS256\",\"typ\":\"JWT\"}')}",
+    "The sample JWT header in the docs is " + _b64('{"alg":"HS256","typ":"JWT"}') + " (HS256).",
     f"Greeting fixture for the i18n test, base64: {_b64('Hello, world! Welcome to the app.')}",
     "UUIDs in the events table look like 4f1c2d3e-5a6b-7c8d-9e0f-a1b2c3d4e5f6.",
     "The brand colour is #1a2b3c and the accent is #ff6600.",
