@@ -136,8 +136,8 @@ class Views:
 # A separator inside a word: between two letters, a run of dots, hyphens, underscores,
 # asterisks, middle dots, apostrophes or slashes (`I.g.n.o.r.e`, `ig-nore`).
 _INWORD_SEPARATOR = re.compile(r"(?<=[a-z])[.\-_*·•'’`~|/\\]{1,3}(?=[a-z])")
-# Runs of at least four single letters separated by one space or one separator: `i g n o r e`.
-_SPACED_LETTERS = re.compile(r"\b(?:[a-z][ .\-_*]){3,60}[a-z]\b")
+# Runs of at least three single letters separated by one space or one separator: `i g n o r e`.
+_SPACED_LETTERS = re.compile(r"\b(?:[a-z][ .\-_*]){2,60}[a-z]\b")
 _NOT_LETTER = re.compile(r"[^a-z]{1,200}")
 
 
