@@ -94,7 +94,9 @@ def scan(text: str, scope: ScanScope) -> tuple[Finding, ...]:
     unique: dict[str, Finding] = {}
     for finding in findings:
         unique.setdefault(finding.id, finding)
-    return tuple(unique.values())
+    # A variant (`ignore_instructions_fr`, `_glued`, `_in_base64`) adds nothing when its
+    # base rule fired on the same text: one threat, one finding.
+    return tuple(f for f in unique.values() if not any(f.id.startswith(base + "_") for base in unique))
 
 
 def oversize_finding(length: int) -> Finding:

@@ -137,7 +137,7 @@ def test_deeply_nested_yaml_is_refused_instead_of_raising_recursion_error(tmp_pa
     path.write_text("agent:\n  system_message: " + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="nests deeper than 32 levels"):
         load_config(path, environ={})
-    with pytest.raises(ConfigError, match="KEEL_AGENT__PLATFORM.*nests deeper"):
+    with pytest.raises(ConfigError, match=r"KEEL_AGENT__PLATFORM.*nests deeper"):
         load_config(None, environ={"KEEL_AGENT__PLATFORM": "[" * 50_000})
 
 

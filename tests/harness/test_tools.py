@@ -141,5 +141,5 @@ def test_parse_arguments_ignores_brackets_and_escaped_quotes_inside_strings() ->
 def test_parse_arguments_refuses_oversized_text_and_invalid_json_with_a_fix() -> None:
     with pytest.raises(ArgumentsError, match="the limit is 1,000,000"):
         parse_arguments('"' + "x" * 1_000_001 + '"')
-    with pytest.raises(ArgumentsError, match="not valid JSON .*send one JSON object"):
+    with pytest.raises(ArgumentsError, match=r"not valid JSON .*send one JSON object"):
         parse_arguments("{nope")
