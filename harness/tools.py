@@ -14,18 +14,30 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from harness.events import Event
 from harness.types import JsonObject, ToolCall, ToolResult, ToolSpec
 from prompts import strip_fence_tags
 
-__all__ = ["FunctionTool", "RawTool", "Tool", "ToolOutput", "ToolRegistry", "error_json"]
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "MAX_ARGUMENT_DEPTH",
+    "ArgumentsError",
+    "FunctionTool",
+    "RawTool",
+    "Tool",
+    "ToolOutput",
+    "ToolRegistry",
+    "error_json",
+    "parse_arguments",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +63,74 @@ class Tool(Protocol):
 def error_json(message: str) -> str:
     """The compact error reply every tool failure uses."""
     return json.dumps({"success": False, "error": message}, ensure_ascii=False)
+
+
+MAX_ARGUMENT_CHARS = 1_000_000
+"""The longest argument text a tool accepts (a model that sends more is looping)."""
+MAX_ARGUMENT_DEPTH = 64
+"""The deepest nesting of JSON arrays/objects accepted in tool arguments."""
+
+# The tokens that can change the nesting depth or the string state of JSON text: an
+# escape (a backslash and the character it escapes), a quote, a bracket.
+_STRUCTURE = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+
+
+class ArgumentsError(ValueError):
+    """Tool arguments that cannot be used; the message tells the model what to send instead."""
+
+
+def _nesting_depth(text: str, limit: int) -> int:
+    """The deepest array/object nesting in JSON text, stopping once it passes `limit`.
+
+    One linear pass over the structural tokens, skipping string contents, so it is safe on
+    text that would make a recursive parser overflow the stack.
+    """
+    depth = deepest = 0
+    in_string = False
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token == '"':
+            in_string = not in_string
+        elif in_string or len(token) > 1:
+            continue  # bracket inside a string, or an escape
+        elif token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
+def parse_arguments(text: str) -> JsonValue:
+    """Parse a tool call's argument text as JSON, safely.
+
+    Empty text is `{}`. The text is bounded in size (`MAX_ARGUMENT_CHARS`) and nesting
+    (`MAX_ARGUMENT_DEPTH`) before the parser sees it, so no input can raise
+    `RecursionError` or hold the loop for long.
+
+    Raises:
+        ArgumentsError: the text is too long, nested too deeply, or not JSON; the message
+            says what to send instead.
+    """
+    if not text.strip():
+        return {}
+    if len(text) > MAX_ARGUMENT_CHARS:
+        raise ArgumentsError(
+            f"arguments are {len(text):,} characters; the limit is {MAX_ARGUMENT_CHARS:,}. Send a short JSON object"
+        )
+    if _nesting_depth(text, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        raise ArgumentsError(
+            f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; send a flat JSON object"
+        )
+    try:
+        parsed: JsonValue = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ArgumentsError(f"arguments are not valid JSON ({exc.msg}); send one JSON object") from None
+    except RecursionError:  # defence in depth: the depth check above should make this unreachable
+        raise ArgumentsError("arguments nest too deeply; send a flat JSON object") from None
+    return parsed
 
 
 def _schema_of(model: type[BaseModel]) -> JsonObject:
@@ -92,11 +172,9 @@ class FunctionTool(Generic[M]):
 
     async def __call__(self, arguments: str) -> ToolOutput:
         try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return ToolOutput(
-                error_json(f"arguments are not valid JSON ({exc.msg}); send one JSON object"), True
-            )
+            raw = parse_arguments(arguments)
+        except ArgumentsError as exc:
+            return ToolOutput(error_json(str(exc)), True)
         try:
             args = self._model.model_validate(raw)
         except ValidationError as exc:

@@ -7,11 +7,17 @@ turn loop and the cache meter: the meter reads ours or any OpenAI-style chat JSO
 
 Writes are appended from a worker thread (one `write` + flush per line), so a crash loses
 at most the line being written and a reader never sees half a line from us.
+
+A trace holds whole conversations, so it is owner-only like state.db: the file is created
+with mode 0600 (an existing one readable by others is narrowed to that), and a trace
+directory keel creates is 0700.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -178,8 +184,11 @@ class TraceWriter:
         self._lock = anyio.Lock()
 
     def _append(self, line: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
+            if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+                os.fchmod(fd, 0o600)  # a trace written before traces were owner-only
             fh.write(line)
             fh.flush()
 

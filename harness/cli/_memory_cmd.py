@@ -120,6 +120,14 @@ def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
     error = store.read_error(target)
     if error is not None:
         lines.append(f"{name}: could not be read ({error}); writes are refused until the file is fixed")
+    usage = store.usage(target)
+    if usage.over_budget:
+        lines.append(
+            f"{name} is over its budget ({usage.chars:,}/{usage.limit:,} chars, {usage.entry_count:,} entries): "
+            "the system prompt shows only the entries that fit, with a note saying the rest are left out. "
+            f"Nothing was deleted. Merge or remove entries (`keel memory list {target}`, "
+            f"`keel memory remove {target} TEXT`), or edit {store.path(target)}."
+        )
     return lines
 
 
@@ -128,7 +136,7 @@ def _list(args: argparse.Namespace) -> int:
     blocks: list[str] = []
     for target in _targets(args):
         problems = _status_lines(store, target)
-        if problems:
+        if store.read_error(target) is not None or not store.enabled(target):
             blocks.append("\n".join(problems))
             continue
         usage = store.usage(target)
@@ -140,6 +148,7 @@ def _list(args: argparse.Namespace) -> int:
             first, *rest = entry.split("\n")
             lines.append(f"  {n:>{width}}. {first}")
             lines.extend(f"  {' ' * width}  {line}" for line in rest)
+        lines.extend(problems)
         blocks.append("\n".join(lines))
     console.out("\n\n".join(blocks), highlight=False)
     return 0

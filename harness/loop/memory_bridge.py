@@ -23,7 +23,7 @@ from pydantic import JsonValue
 
 from harness.events import FlushEntry, MemoryWritten
 from harness.loop.ports import EndReason
-from harness.tools import RawTool, ToolOutput, error_json
+from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
 from harness.types import JsonObject, Message, ToolSpec, Usage
 from memory import (
     FlushMode,
@@ -60,14 +60,12 @@ def spec_from_schema(schema: JsonObject) -> ToolSpec:
     return ToolSpec(name=name, description=description, parameters=parameters)
 
 
-def _parse_arguments(arguments: str) -> JsonValue:
-    """The model's argument text as JSON, or the raw text when it is not JSON (handlers
-    report that themselves)."""
+def _parse_arguments(arguments: str) -> JsonValue | ArgumentsError:
+    """The model's argument text as JSON (bounded in size and depth), or why it is unusable."""
     try:
-        parsed: JsonValue = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        return arguments
-    return parsed
+        return parse_arguments(arguments)
+    except ArgumentsError as exc:
+        return exc
 
 
 def _success(text: str) -> bool:
@@ -82,7 +80,10 @@ def json_tool(schema: JsonObject, handler: Callable[[JsonValue], Awaitable[str]]
     """Wrap a handler that takes parsed JSON arguments and returns a JSON reply."""
 
     async def run(arguments: str) -> ToolOutput:
-        text = await handler(_parse_arguments(arguments))
+        parsed = _parse_arguments(arguments)
+        if isinstance(parsed, ArgumentsError):
+            return ToolOutput(error_json(str(parsed)), True)
+        text = await handler(parsed)
         return ToolOutput(text, is_error=not _success(text))
 
     return RawTool(spec_from_schema(schema), run)
@@ -283,6 +284,8 @@ def provider_tools(manager: MemoryManager) -> list[RawTool]:
 
         async def run(arguments: str) -> ToolOutput:
             parsed = _parse_arguments(arguments)
+            if isinstance(parsed, ArgumentsError):
+                return ToolOutput(error_json(str(parsed)), True)
             if not isinstance(parsed, dict):
                 return ToolOutput(error_json("arguments must be one JSON object"), True)
             text = await manager.handle_tool_call(spec.name, parsed)

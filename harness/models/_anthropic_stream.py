@@ -19,7 +19,7 @@ from pydantic import JsonValue
 from harness.errors import ModelResponseError
 from harness.models._anthropic_wire import CacheTTL
 from harness.models._http import error_for_status, snippet
-from harness.models._stream import SSEEvent
+from harness.models._stream import ReplyBudget, SSEEvent
 from harness.models.usage import normalize_anthropic_usage
 from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ToolCall
 
@@ -78,6 +78,7 @@ class AnthropicStreamAccumulator:
         self._started = False
         self._stopped = False
         self._events = 0
+        self._budget = ReplyBudget()
 
     @property
     def finished(self) -> bool:
@@ -159,16 +160,21 @@ class AnthropicStreamAccumulator:
         if block is None or not isinstance(delta, dict):
             raise ModelResponseError(f"{self._what}: content_block_delta for unknown block {index}")
         kind = delta.get("type")
+        out: list[str] = []
         if kind == "text_delta":
             text = delta.get("text")
             if isinstance(text, str) and text:
+                text = self._budget.take(text)
                 block.text.append(text)
-                return [text]
+                out.append(text)
         elif kind == "input_json_delta":
             fragment = delta.get("partial_json")
             if isinstance(fragment, str):
-                block.text.append(fragment)
-        return []
+                block.text.append(self._budget.take(fragment))
+        if self._budget.exhausted:
+            # Cut at MAX_REPLY_CHARS: stop reading, finish as if max_tokens was hit.
+            self._stop, self._stopped = "max_tokens", True
+        return out
 
     def _on_message_delta(self, data: JsonObject) -> None:
         delta, usage = data.get("delta"), data.get("usage")

@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
+from harness.models._stream import cap_reply
 from harness.models.usage import normalize_anthropic_usage
 from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ModelRequest, ToolCall
 
@@ -182,9 +183,10 @@ def parse_message(data: JsonObject, *, what: str, fallback_model: str) -> ModelR
     usage = data.get("usage")
     stop = data.get("stop_reason")
     model = data.get("model")
-    return ModelReply(
+    reply = ModelReply(
         message=Message(role="assistant", content="".join(texts), tool_calls=tuple(calls)),
         usage=normalize_anthropic_usage(usage if isinstance(usage, dict) else None),
         finish_reason=stop if isinstance(stop, str) else None,
         model=model if isinstance(model, str) else fallback_model,
     )
+    return cap_reply(reply, finish_reason="max_tokens")

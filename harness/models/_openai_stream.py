@@ -4,7 +4,8 @@ Text deltas are concatenated; tool-call deltas are merged by their `index`: the 
 chunk of a call carries its id and name, later ones append to `function.arguments`.
 llama-cpp-python repeats the id and the name on every chunk, so a name is taken once and
 never concatenated. The reply is complete after `[DONE]` or a `finish_reason`; the usage
-chunk (`stream_options.include_usage`) arrives between the two.
+chunk (`stream_options.include_usage`) arrives between the two. A stream in which no chunk
+carried a choice is an error, not an empty answer, and a reply is cut at `MAX_REPLY_CHARS`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import JsonValue
 
 from harness.errors import ModelResponseError, ModelServerError
 from harness.models._http import provider_message, snippet
-from harness.models._stream import SSEEvent
+from harness.models._stream import ReplyBudget, SSEEvent
 from harness.models.usage import normalize_openai_usage
 from harness.types import JsonObject, Message, ModelReply, ToolCall
 
@@ -48,6 +49,8 @@ class OpenAIStreamAccumulator:
         self._usage: JsonObject | None = None
         self._timings: JsonObject | None = None
         self._chunks = 0
+        self._choices_seen = 0
+        self._budget = ReplyBudget()
 
     @property
     def finished(self) -> bool:
@@ -96,10 +99,12 @@ class OpenAIStreamAccumulator:
         for choice in choices:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
+            self._choices_seen += 1
             delta = choice.get("delta")
             if isinstance(delta, dict):
                 content = delta.get("content")
                 if isinstance(content, str) and content:
+                    content = self._budget.take(content)
                     self._text.append(content)
                     texts.append(content)
                 raw_calls = delta.get("tool_calls")
@@ -109,6 +114,10 @@ class OpenAIStreamAccumulator:
             finish = choice.get("finish_reason")
             if isinstance(finish, str) and finish:
                 self._finish = finish
+            if self._budget.exhausted:
+                # Cut at MAX_REPLY_CHARS: stop reading, finish as if max_tokens was hit.
+                self._finish, self._done = "length", True
+                break
         return texts
 
     def _merge_call(self, raw: JsonValue) -> None:
@@ -131,11 +140,18 @@ class OpenAIStreamAccumulator:
                 call.name = name
             arguments = function.get("arguments")
             if isinstance(arguments, str):
-                call.arguments.append(arguments)
+                call.arguments.append(self._budget.take(arguments))
             elif arguments is not None:
-                call.arguments.append(json.dumps(arguments, ensure_ascii=False))
+                call.arguments.append(self._budget.take(json.dumps(arguments, ensure_ascii=False)))
 
     def reply(self) -> ModelReply:
+        if self._choices_seen == 0:
+            # A stream of chunks with empty `choices` (only usage, or nothing) carries no answer
+            # at all; accepting it would record an empty assistant turn as if the model said "".
+            raise ModelResponseError(
+                f"{self._what}: the stream ended without any choice ({self._chunks} chunks, every "
+                "`choices` list empty); the server sent no answer. Retry, or check the endpoint"
+            )
         calls: list[ToolCall] = []
         for position, index in enumerate(sorted(self._calls)):
             partial = self._calls[index]

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
+from harness.models._stream import cap_reply
 from harness.models.usage import normalize_openai_usage
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall
 
@@ -127,7 +128,7 @@ def parse_completion(data: JsonObject, *, what: str, fallback_model: str) -> Mod
     timings = data.get("timings")
     finish = choice.get("finish_reason")
     model = data.get("model")
-    return ModelReply(
+    reply = ModelReply(
         message=Message(role="assistant", content=text, tool_calls=calls),
         usage=normalize_openai_usage(
             usage if isinstance(usage, dict) else None, timings=timings if isinstance(timings, dict) else None
@@ -135,3 +136,4 @@ def parse_completion(data: JsonObject, *, what: str, fallback_model: str) -> Mod
         finish_reason=finish if isinstance(finish, str) else None,
         model=model if isinstance(model, str) else fallback_model,
     )
+    return cap_reply(reply, finish_reason="length")

@@ -9,6 +9,7 @@ the response and no cancel scope spans the consumer's code.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -17,9 +18,30 @@ from typing import Protocol
 from harness.errors import ModelResponseError
 from harness.models._http import Deadline, snippet
 from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
-from harness.types import ModelReply
+from harness.types import Message, ModelReply, ToolCall
 
-__all__ = ["SSEDecoder", "SSEEvent", "SSEReplyStream", "StaticEvents", "StreamAccumulator", "split_text"]
+__all__ = [
+    "MAX_EVENT_CHARS",
+    "MAX_REPLY_CHARS",
+    "ReplyBudget",
+    "SSEDecoder",
+    "SSEEvent",
+    "SSEReplyStream",
+    "StaticEvents",
+    "StreamAccumulator",
+    "cap_reply",
+    "split_text",
+]
+
+MAX_REPLY_CHARS = 1_000_000
+"""The most characters of one reply (text plus tool-call arguments) that are kept.
+
+Far above any model's output limit (~250k tokens); a reply that grows past it is a server
+or model stuck in a loop. It is cut there and finishes as if `max_tokens` had been hit,
+so nothing unbounded reaches the transcript, the trace or state.db.
+"""
+MAX_EVENT_CHARS = 8_000_000
+"""The most characters one server-sent event may carry before the stream is refused."""
 
 _FIELDS = frozenset({"data", "event", "id", "retry"})
 
@@ -32,6 +54,41 @@ class SSEEvent:
     data: str
 
 
+class ReplyBudget:
+    """Counts the characters of one reply against `MAX_REPLY_CHARS` (or `limit`)."""
+
+    def __init__(self, limit: int = MAX_REPLY_CHARS) -> None:
+        self.limit = limit
+        self.used = 0
+        self.exhausted = False
+
+    def take(self, text: str) -> str:
+        """The part of `text` that still fits; marks the budget exhausted when cut."""
+        room = self.limit - self.used
+        if len(text) > room:
+            text = text[: max(room, 0)]
+            self.exhausted = True
+        self.used += len(text)
+        return text
+
+
+def cap_reply(reply: ModelReply, *, finish_reason: str, limit: int = MAX_REPLY_CHARS) -> ModelReply:
+    """`reply` with its text and tool-call arguments cut to `limit` characters in total.
+
+    A cut reply gets `finish_reason` (`"length"` / `"max_tokens"`): it ended early, exactly
+    as if the output limit had been reached. An uncut reply is returned unchanged.
+    """
+    budget = ReplyBudget(limit)
+    text = budget.take(reply.message.content)
+    calls = tuple(
+        ToolCall(id=c.id, name=c.name, arguments=budget.take(c.arguments)) for c in reply.message.tool_calls
+    )
+    if not budget.exhausted:
+        return reply
+    message = Message(role="assistant", content=text, tool_calls=calls)
+    return dataclasses.replace(reply, message=message, finish_reason=finish_reason)
+
+
 class SSEDecoder:
     """Decodes SSE lines (without their line endings) into events.
 
@@ -42,6 +99,7 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._event = ""
         self._data: list[str] = []
+        self._size = 0
         self.stray: str | None = None
 
     def feed(self, line: str) -> SSEEvent | None:
@@ -54,6 +112,12 @@ class SSEDecoder:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._size += len(value) + 1
+            if self._size > MAX_EVENT_CHARS:
+                raise ModelResponseError(
+                    f"a server-sent event grew past {MAX_EVENT_CHARS:,} characters without ending; "
+                    "the stream was refused (check model.base_url points at a chat-completions server)"
+                )
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -67,10 +131,10 @@ class SSEDecoder:
 
     def _dispatch(self) -> SSEEvent | None:
         if not self._data:
-            self._event = ""
+            self._event, self._size = "", 0
             return None
         event = SSEEvent(event=self._event or "message", data="\n".join(self._data))
-        self._event, self._data = "", []
+        self._event, self._data, self._size = "", [], 0
         return event
 
 

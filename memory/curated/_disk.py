@@ -2,6 +2,16 @@
 
 Everything here blocks; the store calls it from worker threads only. Third-party and OS
 errors are translated into `memory.errors` at this boundary.
+
+The store files are untrusted: a store file must be a regular file, not a symbolic link (a
+link would pull any file it points to into the prompt, and the first write would replace
+the link), not a FIFO (opening one for reading blocks until a writer appears), not a
+device (`/dev/zero` never ends), and at most `MAX_STORE_FILE_BYTES`. Anything else is
+reported as unreadable, which makes the store refuse writes until it is fixed: a hostile
+file type gets a clear error, never a hang, a leak or an overwrite. Files are opened
+`O_NOFOLLOW | O_NONBLOCK` and checked again with `fstat`, so a swap between the check and
+the open cannot sneak one in. A file whose owner-write bit is off is read-only on purpose
+and is never replaced.
 """
 
 from __future__ import annotations
@@ -9,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +31,12 @@ from memory._atomic import temp_prefix
 from memory.errors import StoreLockTimeout, StoreWriteError
 
 __all__ = [
+    "MAX_STORE_FILE_BYTES",
     "FileRead",
     "append_jsonl",
     "atomic_write",
     "backup_copy",
+    "check_writable",
     "ensure_dir",
     "locked",
     "read_store_file",
@@ -48,14 +61,73 @@ class FileRead:
     error: str | None
 
 
-def read_store_file(path: Path) -> FileRead:
-    """Read a store file strictly as UTF-8; never raises for a missing or bad file."""
+MAX_STORE_FILE_BYTES = 16 * 1024 * 1024
+"""The largest store file read (the default budgets are a few kilobytes)."""
+
+_O_SAFE_READ = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _not_regular(path: Path, mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return (
+            f"it is a symbolic link (to {target[:200]!r}); keel reads only a regular file there, so a link "
+            "cannot pull another file into the prompt. Replace the link with the file itself"
+        )
+    return f"it is {_kind(mode)}, not a regular file; replace it with a text file"
+
+
+def _read_regular(path: Path) -> bytes | str:
+    """The file's bytes, or why it may not be read (never blocks, never follows a link)."""
+    info = os.lstat(path)  # FileNotFoundError: the caller's "missing file"
+    if not stat.S_ISREG(info.st_mode):
+        return _not_regular(path, info.st_mode)
+    fd = os.open(path, _O_SAFE_READ)
     try:
-        raw = path.read_bytes()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # swapped between lstat and open
+            return _not_regular(path, info.st_mode)
+        if info.st_size > MAX_STORE_FILE_BYTES:
+            return (
+                f"it is {info.st_size:,} bytes; keel reads at most {MAX_STORE_FILE_BYTES:,}. Move it away "
+                "and keep only short entries there"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_STORE_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_STORE_FILE_BYTES:  # grew while we read
+        return f"it is larger than {MAX_STORE_FILE_BYTES:,} bytes, the most keel reads"
+    return data
+
+
+def read_store_file(path: Path) -> FileRead:
+    """Read a store file strictly as UTF-8; never raises, never blocks, for a missing or bad file."""
+    try:
+        raw = _read_regular(path)
     except FileNotFoundError:
         return FileRead(exists=False, text="", raw=None, error=None)
     except OSError as exc:
         return FileRead(exists=True, text="", raw=None, error=exc.strerror or type(exc).__name__)
+    if isinstance(raw, str):
+        return FileRead(exists=True, text="", raw=None, error=raw)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -63,6 +135,30 @@ def read_store_file(path: Path) -> FileRead:
             exists=True, text="", raw=raw, error=f"it is not valid UTF-8 (bad byte at offset {exc.start})"
         )
     return FileRead(exists=True, text=text.replace("\r\n", "\n"), raw=raw, error=None)
+
+
+def check_writable(path: Path) -> None:
+    """Refuse to replace a store file whose owner-write bit is off (read-only on purpose).
+
+    `os.replace` needs only a writable directory, so without this check a `chmod a-w`
+    MEMORY.md would be silently rewritten (and root ignores permission bits altogether).
+
+    Raises:
+        StoreWriteError: the file is read-only.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreWriteError(
+            f"could not check {str(path)!r}: {exc.strerror or exc}; nothing was changed"
+        ) from exc
+    if not mode & stat.S_IWUSR:
+        raise StoreWriteError(
+            f"{path.name} is read-only (mode {stat.S_IMODE(mode):04o}); keel never replaces a file you "
+            f"protected, so nothing was changed. To allow memory writes again: chmod u+w {str(path)!r}"
+        )
 
 
 def ensure_dir(directory: Path) -> None:
@@ -140,8 +236,11 @@ def backup_copy(path: Path, raw: bytes, unix_seconds: int) -> Path:
     candidate = path.with_name(f"{path.name}.bak.{unix_seconds}")
     n = 0
     try:
-        while candidate.exists():
-            if candidate.read_bytes() == raw:
+        while candidate.exists() or candidate.is_symlink():
+            # Only a regular file we can read safely can be "the same backup"; anything else
+            # (a planted link or FIFO) is skipped, never read or written through.
+            same = read_store_file(candidate)
+            if same.error is None and same.raw == raw:
                 return candidate
             n += 1
             candidate = path.with_name(f"{path.name}.bak.{unix_seconds}.{n}")
@@ -159,7 +258,8 @@ def append_jsonl(path: Path, records: Sequence[dict[str, str]]) -> None:
     """
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # O_NOFOLLOW: a symlinked ARCHIVE.jsonl must not make us append to whatever it names.
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             view = memoryview(data)
             while view:

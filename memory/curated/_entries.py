@@ -7,7 +7,7 @@ text is exactly what lands on disk and in the prompt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,9 +23,11 @@ __all__ = [
     "MemoryUsage",
     "check_content",
     "dedupe",
+    "fit_to_budget",
     "joined_length",
     "locate",
     "measure",
+    "omitted_notice",
     "parse_entries",
     "preview",
     "render_block",
@@ -65,8 +67,15 @@ class MemoryUsage:
     entry_count: int
 
     @property
+    def over_budget(self) -> bool:
+        """More characters than the budget (possible only after a hand edit)."""
+        return self.chars > self.limit
+
+    @property
     def gauge(self) -> str:
-        """`67% — 1,474/2,200 chars`."""
+        """`67% — 1,474/2,200 chars`, or `OVER BUDGET — 10,500,000/2,200 chars`."""
+        if self.over_budget:
+            return f"OVER BUDGET — {self.chars:,}/{self.limit:,} chars"
         return f"{self.percent}% — {self.chars:,}/{self.limit:,} chars"
 
 
@@ -118,6 +127,48 @@ def render_block(target: MemoryTarget, entries: Sequence[str], usage: MemoryUsag
         return ""
     header = f"{_HEADERS[target]} [{usage.gauge}]"
     return f"{RULE}\n{header}\n{RULE}\n{serialize_entries(entries)}"
+
+
+def omitted_notice(target: MemoryTarget, count: int, chars: int, limit: int) -> str:
+    """The line that stands in for entries an over-budget store leaves out of the prompt."""
+    noun = "entry" if count == 1 else "entries"
+    return (
+        f"[{count:,} more {noun} ({chars:,} chars) of {FILE_NAMES[target]} did not fit the {limit:,}-char "
+        "budget and are not shown. They are still in the file; merge or remove entries to bring it "
+        "back under budget.]"
+    )
+
+
+def fit_to_budget(
+    target: MemoryTarget, entries: Sequence[str], limit: int, shown: Callable[[str], str]
+) -> tuple[str, ...]:
+    """What the prompt shows of a store that is over its budget.
+
+    Entries are taken in file order, each as `shown(entry)` (the sanitized text), while
+    the text shown so far plus the next one and the omission notice still fit in `limit`;
+    entries that do not fit are skipped and counted, and the notice (`omitted_notice`) is
+    the last item. So the entries shown plus the notice never exceed the budget (for any
+    budget above ~250 chars; below that only the notice is shown), whatever the file holds,
+    and `shown` runs only on entries that can still fit (a 10 MB file is not scanned whole).
+    """
+    out: list[str] = []
+    used = 0
+    skipped = skipped_chars = 0
+    # Room for the notice, which is at most ~220 chars with 9-digit counts.
+    room = max(limit - len(omitted_notice(target, 10**9, 10**12, limit)) - len(ENTRY_DELIMITER), 0)
+    for entry in entries:
+        remaining = room - used - (len(ENTRY_DELIMITER) if out else 0)
+        # The length check comes first: only entries that can fit are scanned.
+        text = shown(entry) if len(entry) <= remaining else None
+        if text is not None and len(text) <= remaining:
+            used = room - remaining + len(text)
+            out.append(text)
+        else:
+            skipped += 1
+            skipped_chars += len(entry)
+    if skipped:
+        out.append(omitted_notice(target, skipped, skipped_chars, limit))
+    return tuple(out)
 
 
 def check_content(content: str, *, what: str = "content") -> str:

@@ -32,8 +32,10 @@ from memory.curated._entries import (
     MemoryUsage,
     check_content,
     dedupe,
+    fit_to_budget,
     measure,
     parse_entries,
+    preview,
     render_block,
     round_trips,
     serialize_entries,
@@ -269,8 +271,12 @@ class MemoryStore:
 
     def _render(self, target: MemoryTarget) -> str:
         raw = self.entries(target)
-        shown = [sanitize_entry(target, e) for e in raw]
-        return render_block(target, shown, measure(target, raw, self._limits[target]))
+        usage = measure(target, raw, self._limits[target])
+        if usage.over_budget:
+            # A hand-edited file can be any size; the prompt shows what fits and says so.
+            sanitize = functools.partial(sanitize_entry, target)
+            return render_block(target, fit_to_budget(target, raw, usage.limit, sanitize), usage)
+        return render_block(target, [sanitize_entry(target, e) for e in raw], usage)
 
     async def load(self) -> None:
         """Read both files, de-duplicate, and freeze a new snapshot.
@@ -390,9 +396,11 @@ class MemoryStore:
                     "writes to it are refused so it is never overwritten. "
                     f"Fix or move {str(path)!r}, then retry."
                 )
+            _disk.check_writable(path)
             current = parse_entries(read.text)
             if drift_check:
                 self._check_drift(target, path, read)
+                self._check_hand_written(path, read, current, ops)
             plan = plan_write(
                 target, current, ops, limit=self._limits[target], overflow=self._overflow, batch=batch
             )
@@ -437,6 +445,37 @@ class MemoryStore:
             f"Nothing was changed; the file was copied to {str(backup)!r}. {remedy}",
             backup=backup,
         )
+
+    def _check_hand_written(
+        self, path: Path, read: _disk.FileRead, current: Sequence[str], ops: Sequence[MemoryOp]
+    ) -> None:
+        """Refuse (with a backup) a replace/remove that would wipe a whole hand-written file.
+
+        A file someone wrote by hand as several lines, without the `§` separator lines,
+        parses as ONE entry. Removing "the entry containing X" would then delete every
+        line, though the user meant one. When the file holds a single multi-line entry and
+        old_text is neither that whole entry nor spans a line break, it is treated like
+        drift: copy to a backup, change nothing, explain.
+        """
+        if len(current) != 1 or "\n" not in current[0]:
+            return
+        entry = current[0]
+        for op in ops:
+            if op.kind == "add":
+                continue
+            needle = op.old_text.strip()
+            if needle == entry or "\n" in needle or needle not in entry:
+                continue
+            lines = len([line for line in entry.split("\n") if line.strip()])
+            backup = _disk.backup_copy(path, read.raw or b"", int(self._clock()))
+            raise DriftError(
+                f"{path.name} holds {lines} lines but no '§' separator lines, so to the memory tool it is "
+                f"one entry, and this {op.kind} would rewrite all {lines} lines, not just the one containing "
+                f"{preview(needle, 60)!r}. Nothing was changed; the file was copied to {str(backup)!r}. "
+                "Put a line holding only '§' between separate entries (`keel memory path` shows where the "
+                "file is), or give the whole entry as old_text to act on all of it.",
+                backup=backup,
+            )
 
     @staticmethod
     def _message(target: MemoryTarget, ops: Sequence[MemoryOp], outcome: _Outcome, *, batch: bool) -> str:

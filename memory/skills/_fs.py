@@ -18,7 +18,72 @@ from typing import Literal
 
 from memory._atomic import atomic_write, fsync_dir
 
-__all__ = ["FileSnapshot", "atomic_write", "fsync_dir", "remove_tree", "restore", "snapshot"]
+__all__ = [
+    "FileSnapshot",
+    "NotRegularFileError",
+    "atomic_write",
+    "fsync_dir",
+    "read_regular",
+    "remove_tree",
+    "restore",
+    "snapshot",
+]
+
+_O_SAFE_READ = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+class NotRegularFileError(OSError):
+    """The path is a symlink, FIFO, device, socket or directory: it is never read."""
+
+
+def _describe(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def read_regular(path: Path, *, max_bytes: int) -> bytes:
+    """Read at most `max_bytes` of a regular file without following a symlink or blocking.
+
+    A FIFO opened for reading would block until a writer appears (and a worker thread
+    stuck there ignores Ctrl-C), `/dev/zero` never ends, and a symlink can point at any
+    file on the machine; so the path is checked with `lstat`, opened
+    `O_NOFOLLOW | O_NONBLOCK`, and checked again with `fstat`.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        NotRegularFileError: it is a symlink, FIFO, device, socket or directory (the
+            message says which).
+        OSError: it could not be read.
+    """
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(f"{path.name} is {_describe(mode)}, not a regular file")
+    fd = os.open(path, _O_SAFE_READ)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(f"{path.name} is {_describe(mode)}, not a regular file")
+        chunks: list[bytes] = []
+        left = max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
 
 @dataclass(frozen=True, slots=True)
 class FileSnapshot:
@@ -30,12 +95,17 @@ class FileSnapshot:
     kind: Literal["file_snapshot"] = field(default="file_snapshot", init=False)
 
 
-def snapshot(path: Path) -> FileSnapshot:
-    """Record a file's exact bytes and mode so a blocked write can put them back."""
+def snapshot(path: Path, *, max_bytes: int = 64 * 1024 * 1024) -> FileSnapshot:
+    """Record a file's exact bytes and mode so a blocked write can put them back.
+
+    Raises:
+        NotRegularFileError: the path is a symlink, FIFO, device or directory (never read).
+    """
     try:
-        return FileSnapshot(path=path, data=path.read_bytes(), mode=stat.S_IMODE(path.stat().st_mode))
+        data = read_regular(path, max_bytes=max_bytes)
     except FileNotFoundError:
         return FileSnapshot(path=path, data=None, mode=None)
+    return FileSnapshot(path=path, data=data, mode=stat.S_IMODE(os.lstat(path).st_mode))
 
 
 def restore(snap: FileSnapshot) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from memory.skills._format import MAX_FILE_BYTES
+from memory.skills._fs import read_regular
 from memory.skills._rules import RULES, GuardCategory, Severity
 from memory.skills._types import TrustTier
 
@@ -125,7 +126,7 @@ def scan_skill(directory: Path) -> GuardReport:
     """Scan every file under a skill directory. Blocking: call it from a worker thread.
 
     Files are read up to 1 MiB and decoded as UTF-8 with replacement, so binary assets are
-    scanned too. Symlinks are not followed; one that resolves outside the skill directory
+    scanned too; FIFOs, devices and sockets are skipped without being opened for a blocking read. Symlinks are not followed; one that resolves outside the skill directory
     is reported as a high exfiltration finding (viewing it would leak the target).
     """
     findings: list[GuardFinding] = []
@@ -142,10 +143,11 @@ def scan_skill(directory: Path) -> GuardReport:
                     findings.append(_symlink_finding(rel, os.readlink(path)))
                 continue
             try:
-                with path.open("rb") as handle:
-                    data = handle.read(MAX_FILE_BYTES)
+                data = read_regular(path, max_bytes=MAX_FILE_BYTES)
             except OSError:
-                continue  # vanished or unreadable: nothing to scan, and nothing will load it
+                # Vanished, unreadable, or a FIFO/device (which would block or never end):
+                # nothing to scan, and nothing will load it (views read regular files only).
+                continue
             files += 1
             findings.extend(scan_text(data.decode("utf-8", errors="replace"), file=rel))
     ordered = tuple(sorted(findings, key=lambda f: (_SEVERITY_RANK[f.severity], f.file, f.line, f.id)))

@@ -36,6 +36,7 @@ from memory.skills._format import (
     check_name,
     parse_skill_md,
 )
+from memory.skills._fs import read_regular
 from memory.skills._guard import blocks, scan_skill
 from memory.skills._paths import SKILL_FILE, check_inside, split_ref, support_path
 from memory.skills._types import (
@@ -299,15 +300,28 @@ class SkillLibrary:
             counts[skill.category] = counts.get(skill.category, 0) + 1
         out: list[SkillCategory] = []
         for name in sorted(counts):
-            described = self.root / name / _DESCRIPTION_FILE
-            description: str | None = None
-            try:
-                if described.is_file() and described.stat().st_size <= MAX_FILE_BYTES:
-                    description = category_description(described.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                description = None  # an unreadable description is simply absent
+            description = _category_description(self.root / name / _DESCRIPTION_FILE)
             out.append(SkillCategory(name=name, description=description, count=counts[name]))
         return tuple(out)
+
+
+def _category_description(path: Path) -> str | None:
+    """A category's description, read only from a regular file inside the category.
+
+    A symlinked DESCRIPTION.md could point at any file on the machine and put its first
+    line in the skills index (the system prompt); a FIFO would block the reader. Either is
+    simply ignored, like an unreadable or non-UTF-8 one.
+    """
+    try:
+        data = read_regular(path, max_bytes=MAX_FILE_BYTES + 1)
+    except OSError:
+        return None  # missing, unreadable, a symlink, FIFO or device: no description
+    if len(data) > MAX_FILE_BYTES:
+        return None
+    try:
+        return category_description(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
 
 
 def _subdirs(directory: Path) -> list[Path]:

@@ -27,7 +27,16 @@ from memory.errors import (
     SkillStorageError,
 )
 from memory.skills._format import MAX_FILE_BYTES, check_name, encode_text, parse_skill_md
-from memory.skills._fs import atomic_write, fsync_dir, remove_tree, restore, snapshot
+from memory.skills._fs import (
+    FileSnapshot,
+    NotRegularFileError,
+    atomic_write,
+    fsync_dir,
+    read_regular,
+    remove_tree,
+    restore,
+    snapshot,
+)
 from memory.skills._guard import GuardReport, blocks, scan_skill
 from memory.skills._paths import SKILL_FILE, check_inside, support_path
 from memory.skills._types import GENERAL, SkillChange, SkillLocation
@@ -96,7 +105,7 @@ def edit(lib: SkillLibrary, ref: str, content: str) -> SkillChange:
         loc = _locate(lib, ref)
         parse_skill_md(content, expected_name=loc.name)
         path = _writable(loc, SKILL_FILE, loc.directory / SKILL_FILE)
-        snap = snapshot(path)
+        snap = _snapshot(path.name, path)
         report = _apply(lib, loc.directory, lambda: atomic_write(path, data), lambda: restore(snap))
     return SkillChange(action="edit", ref=loc.ref, path=_rel(lib, path), report=report)
 
@@ -136,7 +145,7 @@ def patch(
         data = encode_text(updated, what=rel)
         if rel == SKILL_FILE:
             parse_skill_md(updated, expected_name=loc.name)
-        snap = snapshot(path)
+        snap = _snapshot(path.name, path)
         report = _apply(lib, loc.directory, lambda: atomic_write(path, data), lambda: restore(snap))
     return SkillChange(
         action="patch",
@@ -181,7 +190,7 @@ def write_file(lib: SkillLibrary, ref: str, file_path: str, content: str) -> Ski
         if not ancestor.is_dir():
             raise SkillInputError(f"{_rel(lib, ancestor)!r} is a file, not a directory; remove it first")
         missing.reverse()
-        snap = snapshot(path)
+        snap = _snapshot(path.name, path)
 
         def write() -> None:
             for directory in missing:
@@ -268,12 +277,22 @@ def _writable(loc: SkillLocation, rel: str, path: Path) -> Path:
     return path
 
 
-def _read_text(path: Path, rel: str) -> str:
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise SkillInputError(f"{rel!r} is {size:,} bytes; files over 1 MiB cannot be patched")
+def _snapshot(rel: str, path: Path) -> FileSnapshot:
     try:
-        return path.read_bytes().decode("utf-8")
+        return snapshot(path)
+    except NotRegularFileError as exc:
+        raise SkillInputError(f"{rel!r} cannot be replaced: {exc}; remove it first") from exc
+
+
+def _read_text(path: Path, rel: str) -> str:
+    try:
+        data = read_regular(path, max_bytes=MAX_FILE_BYTES + 1)
+    except NotRegularFileError as exc:
+        raise SkillInputError(f"{rel!r} cannot be patched: {exc}; replace it with a regular file") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise SkillInputError(f"{rel!r} is over 1 MiB; files over 1 MiB cannot be patched")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SkillInputError(f"{rel!r} is not UTF-8 text; replace it with action='write_file'") from exc
 

@@ -96,3 +96,74 @@ def test_a_bare_yaml_off_means_the_flush_mode_off(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("compression:\n  flush: off\n", encoding="utf-8")
     assert load_config(path, environ={}).compression.flush == "off"
+
+
+def _alias_bomb(levels: int) -> str:
+    """A "billion laughs" YAML: each level lists the previous one nine times (9**levels strings)."""
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for n in range(1, levels + 1):
+        lines.append(f"l{n}: &l{n} [" + ",".join([f"*l{n - 1}"] * 9) + "]")
+    lines.append(f"agent:\n  system_message: *l{levels}")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_file_is_refused_with_a_short_message_before_anything_walks_it(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(_alias_bomb(9), encoding="utf-8")  # ~500 bytes, 9**10 strings expanded
+    assert path.stat().st_size < 600
+    with pytest.raises(ConfigError, match="aliases") as info:
+        load_config(path, environ={})
+    assert len(str(info.value)) < 500
+
+
+def test_a_small_alias_bomb_under_the_bound_still_gets_a_bounded_error_message(tmp_path: Path) -> None:
+    path = tmp_path / "small.yaml"
+    path.write_text(_alias_bomb(3), encoding="utf-8")  # 9**4 = 6,561 strings: under the node bound
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    message = str(info.value)
+    assert "agent.system_message" in message
+    assert len(message) < 2_000
+
+
+def test_an_alias_bomb_through_an_environment_override_is_refused() -> None:
+    bomb = "{" + ", ".join(f"k{n}: &a{n} [" + ",".join([f"*a{n - 1}" if n else "x"] * 9) + "]" for n in range(9)) + "}"
+    with pytest.raises(ConfigError, match="KEEL_PRICES"):
+        load_config(None, environ={"KEEL_PRICES": bomb})
+
+
+def test_deeply_nested_yaml_is_refused_instead_of_raising_recursion_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("agent:\n  system_message: " + "[" * 50_000 + "]" * 50_000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nests deeper than 32 levels"):
+        load_config(path, environ={})
+    with pytest.raises(ConfigError, match=r"KEEL_AGENT__PLATFORM.*nests deeper"):
+        load_config(None, environ={"KEEL_AGENT__PLATFORM": "[" * 50_000})
+
+
+def test_an_alias_that_contains_itself_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("agent:\n  system_message: &a [*a]\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="refers to a value that contains it"):
+        load_config(path, environ={})
+
+
+def test_a_config_file_over_a_megabyte_is_refused_without_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    path.write_text("# " + "x" * 1_100_000 + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="larger than 1,048,576 bytes"):
+        load_config(path, environ={})
+
+
+def test_validation_errors_quote_long_values_shortened_and_cap_the_list(tmp_path: Path) -> None:
+    path = tmp_path / "long.yaml"
+    huge = "z" * 500_000
+    prices = "".join(f"  m{n}: {{input: -1, output: -1}}\n" for n in range(100))
+    path.write_text(f"memory:\n  snapshot_policy: {huge}\nprices:\n{prices}", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    message = str(info.value)
+    assert "memory.snapshot_policy" in message
+    assert "zzzz" in message
+    assert len(message) < 5_000
+    assert "more problems" in message

@@ -8,7 +8,15 @@ import anyio
 import pytest
 from pydantic import BaseModel, Field
 
-from harness.tools import FunctionTool, RawTool, ToolOutput, ToolRegistry
+from harness.tools import (
+    MAX_ARGUMENT_DEPTH,
+    ArgumentsError,
+    FunctionTool,
+    RawTool,
+    ToolOutput,
+    ToolRegistry,
+    parse_arguments,
+)
 from harness.types import ToolCall, ToolSpec
 
 
@@ -107,3 +115,31 @@ def test_duplicate_names_are_refused() -> None:
     reg = _registry()
     with pytest.raises(ValueError, match="already registered"):
         reg.add(FunctionTool("echo", "again", EchoArgs, _echo))
+
+
+async def test_deeply_nested_arguments_become_an_error_result_not_a_recursion_error() -> None:
+    deep = '{"text": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    result, _ = await _registry().run(ToolCall("c1", "echo", deep))
+    assert result.is_error
+    assert "nest deeper than 64 levels" in json.loads(result.content)["error"]
+
+
+def test_parse_arguments_accepts_nesting_up_to_the_bound_and_refuses_one_more() -> None:
+    ok = "[" * MAX_ARGUMENT_DEPTH + "]" * MAX_ARGUMENT_DEPTH
+    assert parse_arguments(ok) is not None
+    with pytest.raises(ArgumentsError, match="nest deeper"):
+        parse_arguments("[" + ok + "]")
+
+
+def test_parse_arguments_ignores_brackets_and_escaped_quotes_inside_strings() -> None:
+    # An escaped backslash ends the first string; an escaped quote does not end the second.
+    text = '{"a": "' + "[" * 500 + '\\\\", "b": "q\\"[[["}'
+    assert parse_arguments(text) == {"a": "[" * 500 + "\\", "b": 'q"[[['}
+    assert parse_arguments("   ") == {}
+
+
+def test_parse_arguments_refuses_oversized_text_and_invalid_json_with_a_fix() -> None:
+    with pytest.raises(ArgumentsError, match="the limit is 1,000,000"):
+        parse_arguments('"' + "x" * 1_000_001 + '"')
+    with pytest.raises(ArgumentsError, match=r"not valid JSON .*send one JSON object"):
+        parse_arguments("{nope")

@@ -201,18 +201,18 @@ BENIGN: tuple[str, ...] = (
     "User keeps the dotfiles in sync with a cron job that runs `git pull` hourly.",
 )
 
+BENIGN += (
+    # Blocked on purpose until the red-team run of issue 16; the scanner now requires an
+    # instruction to the agent (an imperative plus a target), and a selector or joiner
+    # inside an emoji sequence hides nothing, so these harmless notes pass.
+    "User is a penetration tester and uses Metasploit daily.",
+    'Check rate limits with curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/rate_limit',
+    "The user's Slack status is the family emoji \U0001f468\u200d\U0001f469\u200d\U0001f467.",
+)
+
 BORDERLINE: tuple[tuple[str, str], ...] = (
     # Realistic notes with harmless intent that the strict scope blocks on purpose: each one
     # has the exact shape of a real attack, and memory is replayed into every future prompt.
     ("agent_config_mod", "When the build commands change, update AGENTS.md too."),
-    ("c2_framework", "User is a penetration tester and uses Metasploit daily."),
-    (
-        "exfil_http_secret",
-        'Check rate limits with curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com/rate_limit',
-    ),
     ("url_credentials", "Local dev DB URL: postgres://postgres:postgres@localhost:5432/app"),
-    (
-        "invisible_unicode_U+200D",
-        "The user's Slack status is the family emoji \U0001f468\u200d\U0001f469\u200d\U0001f467.",
-    ),
 )

@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from memory import scanner
 from memory.scanner import (
     INVISIBLE_CODE_POINTS,
     SCAN_WINDOW,
@@ -16,6 +15,7 @@ from memory.scanner import (
     oversize_finding,
     scan,
 )
+from memory.scanner._rules import RULES
 from tests.memory.scanner_corpus import ATTACKS, BENIGN, BORDERLINE
 
 
@@ -124,10 +124,10 @@ def _unbounded_quantifiers(source: str) -> list[str]:
 
 def test_every_pattern_uses_only_bounded_quantifiers() -> None:
     # This is what keeps the work per start position bounded: no `*`, `+` or `{n,}` anywhere.
-    for pattern in scanner._PATTERNS:
-        assert _unbounded_quantifiers(pattern.regex.pattern) == [], pattern.id
-        if pattern.before is not None:
-            assert _unbounded_quantifiers(pattern.before.pattern) == [], pattern.id
+    for rule in RULES:
+        for pattern in (rule.regex, rule.before, rule.requires, rule.unless):
+            if pattern is not None:
+                assert _unbounded_quantifiers(pattern.pattern) == [], rule.id
 
 
 def _adversarial_inputs() -> dict[str, str]:

@@ -11,6 +11,7 @@ from pydantic import JsonValue
 from harness.errors import ModelAuthError, ModelRateLimitError, ModelResponseError, ModelServerError
 from harness.models import AnthropicClient, ModelTextDelta, ReplyDone
 from harness.models._anthropic_wire import CacheTTL
+from harness.models._stream import MAX_REPLY_CHARS
 from harness.types import (
     CacheBreakpoint,
     JsonObject,
@@ -407,3 +408,16 @@ async def test_status_529_is_a_server_error_and_401_names_the_anthropic_key() ->
     with pytest.raises(ModelRateLimitError) as info:
         await client.complete(request)
     assert info.value.retry_after == 12.0
+
+
+async def test_a_streamed_reply_over_the_cap_is_cut_and_finishes_as_max_tokens() -> None:
+    delta: JsonObject = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": "w" * 300_000},
+    }
+    events = [*STREAM[:3], *[("content_block_delta", delta)] * 5, *STREAM[-2:]]
+    rec = Recorder(sse(*events))
+    _, reply = await collect(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
+    assert len(reply.message.content) == MAX_REPLY_CHARS
+    assert reply.finish_reason == "max_tokens"

@@ -17,6 +17,7 @@ from harness.errors import (
     ModelServerError,
 )
 from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryingClient
+from harness.models._stream import MAX_REPLY_CHARS
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -441,3 +442,39 @@ def test_tool_results_can_be_sent_as_user_messages_for_templates_that_drop_tool_
         "role": "user",
         "content": '[result of tool call memory c1]\n{"success": false}',
     }
+
+
+async def test_a_stream_whose_chunks_all_have_empty_choices_is_an_error_not_an_empty_answer() -> None:
+    rec = Recorder(sse({"choices": []}, {"choices": [], "usage": {"prompt_tokens": 3}}, "[DONE]"))
+    with pytest.raises(ModelResponseError, match=r"without any choice \(2 chunks"):
+        await stream_all(client_for(rec), ModelRequest(system="s", messages=TRANSCRIPT))
+
+
+async def test_an_empty_choice_that_finishes_is_still_an_accepted_empty_answer() -> None:
+    rec = Recorder(sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, "[DONE]"))
+    _, reply = await stream_all(client_for(rec), ModelRequest(system="s", messages=TRANSCRIPT))
+    assert (reply.message.content, reply.finish_reason) == ("", "stop")
+
+
+async def test_a_streamed_reply_of_21_megabytes_is_cut_at_the_reply_cap_and_finishes_as_length() -> None:
+    piece = "y" * 100_000
+    chunks: list[JsonValue | str] = [{"choices": [{"index": 0, "delta": {"content": piece}}]}] * 216
+    rec = Recorder(sse(*chunks, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, "[DONE]"))
+    texts, reply = await stream_all(client_for(rec), ModelRequest(system="s", messages=TRANSCRIPT))
+    assert len(reply.message.content) == MAX_REPLY_CHARS
+    assert sum(len(t) for t in texts) == MAX_REPLY_CHARS
+    assert reply.finish_reason == "length"
+
+
+async def test_a_non_streamed_reply_over_the_cap_is_cut_too() -> None:
+    rec = Recorder(completion({"role": "assistant", "content": "z" * (MAX_REPLY_CHARS + 5)}))
+    reply = await client_for(rec).complete(ModelRequest(system="s", messages=TRANSCRIPT))
+    assert len(reply.message.content) == MAX_REPLY_CHARS
+    assert reply.finish_reason == "length"
+
+
+async def test_one_server_sent_event_that_never_ends_is_refused() -> None:
+    body = ("data: " + "q" * 1_000_000 + "\n") * 9  # 9 data lines, no blank line to end the event
+    rec = Recorder(httpx.Response(200, content=body.encode(), headers={"content-type": "text/event-stream"}))
+    with pytest.raises(ModelResponseError, match="grew past 8,000,000 characters"):
+        await stream_all(client_for(rec), ModelRequest(system="s", messages=TRANSCRIPT))

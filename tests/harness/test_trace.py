@@ -1,0 +1,47 @@
+"""Trace files: appended whole, read back, and owner-only like state.db (they hold conversations)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from harness.trace import TraceWriter, read_trace, record_for_request
+from harness.types import Message, ModelRequest
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_a_new_trace_file_is_owner_only_in_an_owner_only_directory(tmp_path: Path) -> None:
+    path = tmp_path / "home" / "traces" / "s1.jsonl"
+    writer = TraceWriter(path)
+    await writer.write(
+        record_for_request(ModelRequest(system="s", messages=()), session_id="s1", turn=1, model="m")
+    )
+    assert _mode(path) == 0o600
+    assert _mode(path.parent) & 0o077 == 0
+
+
+async def test_an_existing_world_readable_trace_is_narrowed_to_the_owner_on_the_next_write(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.jsonl"
+    path.write_text("", encoding="utf-8")
+    path.chmod(0o644)
+    writer = TraceWriter(path)
+    request = ModelRequest(system="s", messages=(Message(role="user", content="hello"),))
+    await writer.write(record_for_request(request, session_id="s1", turn=1, model="m"))
+    await writer.write(record_for_request(request, session_id="s1", turn=2, model="m"))
+    assert _mode(path) == 0o600
+    assert [r.turn for r in read_trace(path)] == [1, 2]
+
+
+async def test_a_trace_in_an_existing_directory_leaves_that_directory_alone(tmp_path: Path) -> None:
+    os.chmod(tmp_path, 0o755)
+    writer = TraceWriter(tmp_path / "t.jsonl")
+    await writer.write(
+        record_for_request(ModelRequest(system="s", messages=()), session_id="s", turn=1, model="m")
+    )
+    assert _mode(tmp_path) == 0o755
