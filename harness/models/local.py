@@ -107,7 +107,7 @@ def _child_env(max_tokens: int) -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "KEEL_LOCAL_MAX_TOKENS": str(max_tokens)}
     # The child imports `harness.models._local_child`: make this checkout importable even when
     # keel runs from a source tree rather than an installed package.
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
