@@ -8,9 +8,11 @@ The attribution maps a first divergent token through the segments to a reason.
 Three renderers, all in the cache order tools → system → messages:
 
 - `canonical`: provider-neutral. Tools as one JSON array (sorted keys), the system prompt,
-  then each message as one JSON object (sorted keys), each part on its own line.
+  then each message as one JSON object (sorted keys), each part on its own line. Several
+  leading system messages are one system prompt with a slot `system[i]` each.
 - `chatml`: `<|im_start|>role\\n...<|im_end|>\\n` turns; tools open the system turn as a
   `# Tools` list; tool calls as `<tool_call>` JSON; a trailing `<|im_start|>assistant\\n`.
+  Several leading system messages are one turn each, as a ChatML server renders them.
 - `jinja` (module `_jinja`): a model's own chat template.
 
 Each piece (a tools block, a slot, a message) is tokenized on its own and the ids are
@@ -79,6 +81,9 @@ class Rendered:
     boundaries: tuple[int, ...] = ()
     """Token positions where content blocks end (tools, system blocks, messages), ascending."""
     warnings: tuple[str, ...] = ()
+    """Problems with this request."""
+    notices: tuple[str, ...] = ()
+    """Facts about how the renderer treats every such request (a report shows each once)."""
 
     @property
     def n_tokens(self) -> int:
@@ -151,6 +156,7 @@ class Assembler:
         self.pos = 0
         self.segments: list[Segment] = []
         self.warnings: list[str] = []
+        self.notices: list[str] = []
 
     def add(self, text: str, kind: SegmentKind, *, slot: str | None = None, index: int | None = None) -> int:
         """Append one piece; return the token position after it."""
@@ -174,7 +180,27 @@ class Assembler:
             breakpoints=tuple(breakpoints),
             boundaries=tuple(sorted(set(boundaries))),
             warnings=tuple(self.warnings),
+            notices=tuple(self.notices),
         )
+
+
+def system_texts(request: MeterRequest) -> tuple[str, ...]:
+    """The system messages a server renders: each of several leading ones, else the prompt."""
+    if len(request.system_messages) > 1:
+        return request.system_messages
+    return (request.system,) if request.system else ()
+
+
+def system_slots(request: MeterRequest) -> tuple[MeterSlot, ...]:
+    """The request's slot map; for several system messages, one slot `system[i]` each."""
+    if request.slots or len(request.system_messages) < 2:
+        return request.slots
+    slots: list[MeterSlot] = []
+    pos = 0
+    for i, text in enumerate(request.system_messages):
+        slots.append(MeterSlot(f"system[{i}]", pos, pos + len(text)))
+        pos += len(text) + 2  # `system` joins them with a blank line
+    return tuple(slots)
 
 
 def system_cuts(request: MeterRequest) -> list[int]:
@@ -200,7 +226,7 @@ def add_system(
     system = request.system
     size = len(system)
     slots: list[MeterSlot] = []
-    for s in request.slots:
+    for s in system_slots(request):
         if 0 <= s.start <= s.end <= size:
             slots.append(s)
         else:
@@ -305,6 +331,20 @@ def _chatml_body(m: MeterMessage) -> str:
     return text
 
 
+def _chatml_system_turns(
+    asm: Assembler, request: MeterRequest, head: str
+) -> tuple[dict[int, int], list[int]]:
+    """Several system messages, one turn each (the first may continue the tools' turn)."""
+    cut_pos: dict[int, int] = {}
+    blocks: list[int] = []
+    for slot, text in zip(system_slots(request), request.system_messages, strict=True):
+        end = asm.add(f"{head}{text}<|im_end|>\n", "system", slot=slot.name)
+        head = "<|im_start|>system\n"
+        cut_pos[slot.end] = end
+        blocks.append(end)
+    return cut_pos, blocks
+
+
 class ChatMLRenderer:
     """ChatML turns; tools open the system turn; a trailing assistant generation prompt."""
 
@@ -326,7 +366,9 @@ class ChatMLRenderer:
             head = ""
         cut_pos: dict[int, int] = {}
         blocks: list[int] = []
-        if request.system:
+        if len(request.system_messages) > 1:
+            cut_pos, blocks = _chatml_system_turns(asm, request, head)
+        elif request.system:
             cut_pos, blocks = add_system(asm, request, head=head, tail="<|im_end|>\n")
         ends = [
             asm.add(f"<|im_start|>{m.role}\n{_chatml_body(m)}<|im_end|>\n", "message", index=i)
