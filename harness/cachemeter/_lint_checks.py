@@ -223,7 +223,8 @@ def _flush(step: Step, previous: MeterRequest) -> list[Hit]:
     if req.messages[: len(previous.messages)] != previous.messages:
         parts.append("history")
     if parts:
-        where = "flush call: its " + " and ".join(parts) + " differ from the conversation's"
+        verb = "differ" if len(parts) > 1 else "differs"
+        where = f"flush call: its {' and '.join(parts)} {verb} from the conversation's"
         hits.append(("flush-prefix", _occ(step, where, removed, added)))
     return hits
 
