@@ -10,6 +10,7 @@ assert "Saved" in model.replies[-1].message.content
 
 import zlib
 
+from harness.cachemeter.contract import assert_cache_stable
 from harness.models._script_data import step_from_data, steps_from_data
 from harness.models.scripted import (
     DynamicStep,
@@ -36,6 +37,7 @@ __all__ = [
     "ScriptStep",
     "ScriptedModel",
     "StepLike",
+    "assert_cache_stable",
     "call_tool",
     "calls",
     "fail",

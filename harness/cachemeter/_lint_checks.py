@@ -63,7 +63,7 @@ def _quoted(pairs: Iterable[Hunk], *, max_lines: int = 4) -> tuple[list[str], li
 def _slots_of(request: MeterRequest, hunk: Hunk) -> list[str]:
     """The non-empty slots the hunk's new text touches (the one it sits in, for a removal)."""
     slots = [s for s in system_slots(request) if s.end > s.start]
-    end = max(hunk.end, hunk.start + 1)
+    end = max(hunk.end - 1, hunk.start + 1)  # the last line's line break may open the next slot
     return [s.name for s in slots if s.start < end and hunk.start < s.end] or [
         s.name for s in slots if s.start <= hunk.start <= s.end
     ][:1]
