@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-__all__ = ["Hunk", "ValueKind", "changed_words", "hunks", "quote", "value_kind"]
+__all__ = ["Hunk", "ValueKind", "changed_span", "changed_words", "hunks", "quote", "value_kind"]
 
 ValueKind: TypeAlias = Literal["clock", "random_id", "usage", "date", "counter"]
 
@@ -67,6 +67,16 @@ def hunks(a: str, b: str) -> list[Hunk]:
     if not out and a != b:  # only line endings differ (a trailing newline, CRLF)
         out.append(Hunk((repr(a[-20:]),), (repr(b[-20:]),), max(len(b) - 1, 0), len(b)))
     return out
+
+
+def changed_span(hunk: Hunk) -> tuple[int, int]:
+    """The character range in the new text that actually changed: the hunk's range without the
+    text its old and new lines share at either end (one character, for a pure removal)."""
+    old, new = "\n".join(hunk.removed), "\n".join(hunk.added)
+    head = len(_common_prefix(old, new))
+    tail = len(_common_prefix(old[head:][::-1], new[head:][::-1]))
+    start = hunk.start + head
+    return start, max(hunk.start + len(new) - tail, start + 1)
 
 
 def _word_span(text: str, start: int, end: int) -> str:

@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 from pydantic import JsonValue
 
-from harness.cachemeter._diff import Hunk, hunks, quote, value_kind
+from harness.cachemeter._diff import Hunk, changed_span, hunks, quote, value_kind
 from harness.cachemeter._lint_rules import HabitRule, Occurrence
 from harness.cachemeter._request import MeterMessage, MeterRequest, MeterTool
 from harness.cachemeter._streams import Step
@@ -61,11 +61,11 @@ def _quoted(pairs: Iterable[Hunk], *, max_lines: int = 4) -> tuple[list[str], li
 
 
 def _slots_of(request: MeterRequest, hunk: Hunk) -> list[str]:
-    """The non-empty slots the hunk's new text touches (the one it sits in, for a removal)."""
+    """The non-empty slots the changed characters touch."""
     slots = [s for s in system_slots(request) if s.end > s.start]
-    end = max(hunk.end - 1, hunk.start + 1)  # the last line's line break may open the next slot
-    return [s.name for s in slots if s.start < end and hunk.start < s.end] or [
-        s.name for s in slots if s.start <= hunk.start <= s.end
+    start, end = changed_span(hunk)
+    return [s.name for s in slots if s.start < end and start < s.end] or [
+        s.name for s in slots if s.start <= start <= s.end
     ][:1]
 
 

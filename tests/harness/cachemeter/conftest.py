@@ -14,6 +14,7 @@ import pytest
 
 from harness.config import load_config
 from harness.experiments import apply_overrides, run_scenario, synthetic_200
+from tests.harness.cachemeter.meterkit import build_bpe
 
 
 async def _play(root: Path) -> dict[str, Path]:
@@ -31,3 +32,9 @@ def keel_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Trace files of one short session per snapshot policy: frozen, invalidate_on_write, live."""
     root = tmp_path_factory.mktemp("keel-traces")
     return anyio.run(_play, root)
+
+
+@pytest.fixture(scope="session")
+def bpe_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A locally trained Hugging Face tokenizer directory with a ChatML chat template."""
+    return build_bpe(tmp_path_factory.mktemp("bpe") / "tiny-bpe")

@@ -4,6 +4,7 @@ quoted with the changing bytes and a fix; no false alarm on keel's own frozen tr
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,10 @@ TOOLS: list[JsonValue] = [
 ]
 
 
-def line(messages: list[dict[str, JsonValue]], **fields: JsonValue) -> dict[str, JsonValue]:
-    body: dict[str, JsonValue] = {"model": "gpt-4o", "tools": TOOLS}
-    body.update(fields)
-    body["messages"] = list(messages)
+def line(messages: Sequence[Mapping[str, object]], **fields: object) -> dict[str, JsonValue]:
+    """A chat JSONL line (built through JSON, as a trace file would hold it)."""
+    body: dict[str, JsonValue] = json.loads(json.dumps({"model": "gpt-4o", "tools": TOOLS, **fields}))
+    body["messages"] = json.loads(json.dumps(list(messages)))
     return body
 
 
@@ -31,9 +32,9 @@ def requests(*lines: dict[str, JsonValue]) -> list[MeterRequest]:
     return [request_from_chat(obj, line=i) for i, obj in enumerate(lines, 1)]
 
 
-def conversation(systems: list[str], **fields: JsonValue) -> list[MeterRequest]:
+def conversation(systems: list[str], **fields: object) -> list[MeterRequest]:
     """One growing conversation: request k has system `systems[k]` and k user/assistant pairs."""
-    history: list[dict[str, JsonValue]] = []
+    history: list[dict[str, str]] = []
     out = []
     for k, system in enumerate(systems):
         history.append({"role": "user", "content": f"question {k}"})
@@ -207,10 +208,11 @@ def test_a_tool_description_changed_between_requests_is_quoted() -> None:
 
 def test_a_tool_added_mid_session_is_named() -> None:
     user = [{"role": "user", "content": "hi"}]
-    more = [
-        *TOOLS,
-        {"type": "function", "function": {"name": "write", "description": "Write.", "parameters": {}}},
-    ]
+    write: JsonValue = {
+        "type": "function",
+        "function": {"name": "write", "description": "Write.", "parameters": {}},
+    }
+    more = [*TOOLS, write]
     report = lint(requests(line(user), line(user, tools=more)))
     occ = report.findings[0].occurrences[0]
     assert (report.findings[0].rule, occ.added) == ("tools-changed", ("tool 'write'",))
@@ -243,7 +245,7 @@ def test_a_model_switch_mid_conversation_is_found() -> None:
 # ---------------------------------------------------------------- history rewritten in place
 
 
-def call(arguments: str) -> dict[str, JsonValue]:
+def call(arguments: str) -> Mapping[str, object]:
     return {
         "role": "assistant",
         "content": "",
@@ -253,8 +255,8 @@ def call(arguments: str) -> dict[str, JsonValue]:
     }
 
 
-def replay(first: list[dict[str, JsonValue]], again: list[dict[str, JsonValue]]) -> LintReport:
-    tail: list[dict[str, JsonValue]] = [{"role": "user", "content": "and then?"}]
+def replay(first: Sequence[Mapping[str, object]], again: Sequence[Mapping[str, object]]) -> LintReport:
+    tail = [{"role": "user", "content": "and then?"}]
     return lint(requests(line(first), line([*again, *tail])))
 
 
