@@ -27,6 +27,7 @@ from harness.cachemeter import (
     Renderer,
     load_meter_tokenizer,
     make_renderer,
+    read_requests,
     request_from_chat,
     smollm2_gguf_path,
     template_from_gguf,
@@ -284,3 +285,18 @@ def test_the_gguf_tokenizer_loads_without_a_word_on_stderr() -> None:
     out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, check=True)
     assert out.stderr == ""  # once: "possible training context overflow", from a needless context
     assert out.stdout.strip().startswith("[")
+
+
+def test_keel_traces_count_exactly_what_the_template_renders(
+    keel_traces: dict[str, Path], cl100k: TiktokenTokenizer
+) -> None:
+    # Slot edges sit inside whitespace runs ("...adding.\n\n" | "MEMORY"): cutting the text
+    # there would tokenize them unlike a server that sees the whole prompt.
+    source = template_from_gguf(smollm2_gguf_path()).source
+    renderer = JinjaRenderer(cl100k, ChatTemplate(source, origin="smollm2"))
+    requests = list(read_requests(keel_traces["live"]))
+    for request in requests:
+        raw = [{"role": "system", "content": request.system}] if request.system else []
+        raw += [{"role": m.role, "content": m.content} for m in request.messages]
+        assert renderer.render(request).n_tokens == cl100k.count(_plain_render(source, raw)), request.line
+    assert any(len(r.slots) > 1 for r in requests)
