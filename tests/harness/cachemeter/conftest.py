@@ -1,8 +1,13 @@
-"""Real keel traces for the lint and the contract: a short synthetic session, offline.
+"""Fixtures for meter tests: real keel traces, and a Hugging Face tokenizer trained here.
+
+`keel_traces`: real keel traces for the lint and the contract, a short synthetic session, offline.
 
 The built-in synthetic scenario, cut to 30 turns with a forced compression at turn 20, is
 played by its scripted replies through real sessions (real memory store, real trace writer)
 once per snapshot policy. Built once per test session: about a second each.
+
+`bpe_dir`: a byte-level BPE trained on a few sentences and saved as a tokenizer directory with
+a ChatML chat template (`meterkit.build_bpe`); nothing is downloaded.
 """
 
 from __future__ import annotations
