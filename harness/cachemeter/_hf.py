@@ -24,7 +24,7 @@ import tokenizers
 from harness.cachemeter._errors import MeterError
 from harness.cachemeter._jinja import ChatTemplate
 
-__all__ = ["HFTokenizer", "hf_template", "is_hf_tokenizer_path", "load_hf_tokenizer"]
+__all__ = ["HFTokenizer", "hf_template", "load_hf_tokenizer"]
 
 _FILE = "tokenizer.json"
 _CONFIG = "tokenizer_config.json"
@@ -62,11 +62,6 @@ def _tokenizer_file(path: Path) -> Path:
     if path.is_file():
         return path
     raise MeterError(f"tokenizer {str(path)!r} does not exist; pass a {_FILE} file or its directory")
-
-
-def is_hf_tokenizer_path(path: Path) -> bool:
-    """Whether `path` is a `tokenizer.json`-style file or a directory holding one."""
-    return path.is_file() or (path.is_dir() and (path / _FILE).is_file())
 
 
 def load_hf_tokenizer(path: Path) -> HFTokenizer:
