@@ -99,7 +99,7 @@ def _compressions(report: MeterReport) -> Table:
         title="per compression: re-warm requests / cache breaks (tokens lost re-warming)",
         title_justify="left",
         caption="re-warm: turn requests after the compression until one reused the cache without a "
-        "break; breaks: requests that broke, its flush and summary calls included",
+        "break; breaks: requests that broke, the compression's own flush and summary calls included",
         caption_justify="left",
     )
     table.add_column("#", justify="right")
