@@ -1,13 +1,23 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
 # the rest was lost (design.md §7). Layout: `_input` reads traces (keel JSONL, OpenAI/Anthropic
-# chat JSONL) into `MeterRequest`s (`_request`); `render` (+ `_jinja`, `_gguf`) turns a request
-# into packed token ids with segment boundaries; `sim` holds the simulators (`_ideal`,
-# `_engines`, `_providers`, all over the radix tree in `_tree`); `attribution` names the reason
-# of each miss; `report` runs everything over a trace (`measure`) and owns the JSON schema;
-# `_table` and `plot` present it. The CLI is harness/cli/_cache_cmd.py.
+# chat JSONL) into `MeterRequest`s (`_request`); `render` (+ `_jinja`, `_gguf`, `_hf` for
+# Hugging Face tokenizers, `_factory` by name) turns a request into packed token ids with
+# segment boundaries; `sim` holds the simulators (`_ideal`, `_engines`, `_providers`, all over
+# the radix tree in `_tree`); `attribution` names the reason of each miss; `report` runs
+# everything over a trace (`measure`, results in `_results`, phases in `_phases`) and owns the
+# JSON schema; `_table` and `plot` present it. `lint` names the habits behind the misses at the
+# text level (`_streams` pairs each request with the one it should extend, `_lint_checks` and
+# `_lint_rules` judge, `_diff` quotes); `contract` turns both into a test assertion. The CLI is
+# harness/cli/_cache_cmd.py and harness/cli/_cache_lint.py.
 from harness.cachemeter._errors import MeterError, MeterInputError
-from harness.cachemeter._factory import MeterTokenizerName, load_meter_tokenizer, make_renderer
+from harness.cachemeter._factory import (
+    MeterTokenizerName,
+    load_meter_tokenizer,
+    make_renderer,
+    parse_tokenizer,
+)
 from harness.cachemeter._gguf import GGUFTokenizer, read_gguf_metadata, smollm2_gguf_path
+from harness.cachemeter._hf import HFTokenizer, hf_template, load_hf_tokenizer
 from harness.cachemeter._input import (
     TraceFormat,
     detect_format,
@@ -17,6 +27,7 @@ from harness.cachemeter._input import (
     requests_from_records,
 )
 from harness.cachemeter._jinja import ChatTemplate, JinjaRenderer, template_from_file, template_from_gguf
+from harness.cachemeter._phases import PHASES, CompressionPhase, PhaseName, PhaseReport, PhaseTotals
 from harness.cachemeter._request import (
     MeterBreakpoint,
     MeterMessage,
@@ -26,10 +37,29 @@ from harness.cachemeter._request import (
     MeterToolCall,
     ReportedUsage,
 )
+from harness.cachemeter._results import BREAK_KINDS
 from harness.cachemeter._seq import pack, unpack
 from harness.cachemeter._table import report_tables
 from harness.cachemeter.attribution import Attribution, ReasonKind, attribute, content_break
-from harness.cachemeter.plot import plot_report
+from harness.cachemeter.contract import (
+    DEFAULT_ALLOWED,
+    AllowedEvent,
+    CacheBreak,
+    CacheContractError,
+    assert_cache_stable,
+    cache_breaks,
+)
+from harness.cachemeter.lint import (
+    HABIT_RULES,
+    LINT_SCHEMA,
+    HabitRule,
+    LintFinding,
+    LintReport,
+    LintSeverity,
+    Occurrence,
+    lint,
+)
+from harness.cachemeter.plot import PlotData, PlotMark, PlotSeries, plot_data, plot_report
 from harness.cachemeter.render import (
     CanonicalRenderer,
     ChatMLRenderer,
@@ -73,16 +103,30 @@ from harness.cachemeter.sim import (
 )
 
 __all__ = [
+    "BREAK_KINDS",
+    "DEFAULT_ALLOWED",
+    "HABIT_RULES",
+    "LINT_SCHEMA",
+    "PHASES",
     "SCHEMA",
     "SIM_NAMES",
+    "AllowedEvent",
     "AnthropicSimulator",
     "Attribution",
+    "CacheBreak",
+    "CacheContractError",
     "CanonicalRenderer",
     "ChatMLRenderer",
     "ChatTemplate",
+    "CompressionPhase",
     "GGUFTokenizer",
+    "HFTokenizer",
+    "HabitRule",
     "IdealSimulator",
     "JinjaRenderer",
+    "LintFinding",
+    "LintReport",
+    "LintSeverity",
     "LlamaCppRamSimulator",
     "LlamaCppSimulator",
     "MeterBreakpoint",
@@ -95,7 +139,14 @@ __all__ = [
     "MeterTokenizerName",
     "MeterTool",
     "MeterToolCall",
+    "Occurrence",
     "OpenAISimulator",
+    "PhaseName",
+    "PhaseReport",
+    "PhaseTotals",
+    "PlotData",
+    "PlotMark",
+    "PlotSeries",
     "PrefixMatch",
     "PurposeTotals",
     "ReasonKind",
@@ -120,9 +171,14 @@ __all__ = [
     "TraceFormat",
     "VllmSimulator",
     "anthropic_min_tokens",
+    "assert_cache_stable",
     "attribute",
+    "cache_breaks",
     "content_break",
     "detect_format",
+    "hf_template",
+    "lint",
+    "load_hf_tokenizer",
     "load_meter_tokenizer",
     "make_renderer",
     "make_simulator",
@@ -130,6 +186,8 @@ __all__ = [
     "measure_async",
     "pack",
     "parse_sim_names",
+    "parse_tokenizer",
+    "plot_data",
     "plot_report",
     "read_gguf_metadata",
     "read_requests",

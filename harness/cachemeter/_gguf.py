@@ -10,9 +10,11 @@ when asked for.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import struct
 from collections.abc import Collection
 from pathlib import Path
+from types import ModuleType
 from typing import BinaryIO, TypeAlias
 
 from harness.cachemeter._errors import MeterError
@@ -117,10 +119,17 @@ def smollm2_gguf_path() -> Path:
 
 
 class GGUFTokenizer:
-    """A GGUF model's own vocabulary via llama-cpp-python; special tokens are parsed."""
+    """A GGUF model's own vocabulary via llama.cpp; special tokens are parsed.
 
-    def __init__(self, llama: object, path: Path) -> None:
-        self._llama = llama
+    Only the vocabulary is loaded (`vocab_only`), and no inference context is ever created:
+    a context on a vocabulary-only model has no training length, which is what made
+    llama.cpp warn "possible training context overflow" on every run.
+    """
+
+    def __init__(self, lib: ModuleType, model: object, path: Path) -> None:
+        self._lib = lib  # llama_cpp, imported by `load_gguf_tokenizer` (an optional extra)
+        self._model = model
+        self._vocab = lib.llama_model_get_vocab(model)
         self.path = path
 
     @property
@@ -128,11 +137,28 @@ class GGUFTokenizer:
         return "gguf"
 
     def encode(self, text: str) -> list[int]:
-        ids: list[int] = self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)  # type: ignore[attr-defined]  # llama_cpp.Llama
-        return ids
+        lib = self._lib
+        data = text.encode("utf-8")
+        size = len(data) + 8
+        while True:
+            buf = (lib.llama_token * size)()
+            # add_special=False: the chat template writes BOS itself; parse_special=True.
+            n: int = lib.llama_tokenize(self._vocab, data, len(data), buf, size, False, True)
+            if n >= 0:
+                return list(buf[:n])
+            size = -n  # too small: llama.cpp says how many tokens it needs
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
+
+    def close(self) -> None:
+        """Free the vocabulary (also done when the object is collected)."""
+        model, self._model = self._model, None
+        if model is not None:
+            self._lib.llama_model_free(model)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def load_gguf_tokenizer(path: Path) -> GGUFTokenizer:
@@ -149,8 +175,18 @@ def load_gguf_tokenizer(path: Path) -> GGUFTokenizer:
         ) from exc
     if not path.exists():
         raise MeterError(f"GGUF file {str(path)!r} does not exist; check the path")
+    # llama.cpp logs every metadata key while loading; llama-cpp-python routes its log through
+    # this logger, so raise its level for the load only (as `Llama(verbose=False)` does).
+    logger = logging.getLogger("llama-cpp-python")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
     try:
-        llama = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    except (ValueError, RuntimeError, OSError) as exc:
-        raise MeterError(f"llama.cpp could not load the vocabulary of {str(path)!r}: {exc}") from exc
-    return GGUFTokenizer(llama, path)
+        llama_cpp.llama_backend_init()
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
+    finally:
+        logger.setLevel(level)
+    if not model:
+        raise MeterError(f"llama.cpp could not load the vocabulary of {str(path)!r}; is it a GGUF model?")
+    return GGUFTokenizer(llama_cpp, model, path)

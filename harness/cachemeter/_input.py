@@ -8,8 +8,9 @@ or ISO 8601, optional `usage` in OpenAI or Anthropic shape, optional `purpose` (
 `tool_calls`, `tool` results) and Anthropic request bodies (top-level `system`, content
 blocks, `tool_use`, `cache_control` markers, which become breakpoints; the request's TTL is
 the longest any marker asks for). Leading system/developer messages are lifted into the
-system prompt (`MeterRequest.message_base` counts them). Unknown keys are ignored: foreign
-request bodies carry many API options the meter has no use for.
+system prompt (`MeterRequest.message_base` counts them); when there are several, each is
+kept as sent (`MeterRequest.system_messages`) so renderers do not merge them. Unknown keys
+are ignored: foreign request bodies carry many API options the meter has no use for.
 
 A line that is not a request raises `MeterInputError` naming the file, the line number and
 what is wrong; nothing is skipped silently.
@@ -261,6 +262,8 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
                 breakpoints.append(MeterBreakpoint("system", system_chars=chars))
                 ttls.add(_has_marker(block)[1])
 
+    # The top-level system prompt (Anthropic) is one system message however many blocks it has.
+    system_messages = ["\n\n".join(system_parts)] if system_parts else []
     messages: list[MeterMessage] = []
     lifted = 0
     for i, m in enumerate(chat.messages):
@@ -270,6 +273,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         text, calls, marked = _content_text(m.content)
         if role == "system" and not messages:
             system_parts.append(text)
+            system_messages.append(text)
             lifted += 1
             continue
         calls.extend(_tool_call(c) for c in m.tool_calls or ())
@@ -283,6 +287,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         kind="chat",
         model=chat.model,
         system="\n\n".join(system_parts),
+        system_messages=tuple(system_messages) if len(system_messages) > 1 else (),
         messages=tuple(messages),
         tools=tools,
         timestamp=_timestamp(chat.timestamp),

@@ -6,19 +6,25 @@ It runs in Jinja's immutable sandbox with the globals chat templates expect
 (`raise_exception`, `tojson`, `strftime_now` — the latter fed the request's own timestamp,
 so a render never depends on the wall clock).
 
+The renderer gives the template what a server gives it: the messages, each leading system
+message as an item of its own (several are not merged: the template decides how they look),
+and `tools` only when the template reads the `tools` variable. A template that never reads it
+renders no tools, so neither does the meter — the server does not send what the template
+drops; the rendered request carries a notice saying so, which a report shows once per trace.
+
 Segment boundaries come from rendering each message-list prefix without the generation
 prompt: if the render of the first k items is a prefix of the full render, the boundary
 after item k is known. A template that rewrites earlier turns (a boundary that is not a
-prefix) merges those items into the next segment. The system prompt is an item of its own;
-its slots are found when its text appears verbatim in the render. A template that ignores
-`tools` gets the tools as a canonical JSON line in front (every server must put them
-somewhere); a template that embeds them itself has them inside whatever segment it chose.
+prefix) merges those items into the next segment. A keel system prompt's slots are found when
+its text appears verbatim in the render; several system messages are slots `system[i]`.
+Text before the first item is the `tools` segment when the template renders tools there.
 Prefix renders are memoized by a hash chain over the items, so a growing conversation
 renders each new prefix once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
+import jinja2.ext
+import jinja2.meta
+from jinja2 import nodes
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import JsonValue
 
@@ -35,11 +45,12 @@ from harness.cachemeter._request import MeterMessage, MeterRequest
 from harness.cachemeter.render import (
     Assembler,
     Rendered,
-    SegmentKind,
     TokenMemo,
     add_system,
     dumps,
     finish,
+    system_slots,
+    system_texts,
     tool_json,
 )
 from harness.tokens import Tokenizer
@@ -98,8 +109,29 @@ def _raise(message: str) -> None:
     raise jinja2.TemplateError(message)
 
 
-def _tojson(value: object, indent: int | None = None) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=indent)
+def _tojson(
+    value: object,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    # The keyword arguments chat templates pass to `tojson` on Hugging Face's side.
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """`{% generation %}...{% endgeneration %}` (training-mask markers some templates carry):
+    the body renders as is."""
+
+    tags = {"generation"}  # noqa: RUF012  # jinja's Extension API: a class attribute
+
+    def parse(self, parser: Parser) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)
 
 
 def _item(m: MeterMessage) -> dict[str, JsonValue]:
@@ -116,6 +148,27 @@ def _item(m: MeterMessage) -> dict[str, JsonValue]:
     return item
 
 
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """Characters [a, b) of the full render, holding items [first, stop)."""
+
+    a: int
+    b: int
+    first: int
+    stop: int
+
+
+@dataclass(slots=True)
+class _Layout:
+    """What one request's assembly tracks besides the tokens."""
+
+    lead: int  # how many items are system messages
+    part_ends: list[int]  # character end of each system message inside `request.system`
+    cut_pos: dict[int, int]
+    blocks: list[int]
+    message_ends: list[int]
+
+
 class JinjaRenderer:
     """Renders with a model's chat template (see the module docstring)."""
 
@@ -125,15 +178,17 @@ class JinjaRenderer:
         self.memo = memo or TokenMemo(tokenizer)
         self.template = template
         env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _GenerationTag]
         )
         env.globals["raise_exception"] = _raise
         env.filters["tojson"] = _tojson
         try:
             self._compiled = env.from_string(template.source)
+            variables = jinja2.meta.find_undeclared_variables(env.parse(template.source))
         except jinja2.TemplateError as exc:
             raise MeterError(f"chat template from {template.origin!r} does not compile: {exc}") from exc
-        self._uses_tools = "tools" in template.source
+        self.uses_tools = "tools" in variables
+        """Whether the template reads `tools`; when it does not, requests render without them."""
         self._prefixes: OrderedDict[int, tuple[int, int] | None] = OrderedDict()
 
     @property
@@ -168,13 +223,48 @@ class JinjaRenderer:
             self._prefixes.popitem(last=False)
         return found
 
+    def _spans(
+        self, full: str, items: list[dict[str, JsonValue]], tools: JsonValue, when: float
+    ) -> list[_Span]:
+        """Split the full render where a prefix of the items renders to a prefix of it."""
+        chain = hash((dumps(tools), self.template.source))
+        cuts = [(0, 0)]  # (character offset, items rendered before it)
+        for k in range(len(items) + 1):
+            if k:
+                chain = hash((chain, dumps(items[k - 1])))
+            found = self._prefix(chain, items[:k], tools, when)
+            if found is None:
+                continue
+            size, digest = found
+            if k == 0:
+                if size > 0 and hash(full[:size]) == digest:
+                    cuts.append((size, 0))
+            elif size >= cuts[-1][0] and hash(full[:size]) == digest:
+                cuts.append((size, k))
+        spans = [_Span(a, b, i, k) for (a, i), (b, k) in itertools.pairwise(cuts)]
+        last_a, last_first = cuts[-1]
+        if last_a < len(full) or last_first < len(items):
+            spans.append(_Span(last_a, len(full), last_first, len(items)))
+        return spans
+
+    def _tools(self, request: MeterRequest, notices: list[str]) -> JsonValue:
+        if not request.tools:
+            return None
+        if not self.uses_tools:
+            notices.append(
+                f"the chat template from {self.template.origin!r} never uses `tools`: requests render "
+                "without their tool lists, as a server using this template sends them"
+            )
+            return None
+        return [{"type": "function", "function": tool_json(t)} for t in request.tools]
+
     def render(self, request: MeterRequest) -> Rendered:
         when = request.timestamp or 0.0
-        items = [_item(m) for m in request.messages]
-        lead = 1 if request.system else 0
-        if request.system:
-            items.insert(0, {"role": "system", "content": request.system})
-        tools: JsonValue = [{"type": "function", "function": tool_json(t)} for t in request.tools] or None
+        parts = system_texts(request)
+        items: list[dict[str, JsonValue]] = [{"role": "system", "content": t} for t in parts]
+        items += [_item(m) for m in request.messages]
+        asm = Assembler(self.memo)
+        tools = self._tools(request, asm.notices)
         try:
             full = self._render(items, tools, True, when)
         except jinja2.TemplateError as exc:
@@ -182,70 +272,63 @@ class JinjaRenderer:
                 f"line {request.line}: the chat template from {self.template.origin!r} refused this "
                 f"request: {exc}; try --renderer chatml"
             ) from exc
-
-        chain = hash((dumps(tools), self.template.source))
-        cuts = [0]  # character boundary after item k, for the items whose prefix render is a prefix
-        cut_items = [0]
-        for k in range(len(items) + 1):
-            if k:
-                chain = hash((chain, dumps(items[k - 1])))
-            found = self._prefix(chain, items[:k], tools, when)
-            if found is None or k == 0:
-                if k == 0 and found is not None and found[0] > 0 and hash(full[: found[0]]) == found[1]:
-                    cuts.append(found[0])
-                    cut_items.append(0)
-                continue
-            size, digest = found
-            if size >= cuts[-1] and hash(full[:size]) == digest:
-                cuts.append(size)
-                cut_items.append(k)
-
-        # Spans of the full render: (chars a..b, items s..e); the last one runs to the end.
-        spans = [(cuts[i - 1], cuts[i], cut_items[i - 1], cut_items[i]) for i in range(1, len(cuts))]
-        if cuts[-1] < len(full) or cut_items[-1] < len(items):
-            spans.append((cuts[-1], len(full), cut_items[-1], len(items)))
-        asm = Assembler(self.memo)
+        part_ends = list(itertools.accumulate(len(t) + 2 for t in parts))
+        layout = _Layout(len(parts), [e - 2 for e in part_ends], {}, [], [])
         tools_end = None
-        if request.tools and not self._uses_tools:
-            tools_end = asm.add(dumps([tool_json(t) for t in request.tools]) + "\n", "tools")
-        message_ends: list[int] = []
-        cut_pos: dict[int, int] = {}
-        blocks: list[int] = []
-        for a, b, first, stop in spans:
-            text = full[a:b]
-            if first == stop:
-                # Text before the first item (BOS, an embedded tools block) or after the last (generation).
-                kind: SegmentKind = "generation" if first == len(items) and first > 0 else "system"
-                if first == 0 and request.tools and self._uses_tools:
-                    kind = "tools"
-                asm.add(text, kind)
-                continue
-            if stop - first > 1:
-                lo, hi = max(first - lead, 0), stop - lead - 1
-                asm.warnings.append(
-                    f"the chat template rewrites earlier turns; messages {lo}..{hi} share one segment"
-                    + (" with the system prompt" if first == 0 and lead else "")
-                )
-            if first == 0 and lead:
-                where = text.find(request.system) if stop == 1 else -1
-                if where >= 0:
-                    cut_pos, blocks = add_system(
-                        asm, request, head=text[:where], tail=text[where + len(request.system) :]
-                    )
-                else:
-                    if stop == 1:
-                        asm.warnings.append("the template rewrote the system prompt; its slots are not known")
-                    end = asm.add(text, "system")
-                    cut_pos, blocks = {len(request.system): end}, [end]
-                    message_ends.extend([end] * (stop - 1))
-                continue
-            end = asm.add(text, "message", index=first - lead)
-            message_ends.extend([end] * (stop - first))
+        for span in self._spans(full, items, tools, when):
+            end = self._add_span(asm, request, full[span.a : span.b], span, layout, n_items=len(items))
+            if span.first == span.stop == 0 and tools is not None:
+                tools_end = end
         return finish(
             asm,
             request,
             tools_end=tools_end,
-            system_cut_pos=cut_pos,
-            system_blocks=blocks,
-            message_ends=message_ends,
+            system_cut_pos=layout.cut_pos,
+            system_blocks=layout.blocks,
+            message_ends=layout.message_ends,
         )
+
+    def _add_span(
+        self, asm: Assembler, request: MeterRequest, text: str, span: _Span, layout: _Layout, *, n_items: int
+    ) -> int:
+        """Add one span of the render as a segment; return the token position after it."""
+        first, stop, lead = span.first, span.stop, layout.lead
+        if first == stop:
+            # Text before the first item (BOS, a tools block) or after the last (the generation prompt).
+            if first == n_items and first > 0:
+                return asm.add(text, "generation")
+            return asm.add(text, "tools" if first == 0 and request.tools and self.uses_tools else "system")
+        if stop - first > 1:
+            lo, hi = max(first - lead, 0), stop - lead - 1
+            what = f"messages {lo}..{hi}" if hi >= lo else f"system messages {first}..{stop - 1}"
+            asm.warnings.append(
+                f"the chat template rewrites earlier turns; {what} share one segment"
+                + (" with the system prompt" if first < lead <= hi + lead else "")
+            )
+        if first >= lead:
+            end = asm.add(text, "message", index=first - lead)
+            layout.message_ends.extend([end] * (stop - first))
+            return end
+        return self._add_system_span(asm, request, text, span, layout)
+
+    def _add_system_span(
+        self, asm: Assembler, request: MeterRequest, text: str, span: _Span, layout: _Layout
+    ) -> int:
+        first, stop, lead = span.first, span.stop, layout.lead
+        if lead == 1 and stop == 1:
+            where = text.find(request.system)
+            if where >= 0:
+                cut_pos, blocks = add_system(
+                    asm, request, head=text[:where], tail=text[where + len(request.system) :]
+                )
+                layout.cut_pos.update(cut_pos)
+                layout.blocks.extend(blocks)
+                return asm.pos
+            asm.warnings.append("the template rewrote the system prompt; its slots are not known")
+        slots = system_slots(request)
+        slot = slots[first].name if lead > 1 and stop - first == 1 and first < len(slots) else None
+        end = asm.add(text, "system", slot=slot)
+        layout.cut_pos[layout.part_ends[min(stop, lead) - 1]] = end
+        layout.blocks.append(end)
+        layout.message_ends.extend([end] * max(stop - lead, 0))
+        return end

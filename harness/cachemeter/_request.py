@@ -86,6 +86,9 @@ class MeterRequest:
         model: the model name; caches are per model.
         timestamp: seconds since the epoch, None when the line had none.
         tools, system, slots, messages: what was sent, in cache order.
+        system_messages: a chat line's leading system messages when there were several, as
+            sent (`system` joins them with a blank line); renderers keep them apart, as the
+            server's template sees them. Empty for one system prompt.
         message_base: leading system messages of a chat line lifted into `system`; message
             indices in reports add it back, so they match the line's own numbering.
         breakpoints, cache_ttl: Anthropic cache markers, when the line recorded them.
@@ -96,6 +99,7 @@ class MeterRequest:
     model: str
     system: str = ""
     messages: tuple[MeterMessage, ...] = ()
+    system_messages: tuple[str, ...] = ()
     tools: tuple[MeterTool, ...] = ()
     slots: tuple[MeterSlot, ...] = ()
     timestamp: float | None = None

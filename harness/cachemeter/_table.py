@@ -1,4 +1,4 @@
-"""Rich tables for `keel cache report`: totals, per purpose, per request."""
+"""Rich tables for `keel cache report`: per request, per purpose, per phase, per compression, totals."""
 
 from __future__ import annotations
 
@@ -66,6 +66,63 @@ def _purposes(report: MeterReport) -> Table:
     return table
 
 
+_PHASE_LABELS = {
+    "cold": "cold start",
+    "steady": "steady state",
+    "flush": "flush calls",
+    "summary": "summary calls",
+    "rewarm": "re-warm after compression",
+    "other": "other side calls",
+}
+
+
+def _phases(report: MeterReport) -> Table:
+    table = Table(title="by phase (hit ratio)", title_justify="left")
+    table.add_column("phase")
+    table.add_column("requests", justify="right")
+    table.add_column("prompt tokens", justify="right")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for phase, t in report.phases.phases.items():
+        if t.requests:
+            table.add_row(
+                _PHASE_LABELS.get(phase, phase),
+                f"{t.requests:,}",
+                f"{t.prompt_tokens:,}",
+                *(f"{t.hit_ratio(n):.1%}" for n in report.simulators),
+            )
+    return table
+
+
+def _compressions(report: MeterReport) -> Table:
+    table = Table(
+        title="per compression: re-warm requests / cache breaks (tokens lost re-warming)",
+        title_justify="left",
+        caption="re-warm: turn requests after the compression until one reused the cache without a "
+        "break; breaks: requests that broke, the compression's own flush and summary calls included",
+        caption_justify="left",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("requests")
+    table.add_column("calls")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for c in report.phases.compressions:
+        first, last = c.requests[0], c.requests[-1]
+        cells = []
+        for name in report.simulators:
+            rewarm = c.rewarm[name]
+            shown = "not back" if rewarm is None else str(rewarm)
+            cells.append(f"{shown} / {c.breaks[name]} ({c.rewarm_lost[name]:,})")
+        table.add_row(
+            str(c.index + 1),
+            f"{first}" if first == last else f"{first}–{last}",
+            f"{c.flush} flush, {c.summary} summary",
+            *cells,
+        )
+    return table
+
+
 def _cell(r: RequestResult, name: str) -> Text:
     s = r.sims[name]
     text = Text(f"{s.reusable:,}")
@@ -104,12 +161,17 @@ def _requests(report: MeterReport, max_rows: int) -> Table:
 
 
 def report_tables(report: MeterReport, *, max_rows: int = 40) -> list[RenderableType]:
-    """The report as rich tables: per request (at most `max_rows`), per purpose, totals."""
+    """The report as rich tables: per request (at most `max_rows`), per purpose, per phase, per
+    compression (when there was one), totals; then the renderer's notices and any warnings."""
     out: list[RenderableType] = []
     if max_rows > 0 and report.requests:
         out.append(_requests(report, max_rows))
     out.append(_purposes(report))
+    out.append(_phases(report))
+    if report.phases.compressions:
+        out.append(_compressions(report))
     out.append(_totals(report))
+    out.extend(Text(f"note: {notice}", style="cyan") for notice in report.notices)
     warned = sum(1 for r in report.requests if r.warnings)
     if warned:
         first = next(r for r in report.requests if r.warnings)

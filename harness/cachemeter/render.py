@@ -8,18 +8,22 @@ The attribution maps a first divergent token through the segments to a reason.
 Three renderers, all in the cache order tools → system → messages:
 
 - `canonical`: provider-neutral. Tools as one JSON array (sorted keys), the system prompt,
-  then each message as one JSON object (sorted keys), each part on its own line.
+  then each message as one JSON object (sorted keys), each part on its own line. Several
+  leading system messages are one system prompt with a slot `system[i]` each.
 - `chatml`: `<|im_start|>role\\n...<|im_end|>\\n` turns; tools open the system turn as a
   `# Tools` list; tool calls as `<tool_call>` JSON; a trailing `<|im_start|>assistant\\n`.
+  Several leading system messages are one turn each, as a ChatML server renders them.
 - `jinja` (module `_jinja`): a model's own chat template.
 
-Each piece (a tools block, a slot, a message) is tokenized on its own and the ids are
-concatenated. That keeps segment boundaries exact and makes a prompt that only grew at the
-end render to a strict extension of the previous one. A server tokenizing the whole string
-can merge tokens across a boundary; with chat markup between parts that is rare, and it is
-the price of exact attribution. Tokenization is memoized per piece, so a long trace pays
-once for each distinct message. Rendering is deterministic: same request, same tokenizer,
-same ids, in any process.
+Each piece (a tools block, the system prompt, a message) is tokenized on its own and the ids
+are concatenated. That keeps segment boundaries exact and makes a prompt that only grew at
+the end render to a strict extension of the previous one. A server tokenizing the whole
+string could merge tokens across a piece boundary; pieces end where chat markup (a special
+token) separates them, so that is rare. The system prompt is tokenized whole, and its slots
+are cut in token space (a token straddling a slot boundary counts in the earlier slot): cutting
+the text instead would tokenize whitespace runs at slot edges differently from the server.
+Tokenization is memoized per piece, so a long trace pays once for each distinct message.
+Rendering is deterministic: same request, same tokenizer, same ids, in any process.
 """
 
 from __future__ import annotations
@@ -79,6 +83,9 @@ class Rendered:
     boundaries: tuple[int, ...] = ()
     """Token positions where content blocks end (tools, system blocks, messages), ascending."""
     warnings: tuple[str, ...] = ()
+    """Problems with this request."""
+    notices: tuple[str, ...] = ()
+    """Facts about how the renderer treats every such request (a report shows each once)."""
 
     @property
     def n_tokens(self) -> int:
@@ -151,10 +158,20 @@ class Assembler:
         self.pos = 0
         self.segments: list[Segment] = []
         self.warnings: list[str] = []
+        self.notices: list[str] = []
+
+    def encode(self, text: str) -> bytes:
+        """Packed token ids of `text` (memoized)."""
+        return self._memo.encode(text)
 
     def add(self, text: str, kind: SegmentKind, *, slot: str | None = None, index: int | None = None) -> int:
         """Append one piece; return the token position after it."""
-        data = self._memo.encode(text)
+        return self.add_ids(self._memo.encode(text), kind, slot=slot, index=index)
+
+    def add_ids(
+        self, data: bytes, kind: SegmentKind, *, slot: str | None = None, index: int | None = None
+    ) -> int:
+        """Append packed token ids as one piece; return the token position after it."""
         n = len(data) // ITEM
         if n == 0:
             return self.pos
@@ -174,7 +191,27 @@ class Assembler:
             breakpoints=tuple(breakpoints),
             boundaries=tuple(sorted(set(boundaries))),
             warnings=tuple(self.warnings),
+            notices=tuple(self.notices),
         )
+
+
+def system_texts(request: MeterRequest) -> tuple[str, ...]:
+    """The system messages a server renders: each of several leading ones, else the prompt."""
+    if len(request.system_messages) > 1:
+        return request.system_messages
+    return (request.system,) if request.system else ()
+
+
+def system_slots(request: MeterRequest) -> tuple[MeterSlot, ...]:
+    """The request's slot map; for several system messages, one slot `system[i]` each."""
+    if request.slots or len(request.system_messages) < 2:
+        return request.slots
+    slots: list[MeterSlot] = []
+    pos = 0
+    for i, text in enumerate(request.system_messages):
+        slots.append(MeterSlot(f"system[{i}]", pos, pos + len(text)))
+        pos += len(text) + 2  # `system` joins them with a blank line
+    return tuple(slots)
 
 
 def system_cuts(request: MeterRequest) -> list[int]:
@@ -192,15 +229,17 @@ def system_cuts(request: MeterRequest) -> list[int]:
 def add_system(
     asm: Assembler, request: MeterRequest, *, head: str = "", tail: str = ""
 ) -> tuple[dict[int, int], list[int]]:
-    """Add the system prompt as one piece per slot (and per breakpoint cut).
+    """Add the system prompt, split into one segment per slot (and per breakpoint cut).
 
-    `head` and `tail` are framing text glued to the first and last piece. Returns the token
-    position of each character cut, and the content-block ends inside the system prompt.
+    `head` and `tail` are framing text around it. The whole text is tokenized at once, as a
+    server does, so the ids are exact; a cut's token position is the length of the text before
+    it, tokenized (a token that straddles a cut counts in the earlier segment). Returns the
+    token position of each character cut, and the content-block ends inside the system prompt.
     """
     system = request.system
     size = len(system)
     slots: list[MeterSlot] = []
-    for s in request.slots:
+    for s in system_slots(request):
         if 0 <= s.start <= s.end <= size:
             slots.append(s)
         else:
@@ -209,16 +248,19 @@ def add_system(
             )
     cuts = system_cuts(request)
     points = sorted({c for s in slots for c in (s.start, s.end)} | set(cuts) | {0, size})
+    ids = asm.encode(head + system + tail)
+    total = len(ids) // ITEM
+    bounds: dict[int, int] = {}
+    last = 0
+    for c in points:
+        at = 0 if c == 0 else total if c == size else len(asm.encode(head + system[:c])) // ITEM
+        last = bounds[c] = min(max(at, last), total)
     positions: dict[int, int] = {0: asm.pos}
-    pieces = [(a, b) for a, b in itertools.pairwise(points) if b > a] or [(0, size)]
-    for k, (a, b) in enumerate(pieces):
-        slot = next((s.name for s in slots if s.start <= a < s.end), None)
-        text = system[a:b]
-        if k == 0:
-            text = head + text
-        if k == len(pieces) - 1:
-            text = text + tail
-        positions[b] = asm.add(text, "system", slot=slot)
+    for a, b in itertools.pairwise(points):
+        if b > a:
+            slot = next((s.name for s in slots if s.start <= a < s.end), None)
+            positions[b] = asm.add_ids(ids[bounds[a] * ITEM : bounds[b] * ITEM], "system", slot=slot)
+    positions.setdefault(size, asm.pos)
     blocks = [positions[c] for c in {*cuts, size} if c in positions and c > 0]
     return positions, blocks
 
@@ -305,6 +347,20 @@ def _chatml_body(m: MeterMessage) -> str:
     return text
 
 
+def _chatml_system_turns(
+    asm: Assembler, request: MeterRequest, head: str
+) -> tuple[dict[int, int], list[int]]:
+    """Several system messages, one turn each (the first may continue the tools' turn)."""
+    cut_pos: dict[int, int] = {}
+    blocks: list[int] = []
+    for slot, text in zip(system_slots(request), request.system_messages, strict=True):
+        end = asm.add(f"{head}{text}<|im_end|>\n", "system", slot=slot.name)
+        head = "<|im_start|>system\n"
+        cut_pos[slot.end] = end
+        blocks.append(end)
+    return cut_pos, blocks
+
+
 class ChatMLRenderer:
     """ChatML turns; tools open the system turn; a trailing assistant generation prompt."""
 
@@ -326,7 +382,9 @@ class ChatMLRenderer:
             head = ""
         cut_pos: dict[int, int] = {}
         blocks: list[int] = []
-        if request.system:
+        if len(request.system_messages) > 1:
+            cut_pos, blocks = _chatml_system_turns(asm, request, head)
+        elif request.system:
             cut_pos, blocks = add_system(asm, request, head=head, tail="<|im_end|>\n")
         ends = [
             asm.add(f"<|im_start|>{m.role}\n{_chatml_body(m)}<|im_end|>\n", "message", index=i)

@@ -31,7 +31,16 @@ added; token counts are ints, ratios floats in [0, 1], costs USD floats or null)
                                                "cost": 0.04 | null}, ...}}, ...},
      "reported": {"requests": 10, "prompt_tokens": 51000, "cache_read": 39000,
                   "cache_write": 0, "hit_ratio": 0.76} | null,
-     "cost": {"unpriced_requests": 0, "uncached": 0.13 | null}}
+     "cost": {"unpriced_requests": 0, "uncached": 0.13 | null},
+     "phases": {"steady": {"requests": 7, "prompt_tokens": 40000,
+                           "sims": {"vllm": {"reusable": 39000, "hit_ratio": 0.97}, ...}},
+                "cold": ..., "flush": ..., "summary": ..., "rewarm": ..., "other": ...},
+     "compressions": [{"index": 0, "requests": [8, 9], "flush": 1, "summary": 1,
+                       "sims": {"vllm": {"rewarm": 1 | null, "rewarm_lost": 2900, "breaks": 2}, ...}}],
+     "notices": ["..."]}
+
+`phases` and `compressions` are defined in `harness.cachemeter._phases`; `notices` are facts
+about how the renderer treated the trace (e.g. tools a chat template drops), each once.
 
 `reason` labels: none, first_request, model_changed, tools_changed, system_changed[:<slot>],
 messages_changed:<index>, ttl_expired, evicted, below_minimum, block_rounding, no_breakpoint
@@ -43,21 +52,31 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio.to_thread
 from pydantic import JsonValue
 
 from harness.cachemeter._cost import pick_price, request_cost
+from harness.cachemeter._ideal import PrefixMatch
 from harness.cachemeter._input import request_from_record
-from harness.cachemeter._request import MeterRequest, ReportedUsage
+from harness.cachemeter._phases import PhaseReport, phase_report
+from harness.cachemeter._request import MeterRequest
+from harness.cachemeter._results import (
+    PurposeTotals,
+    ReasonTotals,
+    ReportedTotals,
+    RequestResult,
+    SimResult,
+    SimTotals,
+)
 from harness.cachemeter._simtypes import SimName, SimRequest, SimStep, Simulator
 from harness.cachemeter.attribution import Attribution, attribute, content_break
-from harness.cachemeter.render import Renderer
+from harness.cachemeter.render import Rendered, Renderer
 from harness.cachemeter.sim import SIM_NAMES, IdealSimulator, SimSettings, make_simulator
 from harness.config import PriceConfig
 from harness.trace import TraceRecord
-from harness.types import JsonObject, Purpose
+from harness.types import JsonObject
 
 __all__ = [
     "SCHEMA",
@@ -76,88 +95,6 @@ SCHEMA = "keel.cache-report/1"
 
 
 @dataclass(frozen=True, slots=True)
-class SimResult:
-    """One simulator's outcome on one request."""
-
-    reusable: int
-    write: int
-    prefix: int
-    source: int | None
-    reason: Attribution
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RequestResult:
-    """One request: what it was, what each simulator reused, and why not more."""
-
-    index: int
-    line: int
-    session_id: str | None
-    turn: int | None
-    purpose: Purpose
-    model: str
-    timestamp: float | None
-    prompt_tokens: int
-    reported: ReportedUsage | None
-    price: str | None
-    content: Attribution
-    sims: dict[str, SimResult]
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ReasonTotals:
-    requests: int = 0
-    lost: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SimTotals:
-    """One simulator over the whole trace."""
-
-    requests: int
-    prompt_tokens: int
-    reusable: int
-    write: int
-    cost: float | None
-    reasons: dict[str, ReasonTotals] = field(default_factory=dict)
-
-    @property
-    def hit_ratio(self) -> float:
-        """Token-weighted: reusable / prompt tokens."""
-        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class PurposeTotals:
-    """All requests of one purpose (turn / flush / summary / search)."""
-
-    requests: int
-    prompt_tokens: int
-    reusable: dict[str, int]
-    write: dict[str, int]
-    cost: dict[str, float | None]
-
-    def hit_ratio(self, sim: str) -> float:
-        return self.reusable[sim] / self.prompt_tokens if self.prompt_tokens else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ReportedTotals:
-    """What providers reported, over the requests whose usage the trace recorded."""
-
-    requests: int
-    prompt_tokens: int
-    cache_read: int
-    cache_write: int
-
-    @property
-    def hit_ratio(self) -> float:
-        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
-
-
-@dataclass(frozen=True, slots=True)
 class MeterReport:
     """Everything the meter found about one trace."""
 
@@ -171,6 +108,8 @@ class MeterReport:
     reported: ReportedTotals | None
     unpriced_requests: int
     uncached_cost: float | None
+    phases: PhaseReport
+    notices: tuple[str, ...] = ()
 
     def hit_ratio(self, sim: SimName) -> float:
         """Token-weighted hit ratio of one simulator over the trace."""
@@ -212,6 +151,8 @@ class MeterReport:
                 "hit_ratio": self.reported.hit_ratio,
             },
             "cost": {"unpriced_requests": self.unpriced_requests, "uncached": self.uncached_cost},
+            **self.phases.to_json(),
+            "notices": list(self.notices),
         }
 
 
@@ -266,6 +207,85 @@ def _add(a: float | None, b: float | None) -> float | None:
     return b if a is None else a + b
 
 
+class _Meter:
+    """The state of one pass over a trace: the simulators, and what earlier requests left."""
+
+    def __init__(
+        self,
+        renderer: Renderer,
+        names: tuple[SimName, ...],
+        settings: SimSettings,
+        prices: Mapping[str, PriceConfig] | None,
+        price: str | None,
+    ) -> None:
+        self.renderer = renderer
+        self.names = names
+        self.prices = prices
+        self.price = price
+        self.ideal = IdealSimulator()
+        self.sims: dict[str, Simulator] = {
+            n: make_simulator(n, settings=settings) for n in names if n != "ideal"
+        }
+        self.generation_starts: list[int] = []
+        self.notices: dict[str, None] = {}  # ordered set
+
+    def step(self, i: int, req: MeterRequest) -> RequestResult:
+        """Render, simulate and attribute request number `i`."""
+        rendered = self.renderer.render(req)
+        self.notices.update(dict.fromkeys(rendered.notices))
+        sreq = SimRequest(
+            tokens=rendered.tokens,
+            model=req.model,
+            timestamp=req.timestamp,
+            breakpoints=rendered.breakpoints,
+            boundaries=rendered.boundaries,
+            ttl=req.cache_ttl,
+        )
+        match = self.ideal.match(sreq)
+        sreq = dataclasses.replace(sreq, known_prefix=match.prefix)
+        source_gen = self.generation_starts[match.source] if match.source is not None else None
+        content = content_break(
+            match, rendered, first=i == 0, source_generation_start=source_gen, message_base=req.message_base
+        )
+        self.generation_starts.append(rendered.generation_start)
+        results, warnings = self._simulate(sreq, match, content, rendered)
+        picked = pick_price(req.model, self.prices, override=self.price) if self.prices is not None else None
+        return RequestResult(
+            index=i,
+            line=req.line,
+            session_id=req.session_id,
+            turn=req.turn,
+            purpose=req.purpose,
+            model=req.model,
+            timestamp=req.timestamp,
+            prompt_tokens=rendered.n_tokens,
+            reported=req.usage,
+            price=None if picked is None else picked[0],
+            content=content,
+            sims=results,
+            warnings=tuple(warnings),
+        )
+
+    def _simulate(
+        self, sreq: SimRequest, match: PrefixMatch, content: Attribution, rendered: Rendered
+    ) -> tuple[dict[str, SimResult], list[str]]:
+        results: dict[str, SimResult] = {}
+        warnings = list(rendered.warnings)
+        for name in self.names:
+            if name == "ideal":
+                step = SimStep(
+                    reusable=match.prefix, prefix=match.prefix, source=match.source, potential=match.prefix
+                )
+            else:
+                step = self.sims[name].feed(sreq)
+            reason = attribute(content, step, n=rendered.n_tokens, shared=match.prefix)
+            results[name] = SimResult(
+                step.reusable, step.write, step.prefix, step.source, reason, step.warnings
+            )
+            warnings.extend(w for w in step.warnings if w not in warnings)
+        return results, warnings
+
+
 def measure(
     requests: Iterable[MeterRequest | TraceRecord],
     renderer: Renderer,
@@ -294,150 +314,108 @@ def measure(
     """
     cfg = settings or SimSettings()
     names = tuple(dict.fromkeys(simulators))
-    ideal = IdealSimulator()
-    sims: dict[str, Simulator] = {n: make_simulator(n, settings=cfg) for n in names if n != "ideal"}
-    generation_starts: list[int] = []
+    meter = _Meter(renderer, names, cfg, prices, price)
     rows: list[RequestResult] = []
     for i, item in enumerate(requests):
         req = item if isinstance(item, MeterRequest) else request_from_record(item, line=i + 1)
-        rendered = renderer.render(req)
-        n = rendered.n_tokens
-        sreq = SimRequest(
-            tokens=rendered.tokens,
-            model=req.model,
-            timestamp=req.timestamp,
-            breakpoints=rendered.breakpoints,
-            boundaries=rendered.boundaries,
-            ttl=req.cache_ttl,
-        )
-        match = ideal.match(sreq)
-        sreq = dataclasses.replace(sreq, known_prefix=match.prefix)
-        source_gen = generation_starts[match.source] if match.source is not None else None
-        content = content_break(
-            match, rendered, first=i == 0, source_generation_start=source_gen, message_base=req.message_base
-        )
-        generation_starts.append(rendered.generation_start)
-        results: dict[str, SimResult] = {}
-        warnings = list(rendered.warnings)
-        for name in names:
-            if name == "ideal":
-                step = SimStep(
-                    reusable=match.prefix, prefix=match.prefix, source=match.source, potential=match.prefix
-                )
-            else:
-                step = sims[name].feed(sreq)
-            reason = attribute(content, step, n=n, shared=match.prefix)
-            results[name] = SimResult(
-                step.reusable, step.write, step.prefix, step.source, reason, step.warnings
-            )
-            warnings.extend(w for w in step.warnings if w not in warnings)
-        picked = pick_price(req.model, prices, override=price) if prices is not None else None
-        rows.append(
-            RequestResult(
-                index=i,
-                line=req.line,
-                session_id=req.session_id,
-                turn=req.turn,
-                purpose=req.purpose,
-                model=req.model,
-                timestamp=req.timestamp,
-                prompt_tokens=n,
-                reported=req.usage,
-                price=None if picked is None else picked[0],
-                content=content,
-                sims=results,
-                warnings=tuple(warnings),
-            )
-        )
+        rows.append(meter.step(i, req))
         if progress is not None:
             progress(i + 1)
-    return _summarize(rows, renderer.name, tokenizer, names, cfg, prices)
+    totals = _Totals(rows, names, prices)
+    return MeterReport(
+        renderer=renderer.name,
+        tokenizer=tokenizer,
+        simulators=names,
+        settings=cfg,
+        requests=tuple(rows),
+        totals={name: totals.sim(name) for name in names},
+        by_purpose=totals.by_purpose(),
+        reported=totals.reported(),
+        unpriced_requests=sum(1 for r in rows if r.price is None) if prices is not None else len(rows),
+        uncached_cost=totals.uncached(),
+        phases=phase_report(rows, names),
+        notices=tuple(meter.notices),
+    )
 
 
-def _summarize(
-    rows: list[RequestResult],
-    renderer: str,
-    tokenizer: str,
-    names: tuple[SimName, ...],
-    settings: SimSettings,
-    prices: Mapping[str, PriceConfig] | None,
-) -> MeterReport:
-    totals: dict[str, SimTotals] = {}
-    purposes: dict[str, list[RequestResult]] = {}
-    for r in rows:
-        purposes.setdefault(r.purpose, []).append(r)
+class _Totals:
+    """Sums over the requests of a trace: per simulator, per purpose, reported, cost."""
 
-    def cost_of(r: RequestResult, name: str) -> float | None:
-        if prices is None or r.price is None:
+    def __init__(
+        self, rows: list[RequestResult], names: tuple[SimName, ...], prices: Mapping[str, PriceConfig] | None
+    ) -> None:
+        self.rows = rows
+        self.names = names
+        self.prices = prices
+
+    def cost_of(self, r: RequestResult, name: str | None) -> float | None:
+        """What request `r` costs under simulator `name` (None: with no cache at all)."""
+        if self.prices is None or r.price is None:
             return None
-        s = r.sims[name]
         output = r.reported.output if r.reported is not None else 0
+        s = r.sims[name] if name is not None else None
         return request_cost(
-            prices[r.price], prompt=r.prompt_tokens, reusable=s.reusable, write=s.write, output=output
+            self.prices[r.price],
+            prompt=r.prompt_tokens,
+            reusable=0 if s is None else s.reusable,
+            write=0 if s is None else s.write,
+            output=output,
         )
 
-    for name in names:
+    def sim(self, name: str) -> SimTotals:
         reasons: dict[str, ReasonTotals] = {}
         cost: float | None = None
-        for r in rows:
+        for r in self.rows:
             label = r.sims[name].reason.label
             seen = reasons.get(label, ReasonTotals())
             reasons[label] = ReasonTotals(seen.requests + 1, seen.lost + r.sims[name].reason.lost)
-            cost = _add(cost, cost_of(r, name))
-        totals[name] = SimTotals(
-            requests=len(rows),
-            prompt_tokens=sum(r.prompt_tokens for r in rows),
-            reusable=sum(r.sims[name].reusable for r in rows),
-            write=sum(r.sims[name].write for r in rows),
+            cost = _add(cost, self.cost_of(r, name))
+        return SimTotals(
+            requests=len(self.rows),
+            prompt_tokens=sum(r.prompt_tokens for r in self.rows),
+            reusable=sum(r.sims[name].reusable for r in self.rows),
+            write=sum(r.sims[name].write for r in self.rows),
             cost=cost,
             reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1].lost, kv[0]))),
         )
-    by_purpose: dict[str, PurposeTotals] = {}
-    for purpose, group in purposes.items():
-        purpose_cost: dict[str, float | None] = {}
-        for name in names:
-            c: float | None = None
-            for r in group:
-                c = _add(c, cost_of(r, name))
-            purpose_cost[name] = c
-        by_purpose[purpose] = PurposeTotals(
-            requests=len(group),
-            prompt_tokens=sum(r.prompt_tokens for r in group),
-            reusable={name: sum(r.sims[name].reusable for r in group) for name in names},
-            write={name: sum(r.sims[name].write for r in group) for name in names},
-            cost=purpose_cost,
-        )
-    reported_rows = [r.reported for r in rows if r.reported is not None]
-    reported = (
-        ReportedTotals(
-            requests=len(reported_rows),
-            prompt_tokens=sum(u.prompt for u in reported_rows),
-            cache_read=sum(u.cache_read for u in reported_rows),
-            cache_write=sum(u.cache_write for u in reported_rows),
-        )
-        if reported_rows
-        else None
-    )
-    uncached: float | None = None
-    for r in rows:
-        if prices is not None and r.price is not None:
-            output = r.reported.output if r.reported is not None else 0
-            uncached = _add(
-                uncached,
-                request_cost(prices[r.price], prompt=r.prompt_tokens, reusable=0, write=0, output=output),
+
+    def by_purpose(self) -> dict[str, PurposeTotals]:
+        groups: dict[str, list[RequestResult]] = {}
+        for r in self.rows:
+            groups.setdefault(r.purpose, []).append(r)
+        out: dict[str, PurposeTotals] = {}
+        for purpose, group in groups.items():
+            cost: dict[str, float | None] = {}
+            for name in self.names:
+                c: float | None = None
+                for r in group:
+                    c = _add(c, self.cost_of(r, name))
+                cost[name] = c
+            out[purpose] = PurposeTotals(
+                requests=len(group),
+                prompt_tokens=sum(r.prompt_tokens for r in group),
+                reusable={name: sum(r.sims[name].reusable for r in group) for name in self.names},
+                write={name: sum(r.sims[name].write for r in group) for name in self.names},
+                cost=cost,
             )
-    return MeterReport(
-        renderer=renderer,
-        tokenizer=tokenizer,
-        simulators=names,
-        settings=settings,
-        requests=tuple(rows),
-        totals=totals,
-        by_purpose=by_purpose,
-        reported=reported,
-        unpriced_requests=sum(1 for r in rows if r.price is None) if prices is not None else len(rows),
-        uncached_cost=uncached,
-    )
+        return out
+
+    def reported(self) -> ReportedTotals | None:
+        usages = [r.reported for r in self.rows if r.reported is not None]
+        if not usages:
+            return None
+        return ReportedTotals(
+            requests=len(usages),
+            prompt_tokens=sum(u.prompt for u in usages),
+            cache_read=sum(u.cache_read for u in usages),
+            cache_write=sum(u.cache_write for u in usages),
+        )
+
+    def uncached(self) -> float | None:
+        total: float | None = None
+        for r in self.rows:
+            total = _add(total, self.cost_of(r, None))
+        return total
 
 
 async def measure_async(

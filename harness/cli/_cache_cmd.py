@@ -1,4 +1,8 @@
-"""`keel cache report TRACE`: measure how much of each prompt a prefix cache could reuse."""
+"""`keel cache report TRACE`: measure how much of each prompt a prefix cache could reuse.
+
+`keel cache lint TRACE` (the habits behind the misses) lives in `_cache_lint`; this module
+registers the `cache` noun and both verbs.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,6 @@ from harness.cachemeter import (
     MeterError,
     MeterInputError,
     MeterReport,
-    MeterTokenizerName,
     RendererName,
     SimName,
     SimSettings,
@@ -26,10 +29,12 @@ from harness.cachemeter import (
     make_renderer,
     measure,
     parse_sim_names,
+    parse_tokenizer,
     plot_report,
     read_requests,
     report_tables,
 )
+from harness.cli._cache_lint import add_lint_verb
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.config import KeelConfig
 from memory import atomic_write
@@ -77,7 +82,7 @@ def _settings(args: argparse.Namespace) -> SimSettings:
 async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, ...]) -> int:
     trace: Path = args.trace
     settings = _settings(args)
-    tokenizer_name = cast(MeterTokenizerName, args.tokenizer)
+    tokenizer_choice = parse_tokenizer(args.tokenizer)
     renderer_name = cast(RendererName, args.renderer)
     if args.template is not None and renderer_name != "jinja":
         raise MeterError("--template only applies to --renderer jinja")
@@ -85,16 +90,19 @@ async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, .
     if total == 0:
         raise MeterInputError(f"trace file {str(trace)!r} holds no requests")
     tokenizer = await anyio.to_thread.run_sync(
-        functools.partial(load_meter_tokenizer, tokenizer_name, gguf=args.gguf)
+        functools.partial(load_meter_tokenizer, tokenizer_choice, gguf=args.gguf)
     )
+    hf = tokenizer_choice if isinstance(tokenizer_choice, Path) else None
     renderer = await anyio.to_thread.run_sync(
-        functools.partial(make_renderer, renderer_name, tokenizer, template=args.template, gguf=args.gguf)
+        functools.partial(
+            make_renderer, renderer_name, tokenizer, template=args.template, gguf=args.gguf, hf=hf
+        )
     )
     work = functools.partial(
         measure,
         read_requests(trace),
         renderer,
-        tokenizer=tokenizer_name,
+        tokenizer=tokenizer.name,
         simulators=sims,
         settings=settings,
         prices=cfg.prices,
@@ -165,9 +173,10 @@ def register(sub: Subparsers) -> None:
     r.add_argument("--gguf", type=Path, metavar="PATH", help="GGUF for --tokenizer gguf / the jinja template")
     r.add_argument(
         "--tokenizer",
-        choices=get_args(MeterTokenizerName),
         default="cl100k",
-        help="default: cl100k (offline)",
+        metavar="NAME|PATH",
+        help="cl100k (default, offline), chars, gguf, or a Hugging Face tokenizer.json / tokenizer "
+        "directory (its chat template serves --renderer jinja); nothing is downloaded",
     )
     r.add_argument("--block-size", type=int, default=16, help="vLLM block size (default 16)")
     r.add_argument(
@@ -191,3 +200,4 @@ def register(sub: Subparsers) -> None:
     )
     r.add_argument("--rows", type=int, default=40, metavar="N", help="per-request rows to print (default 40)")
     r.set_defaults(handler=_report)
+    add_lint_verb(verbs)

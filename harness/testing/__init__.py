@@ -14,6 +14,7 @@ The fakes record what the session asked of them, so tests assert on the loop's b
 (what was sent, persisted, recalled) rather than on internals.
 """
 
+from harness.cachemeter.contract import assert_cache_stable
 from harness.models._script_data import step_from_data, steps_from_data
 from harness.models.scripted import (
     DynamicStep,
@@ -54,6 +55,7 @@ __all__ = [
     "ScriptStep",
     "ScriptedModel",
     "StepLike",
+    "assert_cache_stable",
     "call_tool",
     "calls",
     "config",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jinja2.sandbox
 import pytest
+from tokenizers import Tokenizer
 
 from harness.cachemeter import (
     CanonicalRenderer,
@@ -24,6 +27,8 @@ from harness.cachemeter import (
     Renderer,
     load_meter_tokenizer,
     make_renderer,
+    read_requests,
+    request_from_chat,
     smollm2_gguf_path,
     template_from_gguf,
 )
@@ -165,10 +170,15 @@ def test_jinja_renders_with_the_smollm2_template_from_the_gguf(cl100k: TiktokenT
     template = template_from_gguf(smollm2_gguf_path())
     assert template.bos_token == "<|im_start|>"
     assert "add_generation_prompt" in template.source
-    r = JinjaRenderer(cl100k, template).render(make_request())
+    renderer = JinjaRenderer(cl100k, template)
+    assert not renderer.uses_tools
+    r = renderer.render(make_request())
     ids = r.ids()
     by_kind = [(s.kind, s.slot, s.index) for s in r.segments]
-    assert by_kind[0] == ("tools", None, None)  # the template ignores tools: canonical JSON in front
+    # The template never reads `tools`: a server using it sends none, so neither do we.
+    assert "tools" not in {kind for kind, _, _ in by_kind}
+    assert any("never uses `tools`" in n for n in r.notices)
+    assert r.warnings == ()
     assert ("system", "memory", None) in by_kind
     assert ("message", None, 2) in by_kind
     memory = next(s for s in r.segments if s.slot == "memory")
@@ -176,6 +186,61 @@ def test_jinja_renders_with_the_smollm2_template_from_the_gguf(cl100k: TiktokenT
     identity = next(s for s in r.segments if s.slot == "identity")
     assert _text(cl100k, ids[identity.start : identity.end]) == "<|im_start|>system\n" + IDENTITY
     assert _text(cl100k, ids[r.generation_start :]) == "<|im_start|>assistant\n"
+    assert _text(cl100k, ids).startswith("<|im_start|>system\nYou are keel")
+
+
+def _plain_render(source: str, messages: list[dict[str, str]], **extra: object) -> str:
+    """The template rendered the way Hugging Face's apply_chat_template does, with jinja2 alone."""
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(source).render(messages=messages, add_generation_prompt=True, **extra)
+
+
+def test_a_template_that_drops_tools_counts_what_an_independent_render_counts(bpe_dir: Path) -> None:
+    source = template_from_gguf(smollm2_gguf_path()).source  # SmolLM2's: never reads `tools`
+    tokenizer = load_meter_tokenizer(bpe_dir)
+    request = make_request(slots=())
+    ours = JinjaRenderer(tokenizer, ChatTemplate(source, origin="smollm2")).render(request)
+    raw = [{"role": "system", "content": SYSTEM}] + [
+        {"role": m.role, "content": m.content} for m in request.messages
+    ]
+    library = Tokenizer.from_file(str(bpe_dir / "tokenizer.json"))
+    plain = library.encode(_plain_render(source, raw), add_special_tokens=False).ids
+    assert ours.n_tokens == len(plain)
+    assert ours.ids() == plain
+
+
+def test_several_system_messages_render_as_the_template_sees_them(bpe_dir: Path) -> None:
+    raw = [
+        {"role": "system", "content": "You are a careful assistant."},
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "hi"},
+    ]
+    request = request_from_chat({"model": "m", "messages": json.loads(json.dumps(raw))})
+    assert request.system_messages == ("You are a careful assistant.", "Answer briefly.")
+    tokenizer = load_meter_tokenizer(bpe_dir)
+    library = Tokenizer.from_file(str(bpe_dir / "tokenizer.json"))
+    source = template_from_gguf(smollm2_gguf_path()).source
+    ours = JinjaRenderer(tokenizer, ChatTemplate(source, origin="smollm2")).render(request)
+    plain = library.encode(_plain_render(source, raw), add_special_tokens=False).ids
+    assert ours.ids() == plain
+    assert [s.slot for s in ours.segments if s.kind == "system"] == ["system[0]", "system[1]"]
+    merged = [{"role": "system", "content": request.system}, {"role": "user", "content": "hi"}]
+    assert len(library.encode(_plain_render(source, merged), add_special_tokens=False).ids) < len(plain)
+    chatml = ChatMLRenderer(tokenizer).render(request)
+    assert [s.slot for s in chatml.segments if s.kind == "system"] == ["system[0]", "system[1]"]
+    canonical = CanonicalRenderer(tokenizer).render(request)
+    assert [s.slot for s in canonical.segments if s.kind == "system" and s.slot] == ["system[0]", "system[1]"]
+
+
+def test_only_a_template_that_reads_tools_gets_them(cl100k: TiktokenTokenizer) -> None:
+    mentions = "{# tools are not supported #}{% for m in messages %}{{ m.content }}{% endfor %}"
+    assert not JinjaRenderer(cl100k, ChatTemplate(mentions, origin="t")).uses_tools
+    reads = "{% if tools %}{{ tools | tojson(indent=2) }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"
+    renderer = JinjaRenderer(cl100k, ChatTemplate(reads, origin="t"))
+    assert renderer.uses_tools
+    r = renderer.render(make_request(slots=()))
+    assert r.notices == ()
+    assert '"name": "memory"' in _text(cl100k, r.ids())
 
 
 def test_jinja_accepts_a_template_of_our_own_that_embeds_tools(cl100k: TiktokenTokenizer) -> None:
@@ -211,3 +276,27 @@ def test_jinja_merges_turns_a_template_rewrites_and_says_so(cl100k: TiktokenToke
     assert _text(cl100k, r.ids()) == SYSTEM + "oneTWO"  # trim_blocks eats the newline after a tag
     assert any("messages 0..1 share one segment with the system prompt" in w for w in r.warnings)
     assert [(s.kind, s.start, s.end) for s in r.segments] == [("system", 0, r.n_tokens)]
+
+
+def test_the_gguf_tokenizer_loads_without_a_word_on_stderr() -> None:
+    pytest.importorskip("llama_cpp")
+    child = "from harness.cachemeter import load_meter_tokenizer; print(load_meter_tokenizer('gguf').encode('hi'))"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, check=True)
+    assert out.stderr == ""  # once: "possible training context overflow", from a needless context
+    assert out.stdout.strip().startswith("[")
+
+
+def test_keel_traces_count_exactly_what_the_template_renders(
+    keel_traces: dict[str, Path], cl100k: TiktokenTokenizer
+) -> None:
+    # Slot edges sit inside whitespace runs ("...adding.\n\n" | "MEMORY"): cutting the text
+    # there would tokenize them unlike a server that sees the whole prompt.
+    source = template_from_gguf(smollm2_gguf_path()).source
+    renderer = JinjaRenderer(cl100k, ChatTemplate(source, origin="smollm2"))
+    requests = list(read_requests(keel_traces["live"]))
+    for request in requests:
+        raw = [{"role": "system", "content": request.system}] if request.system else []
+        raw += [{"role": m.role, "content": m.content} for m in request.messages]
+        assert renderer.render(request).n_tokens == cl100k.count(_plain_render(source, raw)), request.line
+    assert any(len(r.slots) > 1 for r in requests)

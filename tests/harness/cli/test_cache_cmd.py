@@ -1,4 +1,5 @@
-"""`keel cache report` as a user runs it: a real process, real files, real exit codes."""
+"""`keel cache report` and `keel cache lint` as a user runs them: a real process, real files,
+real exit codes."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tokenizers import Tokenizer
+
 from harness.trace import TraceSlot, record_for_request
 from harness.types import Message, ModelRequest, ToolSpec
+from tests.harness.cachemeter.meterkit import build_bpe
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def keel(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+def keel(*args: str, home: Path, verb: str = "report") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "KEEL_HOME": str(home)}
     env.pop("KEEL_CONFIG", None)
     return subprocess.run(
-        [sys.executable, "-m", "harness", "cache", "report", *args],
+        [sys.executable, "-m", "harness", "cache", verb, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -57,6 +61,8 @@ def test_report_prints_tables_writes_json_and_a_plot(home: Path, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     assert "cache meter — 3 requests" in proc.stdout
     assert "system_changed:memory" in proc.stdout
+    assert "by phase (hit ratio)" in proc.stdout
+    assert "steady state" in proc.stdout
     data = json.loads(out_json.read_text(encoding="utf-8"))
     assert data["requests"][2]["content"]["reason"] == "system_changed:memory"
     assert data["requests"][0]["price"] == "gpt-4o"
@@ -110,3 +116,94 @@ def test_a_garbage_line_is_an_error_that_names_the_line(home: Path, tmp_path: Pa
     proc = keel(str(trace), "--tokenizer", "chars", home=home)
     assert proc.returncode == 2
     assert "bad.jsonl:4: not valid JSON" in " ".join(proc.stderr.split())
+
+
+def test_lint_quotes_the_habit_and_exits_non_zero(home: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    write_trace(trace)  # the memory slot changes from tea to coffee on the third request
+    proc = keel(str(trace), home=home, verb="lint")
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "3 requests, 1 habit, 0 notes" in out
+    assert "✗ memory-write: memory written into the system prompt mid-session — 1 request" in out
+    assert "line 3 (against line 2), system prompt, slot 'memory'" in out
+    assert "- " in out and "MEMORY: tea" in out
+    assert "+ " in out and "MEMORY: coffee" in out
+    assert "fix: freeze the memory snapshot" in out
+
+
+def test_lint_on_a_clean_trace_exits_zero_and_json_goes_to_stdout(home: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "chat.jsonl"
+    system = {"role": "system", "content": "be brief"}
+    user, reply = {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}
+    lines = [
+        {"model": "gpt-4o", "messages": [system, user]},
+        {"model": "gpt-4o", "messages": [system, user, reply, {"role": "user", "content": "more"}]},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    proc = keel(str(trace), home=home, verb="lint")
+    assert proc.returncode == 0, proc.stderr
+    assert "no cache-breaking habit found" in proc.stdout
+    lines[1]["model"] = "gpt-4o-mini"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    proc = keel(str(trace), "--json", "-", home=home, verb="lint")
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["schema"] == "keel.cache-lint/1"
+    assert [f["rule"] for f in data["findings"]] == ["model-switch"]
+    assert data["findings"][0]["occurrences"][0]["added"] == ["gpt-4o-mini"]
+
+
+def test_lint_notes_fail_only_with_strict(home: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "flush.jsonl"
+    tools = (ToolSpec("memory", "save"), ToolSpec("search", "find"))
+    turn = ModelRequest(system="You are keel.", messages=(Message("user", "hi"),), tools=tools)
+    flush = ModelRequest(
+        system="You are keel.",
+        messages=(Message("user", "hi"), Message("user", "flush")),
+        tools=tools[:1],  # the memory_only flush: the memory tool alone
+        purpose="flush",
+    )
+    records = [record_for_request(r, session_id="s", turn=1, model="m") for r in (turn, flush)]
+    trace.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    proc = keel(str(trace), home=home, verb="lint")
+    assert proc.returncode == 0, proc.stderr
+    assert "• flush-prefix" in proc.stdout
+    assert "compression.flush: cache_safe" in " ".join(proc.stdout.split())
+    assert keel(str(trace), "--strict", home=home, verb="lint").returncode == 1
+
+
+def test_lint_of_a_missing_trace_is_an_error_that_names_it(home: Path, tmp_path: Path) -> None:
+    proc = keel(str(tmp_path / "nope.jsonl"), home=home, verb="lint")
+    assert proc.returncode == 2
+    assert "nope.jsonl" in proc.stderr
+
+
+def test_report_reads_a_hugging_face_tokenizer_directory_and_its_chat_template(
+    home: Path, tmp_path: Path
+) -> None:
+    folder = build_bpe(tmp_path / "tok")
+    trace = tmp_path / "chat.jsonl"
+    line = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+        "tools": [
+            {"type": "function", "function": {"name": "search", "description": "find", "parameters": {}}}
+        ],
+    }
+    trace.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    proc = keel(str(trace), "--tokenizer", str(folder), "--renderer", "jinja", "--json", "-", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["tokenizer"] == "hf:tok"
+    text = (
+        "<s><|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
+    expected = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text, add_special_tokens=False).ids
+    assert data["requests"][0]["prompt_tokens"] == len(
+        expected
+    )  # tools dropped: the template never reads them
+    assert any("never uses `tools`" in n for n in data["notices"])
+    proc = keel(str(trace), "--tokenizer", str(tmp_path / "missing"), home=home)
+    assert proc.returncode == 2
+    assert "nothing is downloaded" in " ".join(proc.stderr.split())

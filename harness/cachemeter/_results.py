@@ -1,0 +1,113 @@
+"""What the meter finds: per request, per simulator, and the totals (plain frozen data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.cachemeter._request import ReportedUsage
+from harness.cachemeter.attribution import Attribution
+from harness.types import Purpose
+
+__all__ = [
+    "BREAK_KINDS",
+    "PurposeTotals",
+    "ReasonTotals",
+    "ReportedTotals",
+    "RequestResult",
+    "SimResult",
+    "SimTotals",
+]
+
+BREAK_KINDS = frozenset(
+    {"model_changed", "tools_changed", "system_changed", "messages_changed", "evicted", "ttl_expired"}
+)
+"""Reasons that mean the cache broke: the content changed, or the cache lost what it held.
+The others (`none`, `first_request`, `block_rounding`, `below_minimum`, `no_breakpoint`) are
+the normal working of a cache."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """One simulator's outcome on one request."""
+
+    reusable: int
+    write: int
+    prefix: int
+    source: int | None
+    reason: Attribution
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def is_break(self) -> bool:
+        """Whether the request lost tokens to a break (see `BREAK_KINDS`)."""
+        return self.reason.kind in BREAK_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class RequestResult:
+    """One request: what it was, what each simulator reused, and why not more."""
+
+    index: int
+    line: int
+    session_id: str | None
+    turn: int | None
+    purpose: Purpose
+    model: str
+    timestamp: float | None
+    prompt_tokens: int
+    reported: ReportedUsage | None
+    price: str | None
+    content: Attribution
+    sims: dict[str, SimResult]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonTotals:
+    requests: int = 0
+    lost: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SimTotals:
+    """One simulator over the whole trace."""
+
+    requests: int
+    prompt_tokens: int
+    reusable: int
+    write: int
+    cost: float | None
+    reasons: dict[str, ReasonTotals] = field(default_factory=dict)
+
+    @property
+    def hit_ratio(self) -> float:
+        """Token-weighted: reusable / prompt tokens."""
+        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PurposeTotals:
+    """All requests of one purpose (turn / flush / summary / search)."""
+
+    requests: int
+    prompt_tokens: int
+    reusable: dict[str, int]
+    write: dict[str, int]
+    cost: dict[str, float | None]
+
+    def hit_ratio(self, sim: str) -> float:
+        return self.reusable[sim] / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedTotals:
+    """What providers reported, over the requests whose usage the trace recorded."""
+
+    requests: int
+    prompt_tokens: int
+    cache_read: int
+    cache_write: int
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
