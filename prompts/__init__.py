@@ -8,7 +8,7 @@
 # `_text.py` loads `text/<name>.md` (public here as `load_text`).
 from prompts._text import load_text, text_names
 from prompts.builder import SEPARATOR, build_system_prompt
-from prompts.context_files import discover_context_files, render_context_files
+from prompts.context_files import discover_context_files, read_text_capped, render_context_files
 from prompts.fence import CLOSE_TAG, OPEN_TAG, attach_recall, fence_recall, strip_fence_tags
 from prompts.session_line import session_line
 from prompts.slots import DEFAULT_SLOT_ORDER, SLOT_IDS, SlotId, SlotSpan, SystemPrompt
@@ -27,6 +27,7 @@ __all__ = [
     "discover_context_files",
     "fence_recall",
     "load_text",
+    "read_text_capped",
     "render_context_files",
     "session_line",
     "strip_fence_tags",

@@ -11,13 +11,25 @@ This is blocking file I/O: the harness calls it from a worker thread.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from prompts._text import load_text
 
-__all__ = ["ContextFile", "discover_context_files", "render_context_files", "truncate_middle"]
+__all__ = [
+    "MAX_READ_BYTES",
+    "ContextFile",
+    "discover_context_files",
+    "read_text_capped",
+    "render_context_files",
+    "truncate_middle",
+]
+
+MAX_READ_BYTES = 1 << 20
+"""Context files and SOUL.md are read up to this many bytes; the prompt keeps far less."""
 
 Scanner = Callable[[str], Sequence[str]]
 """Returns the ids of the threat patterns a text matches (empty: clean)."""
@@ -44,6 +56,22 @@ def truncate_middle(text: str, max_chars: int, *, hint: str) -> tuple[str, bool]
         f"\n\n[... {cut:,} characters omitted from the middle of {hint}; read the file for the rest ...]\n\n"
     )
     return text[:head] + marker + text[len(text) - tail :], True
+
+
+def read_text_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
+    """A regular file's text, at most `limit` bytes of it; never blocks on a FIFO or device.
+
+    Raises:
+        OSError: the path is not a regular file, or it cannot be read.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{str(path)!r} is not a regular file")
+        data = os.read(fd, limit)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def _candidates(cwd: Path, *, include_soul: bool) -> list[Path]:
@@ -73,7 +101,7 @@ def discover_context_files(
     for path in _candidates(cwd, include_soul=include_soul):
         label = path.relative_to(cwd).as_posix()
         try:
-            raw = path.read_text(encoding="utf-8-sig", errors="replace")
+            raw = read_text_capped(path)
         except OSError:
             continue
         hits = tuple(scan(raw))

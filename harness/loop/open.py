@@ -54,6 +54,7 @@ from memory import (
     MemoryManager,
     MemoryProvider,
     MemoryStore,
+    MemoryTarget,
     MemoryTool,
     SessionDB,
     SessionSearchTool,
@@ -151,6 +152,28 @@ def _curated(config: KeelConfig, home: Path) -> tuple[MemoryStore, MemoryTool] |
         user_profile_enabled=m.user_profile_enabled,
     )
     return store, MemoryTool(store)
+
+
+def _memory_warnings(store: MemoryStore) -> list[str]:
+    """What the user must know about the curated files at session start."""
+    out: list[str] = []
+    files: tuple[tuple[MemoryTarget, str], ...] = (("memory", "MEMORY.md"), ("user", "USER.md"))
+    for target, name in files:
+        if not store.enabled(target):
+            continue
+        error = store.read_error(target)
+        if error is not None:
+            out.append(
+                f"{name} could not be read ({error}); it is left out of the prompt and writes to it are refused until it is fixed"
+            )
+            continue
+        usage = store.usage(target)
+        if usage.over_budget:
+            out.append(
+                f"{name} holds {usage.chars:,} characters, over its {usage.limit:,} budget: the prompt shows only the "
+                "entries that fit — consolidate it (`keel memory list`, `keel memory remove`)"
+            )
+    return out
 
 
 async def _open_manager(
@@ -352,6 +375,8 @@ async def _open(
                 SessionHandles(home, store, db, skills, manager, None if trace is None else trace.path)
             )
         await session.start()
+        for warning in [] if curated is None else _memory_warnings(curated[0]):
+            session.warn(warning)
         try:
             yield session
         finally:

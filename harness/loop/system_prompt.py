@@ -29,6 +29,7 @@ from prompts import (
     build_system_prompt,
     discover_context_files,
     load_text,
+    read_text_capped,
     render_context_files,
     session_line,
 )
@@ -127,7 +128,10 @@ def static_slot_gatherer(
 
         def read_identity() -> tuple[str, bool]:
             if soul.is_file():
-                text = soul.read_text(encoding="utf-8-sig", errors="replace").strip()
+                try:
+                    text = read_text_capped(soul, 64 * 1024).strip()
+                except OSError:
+                    return load_text("identity"), False
                 hits = _context_scan(text)
                 if hits:
                     return (

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from prompts.context_files import discover_context_files, render_context_files, truncate_middle
+from prompts.context_files import (
+    MAX_READ_BYTES,
+    discover_context_files,
+    read_text_capped,
+    render_context_files,
+    truncate_middle,
+)
 
 
 def _clean(_: str) -> Sequence[str]:
@@ -60,3 +67,23 @@ def test_truncate_middle_leaves_short_text_alone() -> None:
 
 def test_no_files_no_slot(tmp_path: Path) -> None:
     assert render_context_files(discover_context_files(tmp_path, scan=_clean)) == ""
+
+
+def test_a_fifo_agents_md_is_skipped_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "AGENTS.md")  # opening it for reading would wait forever for a writer
+    (tmp_path / ".cursorrules").write_text("use tabs", encoding="utf-8")
+    files = discover_context_files(tmp_path, scan=lambda _: [])
+    assert [f.label for f in files] == [".cursorrules"]
+
+
+def test_a_symlink_to_a_device_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").symlink_to("/dev/zero")
+    assert discover_context_files(tmp_path, scan=lambda _: []) == []
+
+
+def test_a_huge_context_file_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
+    big = tmp_path / "AGENTS.md"
+    big.write_bytes(b"a" * (MAX_READ_BYTES * 3))
+    assert len(read_text_capped(big)) == MAX_READ_BYTES
+    [f] = discover_context_files(tmp_path, scan=lambda _: [], max_chars=1_000)
+    assert f.truncated_from == MAX_READ_BYTES and len(f.text) < 1_200

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from harness.config import KeelConfig
-from harness.events import MemoryWritten, RecallAttached
+from harness.events import MemoryWritten, RecallAttached, Warning
 from harness.loop.open import SessionHandles, open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.trace import read_trace
@@ -217,3 +217,16 @@ async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchab
     [hit] = payload["results"]
     assert hit["session_id"] == first
     assert any("zanzibar kettle" in m["content"] for m in hit["messages"])
+
+
+async def test_an_over_budget_memory_file_is_announced_with_the_first_turn(home: Path) -> None:
+    memories = home / "memories"
+    memories.mkdir(parents=True)
+    (memories / "MEMORY.md").write_text("\n§\n".join(f"note number {i}" for i in range(400)), encoding="utf-8")
+    model = ScriptedModel([say("hi")])
+    async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+        events = await run_turn(s, "hello")
+        prompt = s.prompt.text
+    warnings = [e.message for e in events if isinstance(e, Warning)]
+    assert len(warnings) == 1 and "MEMORY.md holds" in warnings[0] and "over its 2,200 budget" in warnings[0]
+    assert "note number 0" in prompt and "note number 399" not in prompt
