@@ -185,6 +185,9 @@ class ManagerHooks:
     def flushing(self) -> AbstractContextManager[None]:
         return self.manager.running_as("flush")
 
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None:
+        await self.manager.on_delegation(task, result, child_session_id=child_session_id)
+
     def system_prompt_block(self) -> str:
         return self.manager.system_prompt_block()
 

@@ -29,6 +29,7 @@ import anyio.to_thread
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
+from harness.events import TurnEnded
 from harness.loop._groups import single_error
 from harness.loop.memory_bridge import (
     DbRecorder,
@@ -38,7 +39,7 @@ from harness.loop.memory_bridge import (
     memory_tool,
     provider_tools,
 )
-from harness.loop.session import Session
+from harness.loop.session import Session, Spawn
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.loop.transcript import new_session_id
@@ -187,7 +188,9 @@ async def _open_manager(
 ) -> MemoryManager:
     m = config.memory
     manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
-    if provider is not None:
+    if agent_context == "subagent":
+        pass  # subagents run without external providers; the parent hears `on_delegation`
+    elif provider is not None:
         manager.add_provider(provider)
     elif m.provider == "holographic":
         h = m.holographic
@@ -246,6 +249,47 @@ def _tools(
     for tool in provider_tools(manager):
         registry.add(tool)
     return registry
+
+
+def _skills(config: KeelConfig, home: Path) -> SkillLibrary | None:
+    if not config.skills.enabled:
+        return None
+    return SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
+
+
+def _trace(config: KeelConfig, home: Path, trace_path: Path | None, first_id: str) -> TraceWriter | None:
+    if not config.traces.enabled:
+        return None
+    return TraceWriter(trace_path or (config.traces.dir or home / "traces") / f"{first_id}.jsonl")
+
+
+def _spawner(
+    config: KeelConfig,
+    *,
+    model: ModelClient,
+    home: Path,
+    tokenizer: Tokenizer,
+    cwd: Path | None,
+    today: Callable[[], date],
+) -> Spawn:
+    """How a session starts a subagent: a fresh session on the same model, as `subagent`."""
+
+    async def spawn(task: str) -> tuple[str, str]:
+        async with open_session(
+            config,
+            model=model,
+            home=home,
+            tokenizer=tokenizer,
+            source="subagent",
+            cwd=cwd,
+            today=today,
+            agent_context="subagent",
+        ) as child:
+            async with child.run_turn(task) as events:
+                ended = [ev async for ev in events if isinstance(ev, TurnEnded)]
+            return (ended[-1].final_text if ended else ""), child.session_id
+
+    return spawn
 
 
 @asynccontextmanager
@@ -333,15 +377,9 @@ async def _open(
         manager = await _open_manager(
             stack, config, home=home, first_id=first_id, agent_context=agent_context, provider=provider
         )
-        skills = (
-            SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
-            if config.skills.enabled
-            else None
-        )
+        skills = _skills(config, home)
         registry = _tools(config, curated=curated, db=db, skills=skills, manager=manager, ref=ref)
-        trace = None
-        if config.traces.enabled:
-            trace = TraceWriter(trace_path or (config.traces.dir or home / "traces") / f"{first_id}.jsonl")
+        trace = _trace(config, home, trace_path, first_id)
         tg = await stack.enter_async_context(anyio.create_task_group())
         gather = static_slot_gatherer(
             config,
@@ -367,6 +405,7 @@ async def _open(
             trace=trace,
             new_id=ref.next_id,
             today=today,
+            spawn=_spawner(config, model=model, home=home, tokenizer=tokenizer, cwd=cwd, today=today),
         )
         ref.session = session
         if handles is not None:

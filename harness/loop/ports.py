@@ -104,6 +104,10 @@ class ProviderHooks(Protocol):
         """Within this block the agent runs as `flush`: providers must not write."""
         ...
 
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None:
+        """A subagent this session started finished `task` with `result`."""
+        ...
+
     def system_prompt_block(self) -> str:
         """Slot 2: static provider instructions for this session."""
         ...
@@ -134,6 +138,9 @@ class NoProviders:
 
     def flushing(self) -> AbstractContextManager[None]:
         return nullcontext()
+
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None:
+        return None
 
     def system_prompt_block(self) -> str:
         return ""

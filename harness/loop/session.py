@@ -11,7 +11,7 @@ block exits, and the transcript keeps what completed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date
 
@@ -47,7 +47,10 @@ from harness.types import Message, ModelRequest
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
-__all__ = ["Session"]
+__all__ = ["Session", "Spawn"]
+
+Spawn = Callable[[str], Awaitable[tuple[str, str]]]
+"""Runs a task in a subagent session: task → (final answer, the subagent's session id)."""
 
 
 class Session:
@@ -69,6 +72,7 @@ class Session:
         summary_model: ModelClient | None = None,
         new_id: Callable[[], str] = new_session_id,
         today: Callable[[], date] = date.today,
+        spawn: Spawn | None = None,
     ) -> None:
         self.settings = settings
         self.model = model
@@ -76,6 +80,7 @@ class Session:
         self.memory = memory
         self.providers = providers
         self.today = today
+        self._spawn = spawn
         self.turn = 0
         self._background = background
         self._busy = False
@@ -183,6 +188,19 @@ class Session:
 
         await self.compressor.compress(self._host, collect, manual=True, focus=focus)
         return events
+
+    async def delegate(self, task: str) -> str:
+        """Run `task` in a subagent (a fresh session, agent context `subagent`) and return its
+        answer; this session's providers hear `on_delegation`.
+
+        Raises:
+            SessionError: this session was built without a way to start subagents.
+        """
+        if self._spawn is None:
+            raise SessionError("this session cannot start subagents (open it with harness.open_session)")
+        result, child_id = await self._spawn(task)
+        await self.providers.on_delegation(task, result, child_session_id=child_id)
+        return result
 
     # ------------------------------------------------------------------ turns
 

@@ -136,6 +136,7 @@ class FakeProviders(NoProviders):
         self.switch_reasons: list[SwitchReason] = []
         self.ended: list[tuple[Message, ...]] = []
         self.pre_compress: list[int] = []
+        self.delegations: list[tuple[str, str, str]] = []
         self.flush_depth = 0
         """How many `flushing()` blocks are open (1 while a flush runs)."""
 
@@ -163,6 +164,9 @@ class FakeProviders(NoProviders):
 
     def flushing(self) -> AbstractContextManager[None]:
         return self._flushing()
+
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None:
+        self.delegations.append((task, result, child_session_id))
 
     @contextmanager
     def _flushing(self) -> Iterator[None]:

@@ -172,3 +172,28 @@ async def test_a_model_error_leaves_open_session_as_itself_not_as_an_exception_g
     with pytest.raises(ModelServerError):
         await two_turns()
     gate.set()
+
+
+async def test_a_delegated_task_runs_as_a_subagent_and_the_parents_providers_hear_of_it(home: Path) -> None:
+    provider = ScriptedProvider("p")
+    model = ScriptedModel([say("the subagent's answer"), say("parent answer")])
+    async with open_session(
+        config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider
+    ) as s:
+        result = await s.delegate("summarize the deploy notes")
+        await run_turn(s, "thanks")
+    assert result == "the subagent's answer"
+    [(task, answer, child_id)] = _calls(provider, "on_delegation")
+    assert (task, answer) == ("summarize the deploy notes", "the subagent's answer")
+    # the subagent ran without the external provider: it never heard the task
+    assert all(
+        "summarize the deploy notes" not in str(args)
+        for name, args in provider.calls
+        if name != "on_delegation"
+    )
+    db = await SessionDB.open(home / "state.db")
+    try:
+        row = await db.get_session(str(child_id))
+    finally:
+        await db.aclose()
+    assert row is not None and row.source == "subagent"
