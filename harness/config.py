@@ -24,11 +24,13 @@ from memory import FlushMode
 from prompts.slots import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
+    "DEFAULT_LOCAL_MODEL",
     "AgentConfig",
     "CompressionConfig",
     "HolographicConfig",
     "KeelConfig",
     "LimitsConfig",
+    "LocalModelName",
     "MemoryConfig",
     "ModelConfig",
     "PriceConfig",
@@ -53,6 +55,13 @@ class RetryConfig(_Section):
     max_delay_s: float = Field(30.0, ge=0)
 
 
+LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+"""The built-in embedded models (see `harness/models/_local_weights.py`)."""
+
+DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-0.5b"
+"""Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""
+
+
 class ModelConfig(_Section):
     provider: Literal["local", "openai", "anthropic"] = "local"
     base_url: str | None = None
@@ -66,7 +75,16 @@ class ModelConfig(_Section):
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
     local_cache: bool = False
-    """Embedded model only: start llama-cpp-python with its RAM prompt cache (`--cache true`)."""
+    """Embedded model only: keep several prompt states in RAM, so a side call (flush, summary)
+    does not evict the main conversation's prefix."""
+    local_model: LocalModelName = DEFAULT_LOCAL_MODEL
+    """Embedded model only: which built-in model to run (its weights' extra must be installed)."""
+    gguf: Path | None = None
+    """Embedded model only: run this GGUF file instead, with its own chat template."""
+    gguf_sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
+    """Embedded model only: refuse to run `gguf` unless its SHA-256 is this."""
+    models_dir: Path | None = None
+    """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
     tokenizer: Literal["cl100k", "chars"] = "cl100k"
     """How keel estimates prompt sizes when the provider reports none."""
 
