@@ -65,6 +65,7 @@ async def open_model(
                 # assembled weights are kept once per home.
                 models_dir=m.models_dir or config.resolved_home(env) / "models",
                 n_ctx=m.context_window,
+                threads=m.local_threads,
                 log_path=home / "logs" / "local-model.log",
                 max_tokens=m.max_output_tokens,
             ) as lm:

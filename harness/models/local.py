@@ -159,7 +159,7 @@ async def start_local_model(
         port: a fixed port; default: a free one.
         log_path: where the server's output goes (default: discarded).
         ready_timeout_s: how long to wait for the server to answer.
-        threads: CPU threads for prompt processing and generation (default: all cores).
+        threads: CPU threads for prompt processing and generation (default: all cores but one).
         max_tokens: hard cap on every generation, whatever a request asks for.
 
     Raises:
@@ -169,7 +169,10 @@ async def start_local_model(
     weights = await find_weights(model=model, gguf=gguf, gguf_sha256=gguf_sha256, models_dir=models_dir)
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    n = threads or os.cpu_count() or 1  # llama.cpp's default is half the cores
+    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
+    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
+    # generation alike, benchmarks/local_flush.py notes).
+    n = threads or max(1, (os.cpu_count() or 2) - 1)
     cmd = [
         sys.executable,
         "-m",
