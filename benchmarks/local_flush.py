@@ -31,7 +31,7 @@ model run when the default is not among them).
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import re
 import sys
 import tempfile
@@ -101,7 +101,8 @@ def load_conversations(path: Path) -> list[Conversation]:
     for c in raw["conversations"]:
         msgs = tuple(Message(role=cast(Role, m["role"]), content=str(m["content"])) for m in c["messages"])
         facts = tuple(
-            Fact(str(f["id"]), tuple(tuple(str(t).lower() for t in alt) for alt in f["match"])) for f in c["facts"]
+            Fact(str(f["id"]), tuple(tuple(str(t).lower() for t in alt) for alt in f["match"]))
+            for f in c["facts"]
         )
         out.append(Conversation(str(c["id"]), msgs, facts))
     return out
@@ -152,7 +153,9 @@ async def _one(
     cell.gens.append(float(timings.get("predicted_ms", 0.0)) / 1000)
     if int(timings.get("prompt_n", 0)) >= 200 and float(timings.get("prompt_ms", 0)) > 0:
         cell.rates.append(int(timings["prompt_n"]) / (float(timings["prompt_ms"]) / 1000))
-    reading = read_flush_reply(shape, reply)
+    reading = read_flush_reply(
+        shape, reply, instructions=[request.system, *(t.description for t in request.tools)]
+    )
     cell.offered += len(reading.writes) + len(reading.refusals)
     cell.claimed += int(reading.claimed_without_call)
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +187,10 @@ async def run_model(
     verbose: bool,
 ) -> dict[FlushShape, Cell]:
     cells: dict[FlushShape, Cell] = {s: Cell() for s in shapes}
-    builtin = cast(LocalModelName, name) if name in BUILTIN_MODELS else DEFAULT_LOCAL_MODEL
+    builtin: LocalModelName = DEFAULT_LOCAL_MODEL
+    for known in BUILTIN_MODELS:
+        if known == name:
+            builtin = known
     async with (
         start_local_model(
             model=builtin, gguf=gguf, models_dir=models_dir, n_ctx=4096, max_tokens=max_tokens
@@ -198,7 +204,11 @@ async def run_model(
                 await _one(http, lm.base_url, lm.model, shape, conv, cells[shape], max_tokens)
                 if verbose:
                     c = cells[shape]
-                    print(f"  {name} {shape} {conv.id}: facts {c.facts}/{c.planted}, {c.walls[-1]:.1f} s", file=sys.stderr, flush=True)
+                    print(
+                        f"  {name} {shape} {conv.id}: facts {c.facts}/{c.planted}, {c.walls[-1]:.1f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     return cells
 
 
@@ -224,7 +234,9 @@ def _report(results: dict[str, dict[FlushShape, Cell]]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=DEFAULT_LOCAL_MODEL, help="comma-separated built-in model names")
-    p.add_argument("--gguf", action="append", default=[], metavar="NAME=PATH", help="a GGUF file to run as NAME")
+    p.add_argument(
+        "--gguf", action="append", default=[], metavar="NAME=PATH", help="a GGUF file to run as NAME"
+    )
     p.add_argument("--shapes", default=",".join(FLUSH_SHAPES))
     p.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     p.add_argument("--data", type=Path, default=DATA, help="the conversations file")
@@ -243,7 +255,9 @@ def main() -> None:
     runs: list[tuple[str, Path | None]] = []
     for name in [m for m in args.models.split(",") if m]:
         if name not in BUILTIN_MODELS:
-            p.error(f"unknown model {name!r}; built-in: {', '.join(BUILTIN_MODELS)} (or use --gguf NAME=PATH)")
+            p.error(
+                f"unknown model {name!r}; built-in: {', '.join(BUILTIN_MODELS)} (or use --gguf NAME=PATH)"
+            )
         runs.append((name, None))
     for pair in args.gguf:
         name, _, path = pair.partition("=")
@@ -255,9 +269,10 @@ def main() -> None:
     results: dict[str, dict[FlushShape, Cell]] = {}
     for name, gguf in runs:
         results[name] = anyio.run(
-            lambda n=name, g=gguf: run_model(
-                n,
-                g,
+            functools.partial(
+                run_model,
+                name,
+                gguf,
                 shapes,
                 convs,
                 models_dir=args.models_dir,

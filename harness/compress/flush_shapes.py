@@ -147,24 +147,44 @@ _NOTHING = re.compile(r"^\s*(?:none|nothing(?: to save)?|no durable facts?)[.!]?
 _WORD = re.compile(r"[a-z0-9']+")
 
 
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
+_RUN = 7
+"""A run of this many words copied from the instructions marks an entry as an echo."""
 
 
-def _restates(content: str, note_words: set[str]) -> bool:
-    """True when an entry is mostly the flush note's own words (a small model echoing it)."""
-    words = _words(content)
-    return len(words) >= 4 and len(words & note_words) / len(words) >= 0.8
+@dataclass(frozen=True, slots=True)
+class _Instructions:
+    """The words of what the model was told (system prompt, tool descriptions, the note)."""
+
+    words: frozenset[str]
+    runs: frozenset[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Instructions:
+        words: set[str] = set()
+        runs: set[tuple[str, ...]] = set()
+        for text in texts:
+            seq = _WORD.findall(text.lower())
+            words.update(seq)
+            runs.update(tuple(seq[i : i + _RUN]) for i in range(len(seq) - _RUN + 1))
+        return cls(frozenset(words), frozenset(runs))
+
+    def echoed_by(self, content: str) -> bool:
+        """True when an entry is mostly the instructions' own words (a small model echoing them)."""
+        seq = _WORD.findall(content.lower())
+        words = set(seq)
+        if len(words) >= 4 and len(words & self.words) / len(words) >= 0.8:
+            return True
+        return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
 
 
-def _check(content: str, note_words: set[str]) -> str | None:
+def _check(content: str, note_words: _Instructions) -> str | None:
     text = content.strip()
     if not text:
         return "empty entry"
     if len(text) > _MAX_ENTRY:
         return f"longer than {_MAX_ENTRY} characters: a passage, not a fact"
-    if _restates(text, note_words):
-        return "restates the flush instruction instead of a fact from the conversation"
+    if note_words.echoed_by(text):
+        return "repeats the instructions instead of a fact from the conversation"
     return None
 
 
@@ -172,7 +192,9 @@ def _target(raw: JsonValue) -> Target:
     return "user" if raw == "user" else "memory"
 
 
-def _writes_from_call(arguments: str, note_words: set[str]) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+def _writes_from_call(
+    arguments: str, note_words: _Instructions
+) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     try:
         args: JsonValue = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
@@ -213,7 +235,7 @@ def _writes_from_call(arguments: str, note_words: set[str]) -> tuple[list[FlushW
     return writes, refusals
 
 
-def _from_lines(text: str, note_words: set[str]) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+def _from_lines(text: str, note_words: _Instructions) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     writes: list[FlushWrite] = []
     refusals: list[FlushRefusal] = []
     for line in text.splitlines():
@@ -243,9 +265,18 @@ def _dedupe(writes: list[FlushWrite]) -> tuple[FlushWrite, ...]:
     return tuple(out)
 
 
-def read_flush_reply(shape: FlushShape, reply: ModelReply) -> FlushReading:
-    """The writes and refusals in a reply to a `shape` flush request (never raises)."""
-    note_words = _words(load_text(_NOTES[shape]))
+def read_flush_reply(
+    shape: FlushShape, reply: ModelReply, *, instructions: Sequence[str] = ()
+) -> FlushReading:
+    """The writes and refusals in a reply to a `shape` flush request (never raises).
+
+    Args:
+        shape: the shape the request was built with.
+        reply: the model's reply.
+        instructions: what else the model was told — pass the request's system prompt and
+            tool descriptions: entries that merely echo them (or the flush note) are refused.
+    """
+    note_words = _Instructions.of([load_text(_NOTES[shape]), *instructions])
     writes: list[FlushWrite] = []
     refusals: list[FlushRefusal] = []
     for call in reply.message.tool_calls:

@@ -10,9 +10,11 @@ prefix, which `Llama.generate` keeps), how many were evaluated, and how long eac
 - `auto`: free generation; tool calls are read from the text afterwards.
 - `none`: the tools stay in the prompt (so its prefix does not change) and the token that
   opens a tool call is banned when it is a single token; calls found anyway are dropped.
-- `required` / a named function: the prompt ends with the opening tag of a call and the
-  reply is constrained by a grammar built from the tools' JSON schemas to one
-  `{"name": ..., "arguments": ...}` object — the named tool's, or any offered tool's.
+- a named function: the prompt ends with the opening of that call, name included
+  (`<tool_call>\n{"name": "memory", "arguments": `), and the reply is constrained by a
+  grammar built from the tool's parameter schema — the model only writes the arguments.
+- `required`: the prompt ends with the opening tag and the reply is constrained to one
+  `{"name": ..., "arguments": ...}` object for any offered tool.
 
 `max_tokens` is always honoured (capped by the server's own limit and by the room left in
 the context window). Generation stops early when `cancelled` is set (the client went away).
@@ -65,6 +67,8 @@ class Prepared:
     mode: Mode
     forced_prefix: str
     """Text the prompt ends with in forced mode (the opening of a tool call); part of the reply."""
+    forced_suffix: str
+    """Text that closes the forced call after the generated arguments."""
     schema: JsonDict | None
     tool_names: frozenset[str]
     max_tokens: int
@@ -101,25 +105,28 @@ def _call_schema(name: str, params: JsonDict) -> JsonDict:
     }
 
 
-def _choice(body: JsonDict, tools: list[JsonDict]) -> tuple[Mode, JsonDict | None]:
+def _choice(body: JsonDict, tools: list[JsonDict]) -> tuple[Mode, JsonDict | None, str | None]:
+    """The mode, the schema the reply must match, and the forced tool's name (if one)."""
     raw = body.get("tool_choice", "auto" if tools else "none")
     schemas = dict(_tool_schema(t) for t in tools)
     if raw in ("auto", None):
-        return ("auto" if tools else "none"), None
+        return ("auto" if tools else "none"), None, None
     if raw == "none":
-        return "none", None
+        return "none", None, None
     if raw == "required":
         if not schemas:
             raise RequestError("tool_choice 'required' needs at least one tool in 'tools'")
         options: list[JsonValue] = [_call_schema(n, p) for n, p in schemas.items()]
-        return "forced", options[0] if len(options) == 1 else {"anyOf": options}  # type: ignore[return-value]  # a schema object
+        return "forced", {"anyOf": options}, None
     fn = raw.get("function") if isinstance(raw, dict) else None
     name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(name, str) or name not in schemas:
         raise RequestError(
             f"tool_choice {json.dumps(raw)[:120]} names no offered tool; offered: {sorted(schemas) or 'none'}"
         )
-    return "forced", _call_schema(name, schemas[name])
+    # The call's opening, name included, is written into the prompt; the model only fills
+    # in the arguments (a grammar over the tool's own parameter schema).
+    return "forced", schemas[name], name
 
 
 class Engine:
@@ -174,12 +181,17 @@ class Engine:
         if not isinstance(raw_tools, list) or not all(isinstance(t, dict) for t in raw_tools):
             raise RequestError("'tools' must be a list of tool objects")
         tools: list[JsonDict] = [t for t in raw_tools if isinstance(t, dict)]
-        mode, schema = _choice(body, tools)
+        mode, schema, forced_name = _choice(body, tools)
         try:
             prompt = self.chat.render([m for m in messages if isinstance(m, dict)], tools)
         except TemplateError as exc:
             raise RequestError(str(exc)) from exc
-        forced_prefix = f"{TOOL_CALL_OPEN}\n" if mode == "forced" else ""
+        forced_prefix, forced_suffix = "", ""
+        if forced_name is not None:
+            forced_prefix = f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(forced_name)}, "arguments": '
+            forced_suffix = "}"
+        elif mode == "forced":
+            forced_prefix = f"{TOOL_CALL_OPEN}\n"
         tokens = self.llm.tokenize((prompt + forced_prefix).encode("utf-8"), add_bos=False, special=True)
         room = self.llm.n_ctx() - len(tokens)
         if room < 1:
@@ -200,6 +212,7 @@ class Engine:
             tokens=tokens,
             mode=mode,
             forced_prefix=forced_prefix,
+            forced_suffix=forced_suffix,
             schema=schema,
             tool_names=frozenset(_tool_schema(t)[0] for t in tools),
             max_tokens=min(limit, self.max_tokens_cap, room),

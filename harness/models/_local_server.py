@@ -71,7 +71,7 @@ class _Outcome:
 
 
 def _outcome(req: Prepared, gen: Generation) -> _Outcome:
-    text = req.forced_prefix + gen.text
+    text = req.forced_prefix + gen.text + (req.forced_suffix if gen.finish == "stop" else "")
     parsed = parse_reply(text, req.tool_names)
     if req.mode == "none":
         return _Outcome(parsed.content, (), _finish(gen, False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import jinja2
 import pytest
 from pydantic import JsonValue
@@ -26,7 +27,7 @@ QWEN_LIKE = (
     "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
     "{%- elif message.role == 'assistant' %}{{- '<|im_start|>assistant' }}"
     "{%- for tool_call in message.tool_calls %}{%- set tool_call = tool_call.function %}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' + tool_call.name + '\", \"arguments\": ' }}{{- tool_call.arguments | tojson }}"
+    '{{- \'\\n<tool_call>\\n{"name": "\' + tool_call.name + \'", "arguments": \' }}{{- tool_call.arguments | tojson }}'
     "{{- '}\\n</tool_call>' }}{%- endfor %}{{- '<|im_end|>\\n' }}"
     "{%- elif message.role == 'tool' %}{{- '<|im_start|>user\\n<tool_response>\\n' + message.content + "
     "'\\n</tool_response><|im_end|>\\n' }}{%- endif %}{%- endfor %}"
@@ -82,7 +83,10 @@ def test_rendering_matches_the_template_with_tools_results_and_unescaped_text() 
     assert prompt == _reference(QWEN_LIKE, CONVERSATION, TOOLS)
     assert "O'Neill & Sons" in prompt
     assert '"description": "Save the user\'s facts — e.g. \\"O\'Neill & co\\" <verbatim>."' in prompt
-    assert '<tool_call>\n{"name": "memory", "arguments": {"content": "Sam O\'Neill & vim"}}\n</tool_call>' in prompt
+    assert (
+        '<tool_call>\n{"name": "memory", "arguments": {"content": "Sam O\'Neill & vim"}}\n</tool_call>'
+        in prompt
+    )
     assert '<tool_response>\n{"success": true, "note": "O\'Neill & co"}\n</tool_response>' in prompt
     assert "&#39;" not in prompt and "&amp;" not in prompt and "\\u0027" not in prompt
     assert prompt.endswith("<|im_start|>user\nThanks & bye<|im_end|>\n<|im_start|>assistant\n")
@@ -167,10 +171,22 @@ def test_json_that_names_no_known_tool_stays_text() -> None:
 @pytest.mark.parametrize(
     ("text", "name", "reason"),
     [
-        ('<tool_call>\n{"name": "memory", "arguments": {"content": "cut off\n</tool_call>', "memory", "not valid JSON"),
+        (
+            '<tool_call>\n{"name": "memory", "arguments": {"content": "cut off\n</tool_call>',
+            "memory",
+            "not valid JSON",
+        ),
         ("<tool_call>\nfunctions.memory:\n</tool_call>", "invalid_tool_call", "not valid JSON"),
-        ('<tool_call>\n{"arguments": {"content": "x"}}\n</tool_call>', "invalid_tool_call", "names no function"),
-        ('<tool_call>\n{"name": "memory", "arguments": "{oops"}\n</tool_call>', "memory", "arguments are not valid JSON"),
+        (
+            '<tool_call>\n{"arguments": {"content": "x"}}\n</tool_call>',
+            "invalid_tool_call",
+            "names no function",
+        ),
+        (
+            '<tool_call>\n{"name": "memory", "arguments": "{oops"}\n</tool_call>',
+            "memory",
+            "arguments are not valid JSON",
+        ),
         ('<tool_call>\n{"name": "memory", "arguments": [1, 2]}\n</tool_call>', "memory", "not a JSON object"),
     ],
 )

@@ -87,7 +87,7 @@ def test_a_verified_file_that_is_later_corrupted_is_refused(tmp_path: Path) -> N
     data[100] ^= 0xFF
     user.write_bytes(bytes(data))
     os.utime(user, ns=(1, 1))
-    with pytest.raises(LocalModelError, match="does not match model.gguf_sha256"):
+    with pytest.raises(LocalModelError, match=r"does not match model\.gguf_sha256"):
         resolve_weights(name="smollm2-135m", gguf=user, gguf_sha256=DIGEST, models_dir=tmp_path)
 
 
@@ -97,7 +97,9 @@ def test_a_users_gguf_without_a_pin_runs_as_is_and_a_missing_one_is_named(tmp_pa
     got = resolve_weights(name="smollm2-135m", gguf=user, gguf_sha256=None, models_dir=tmp_path)
     assert got.name == "my-model.q4" and got.sha256 is None and str(user) in got.source
     with pytest.raises(LocalModelError, match="does not exist"):
-        resolve_weights(name="smollm2-135m", gguf=tmp_path / "nope.gguf", gguf_sha256=None, models_dir=tmp_path)
+        resolve_weights(
+            name="smollm2-135m", gguf=tmp_path / "nope.gguf", gguf_sha256=None, models_dir=tmp_path
+        )
 
 
 def test_the_installed_smollm2_file_passes_its_pin(tmp_path: Path) -> None:
