@@ -42,14 +42,15 @@ async def _turn(session: Session, text: str) -> list[Event]:
 
 
 def _cfg(**extra: str) -> KeelConfig:
-    return config(
-        model__max_output_tokens="48",
-        model__temperature="0",
-        limits__max_iterations="2",
-        session_search__enabled="false",
-        skills__enabled="false",
+    settings = {
+        "model__max_output_tokens": "48",
+        "model__temperature": "0",
+        "limits__max_iterations": "2",
+        "session_search__enabled": "false",
+        "skills__enabled": "false",
         **extra,
-    )
+    }
+    return config(**settings)
 
 
 async def test_a_three_turn_session_with_the_memory_tool_completes(
@@ -137,8 +138,12 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
         # A 3K window (threshold 2,304): the system prompt with the memory tool's schema
         # takes ~800 of it, so a 2K window leaves too little room for any compression to
         # bring the prompt back under its threshold.
+        # Answers of up to 96 tokens fill it in about a dozen turns.
         cfg = _cfg(
-            model__context_window="3072", compression__protect_first_n="0", compression__protect_last_n="2"
+            model__context_window="3072",
+            model__max_output_tokens="96",
+            compression__protect_first_n="0",
+            compression__protect_last_n="2",
         )
         handles: list[SessionHandles] = []
         async with open_session(cfg, model=model, home=home, handles=handles) as session:
@@ -155,9 +160,15 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
                 "honeybees",
                 "lighthouses",
                 "glaciers",
+                "coral reefs",
+                "comets",
+                "penguins",
+                "tea ceremonies",
+                "clockmaking",
+                "deserts",
             ]
             for topic in topics:
-                events += await _turn(session, f"Tell me two facts about {topic}, in one sentence each.")
+                events += await _turn(session, f"Tell me three facts about {topic}, in two sentences each.")
                 if any(isinstance(e, CompressionFinished) and e.new_session_id for e in events):
                     break
             finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id]
