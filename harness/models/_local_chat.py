@@ -181,7 +181,7 @@ class ChatFormat:
         block = ""
         if tools:
             lines = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
-            block = load_text("local_tools").replace("{tools}", lines).strip()
+            block = load_text("local_tools").replace("$tools", lines).strip()
         for m in messages:
             role, content = m.get("role"), _text(m.get("content"))
             if role == "tool":
