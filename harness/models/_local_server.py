@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import threading
 import time
 import uuid
@@ -125,7 +126,16 @@ async def _run(
         with engine.lock:
             if cancelled.is_set():
                 raise anyio.get_cancelled_exc_class()()
-            return engine.generate(req, on_text if callable(on_text) else (lambda _: None), cancelled)
+            gen = engine.generate(req, on_text if callable(on_text) else (lambda _: None), cancelled)
+        # One log line per request, worded like llama.cpp's own, so log readers keep working.
+        print(
+            f"request ({req.mode}): {gen.prompt_tokens} prompt tokens, {gen.cached_tokens} prefix-match hit, "
+            f"remaining {gen.prompt_tokens - gen.cached_tokens} prompt tokens to eval "
+            f"({gen.prompt_ms:.0f} ms); {gen.completion_tokens} generated ({gen.predicted_ms:.0f} ms), {gen.finish}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return gen
 
     return await anyio.to_thread.run_sync(work)
 
