@@ -213,19 +213,20 @@ async def run_model(
 
 
 def _report(results: dict[str, dict[FlushShape, Cell]]) -> None:
-    head = f"{'model':<22} {'shape':<13} {'valid':>7} {'facts':>9} {'junk':>5} {'claimed':>7} {'saved in':>8} {'wall s':>7} {'gen s':>6} {'prompt tok/s':>12}"
+    head = (
+        f"{'model':<22} {'shape':<13} {'valid':>7} {'facts':>13} {'junk':>5} {'claimed':>7} {'saved in':>8} "
+        f"{'wall s':>7} {'gen s':>6} {'prompt tok/s':>12}"
+    )
     print(head)
     print("-" * len(head))
     for model, cells in results.items():
         for shape, c in cells.items():
             valid = f"{c.accepted / c.offered:.0%}" if c.offered else "-"
             rate = f"{median(c.rates):.0f}" if c.rates else "-"
+            facts = f"{c.facts}/{c.planted} ({c.facts / max(c.planted, 1):.0%})"
             print(
-                f"{model:<22} {shape:<13} {valid:>7} {c.facts:>3}/{c.planted:<3} ({c.facts / max(c.planted, 1):.0%})"[
-                    :55
-                ].ljust(55)
-                + f" {c.junk:>5} {c.claimed:>7} {c.replies_with_save:>3}/{c.requests:<4} {median(c.walls):>7.1f} "
-                f"{median(c.gens):>6.1f} {rate:>12}"
+                f"{model:<22} {shape:<13} {valid:>7} {facts:>13} {c.junk:>5} {c.claimed:>7} "
+                f"{c.replies_with_save:>3}/{c.requests:<4} {median(c.walls):>7.1f} {median(c.gens):>6.1f} {rate:>12}"
             )
     print("\nvalid: accepted writes / offered items; facts: planted facts captured; junk: saved entries")
     print("matching no planted fact; saved in: replies with at least one accepted write.")

@@ -246,6 +246,8 @@ def _from_lines(text: str, note_words: _Instructions) -> tuple[list[FlushWrite],
             refusals.append(FlushRefusal(line.strip()[:500], "not a 'user: …' or 'memory: …' line"))
             continue
         content = m.group(2).strip()
+        if _NOTHING.match(content):
+            continue
         problem = _check(content, note_words)
         if problem is not None:
             refusals.append(FlushRefusal(content[:500], problem))

@@ -20,7 +20,9 @@ from harness.models._local_weights import installed_part
 from harness.models.local import BUILTIN_MODELS, LocalModel, start_local_model
 
 HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and all(
-    installed_part(p) is not None for p in BUILTIN_MODELS[DEFAULT_LOCAL_MODEL].parts
+    installed_part(p) is not None
+    for m in (DEFAULT_LOCAL_MODEL, "smollm2-135m")
+    for p in BUILTIN_MODELS[m].parts
 )
 
 
@@ -50,6 +52,20 @@ def local_model(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> I
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(
             start_local_model(n_ctx=4096, log_path=log, models_dir=models_dir)
+        ) as lm,
+    ):
+        yield lm
+
+
+@pytest.fixture(scope="session")
+def small_model(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Iterator[LocalModel]:
+    """SmolLM2-135M: fast, and bad at tools — for tests of the harness's own mechanics
+    (the turn loop, compression) under real, often wrong, model output."""
+    log: Path = tmp_path_factory.mktemp("small-model") / "server.log"
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(
+            start_local_model(model="smollm2-135m", n_ctx=4096, log_path=log, models_dir=models_dir)
         ) as lm,
     ):
         yield lm

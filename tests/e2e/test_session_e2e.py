@@ -1,4 +1,5 @@
-"""The turn loop and compression against the real embedded model (SmolLM2-135M).
+"""The turn loop and compression against a real embedded model (SmolLM2-135M: fast, and its
+tool calls are often wrong).
 
 The model is small and its tool calls are often wrong, which is the point: whatever it
 sends, the session must turn it into results, keep the transcript consistent, and go on.
@@ -54,11 +55,11 @@ def _cfg(**extra: str) -> KeelConfig:
 
 
 async def test_a_three_turn_session_with_the_memory_tool_completes(
-    local_model: LocalModel, home: Path
+    small_model: LocalModel, home: Path
 ) -> None:
     handles: list[SessionHandles] = []
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, local_model.base_url, local_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300)
         async with open_session(_cfg(), model=model, home=home, handles=handles) as session:
             all_events: list[Event] = []
             for text in (
@@ -89,7 +90,7 @@ async def test_a_three_turn_session_with_the_memory_tool_completes(
 
 
 async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result(
-    local_model: LocalModel, tmp_path: Path
+    small_model: LocalModel, tmp_path: Path
 ) -> None:
     store = MemoryStore(tmp_path / "memories")
     tool = MemoryTool(store)
@@ -99,7 +100,7 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
     registry = ToolRegistry()
     registry.add(memory_tool(tool, schema, manager=None, session_id=lambda: "s"))
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, local_model.base_url, local_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300)
         calls: list[ToolCall] = []
         for ask in (
             "Remove my old note about coffee.",
@@ -131,10 +132,10 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
 
 
 async def test_a_small_window_compresses_with_flush_and_keeps_answering(
-    local_model: LocalModel, home: Path
+    small_model: LocalModel, home: Path
 ) -> None:
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, local_model.base_url, local_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300)
         # A 3K window (threshold 2,304): the system prompt with the memory tool's schema
         # takes ~800 of it, so a 2K window leaves too little room for any compression to
         # bring the prompt back under its threshold.
