@@ -23,7 +23,9 @@ same for every shape so only the final note and `tool_choice` differ), reads the
         [--shapes free_calls,forced_batch] [--limit 12] [--gguf NAME=PATH]
 
 Models are the built-in names (their weights must be installed, see README) or NAME=PATH
-pairs given with --gguf. The default run is the default model with every shape. The last
+pairs given with --gguf. `--demo-trace TRACE` instead replays the flush of a `keel demo` run
+(its frozen trace's flush request, minus the note) with each shape, on each model, and prints
+what each would save and which of the demo's six facts that covers. The default run is the default model with every shape. The last
 line is `facts_captured <fraction>` for the default model's best shape (or the first
 model run when the default is not among them).
 """
@@ -54,9 +56,12 @@ from harness.compress.flush_shapes import (
     read_flush_reply,
 )
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
+from harness.events import FlushEntry
+from harness.experiments.demo import facts_in
 from harness.models._openai_wire import build_body, parse_completion
 from harness.models.local import BUILTIN_MODELS, start_local_model
-from harness.types import Message, Role, ToolSpec
+from harness.trace import read_trace
+from harness.types import Message, Role, ToolCall, ToolSpec
 from memory import MemoryStore, MemoryTool, memory_tool_schema
 from prompts._text import load_text
 
@@ -115,6 +120,69 @@ def _has(entry: str, term: str) -> bool:
 def matches(entry: str, fact: Fact) -> bool:
     """A fact is in an entry when every term of one of its alternatives is (whole words)."""
     return len(entry) <= MAX_ENTRY and any(all(_has(entry, t) for t in alt) for alt in fact.match)
+
+
+def demo_conversation(trace: Path) -> tuple[str, tuple[Message, ...], tuple[ToolSpec, ...]]:
+    """System prompt, transcript and tools of the first flush request in a demo trace."""
+    for record in read_trace(trace):
+        if record.purpose == "flush":
+            messages = tuple(
+                Message(
+                    role=m.role,
+                    content=m.content,
+                    tool_calls=tuple(ToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
+                    tool_call_id=m.tool_call_id,
+                    name=m.name,
+                )
+                for m in record.messages[:-1]  # the last one is the flush note
+            )
+            tools = tuple(ToolSpec(t.name, t.description, t.parameters) for t in record.tools)
+            return record.system, messages, tools
+    raise SystemExit(f"{trace} holds no flush request; run the full demo (12 turns)")
+
+
+async def replay_demo(
+    name: str, gguf: Path | None, shapes: list[FlushShape], trace: Path, *, models_dir: Path, max_tokens: int
+) -> None:
+    system, messages, tools = demo_conversation(trace)
+    builtin: LocalModelName = DEFAULT_LOCAL_MODEL
+    for known in BUILTIN_MODELS:
+        if known == name:
+            builtin = known
+    async with (
+        start_local_model(
+            model=builtin, gguf=gguf, models_dir=models_dir, n_ctx=4096, max_tokens=max_tokens
+        ) as lm,
+        httpx.AsyncClient(timeout=1800) as http,
+    ):
+        for shape in shapes:
+            request = build_flush_shape_request(
+                shape, system=system, messages=messages, tools=tools, max_tokens=max_tokens
+            )
+            started = time.perf_counter()
+            r = await http.post(
+                f"{lm.base_url}/chat/completions", json=build_body(request, model=lm.model, stream=False)
+            )
+            r.raise_for_status()
+            reply = parse_completion(r.json(), what="local", fallback_model=lm.model)
+            wall = time.perf_counter() - started
+            reading = read_flush_reply(
+                shape, reply, instructions=[request.system, *(t.description for t in request.tools)]
+            )
+            entries: list[FlushEntry] = []
+            with tempfile.TemporaryDirectory() as tmp:
+                tool = MemoryTool(MemoryStore(Path(tmp) / "memories"))
+                for write in reading.writes:
+                    result = await tool.handle(write.arguments)
+                    entries.append(FlushEntry(write.target, write.action, write.content, result.success))
+            facts = facts_in(tuple(entries))
+            print(
+                f"{name} {shape}: {len(facts)} of 6 demo facts ({', '.join(facts) or 'none'}), {wall:.1f} s"
+            )
+            for e in entries:
+                print(f"  {'+' if e.saved else '-'} {e.target}: {e.content}")
+            for refusal in reading.refusals:
+                print(f"  - refused: {refusal.text[:100]!r} ({refusal.reason})")
 
 
 def _system() -> str:
@@ -245,6 +313,7 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=256)
     p.add_argument("--show-saved", action="store_true", help="print every saved entry")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--demo-trace", type=Path, help="replay the flush of this `keel demo` frozen-run trace")
     args = p.parse_args()
     shapes = [cast(FlushShape, s) for s in args.shapes.split(",") if s]
     unknown = [s for s in shapes if s not in FLUSH_SHAPES]
@@ -263,6 +332,20 @@ def main() -> None:
     for pair in args.gguf:
         name, _, path = pair.partition("=")
         runs.append((name, Path(path)))
+    if args.demo_trace is not None:
+        for name, gguf in runs:
+            anyio.run(
+                functools.partial(
+                    replay_demo,
+                    name,
+                    gguf,
+                    shapes,
+                    args.demo_trace,
+                    models_dir=args.models_dir,
+                    max_tokens=args.max_tokens,
+                )
+            )
+        return
     print(
         f"{len(convs)} conversations, {sum(len(c.facts) for c in convs)} planted facts; "
         f"models {', '.join(n for n, _ in runs)}; shapes {', '.join(shapes)}\n"

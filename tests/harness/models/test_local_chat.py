@@ -104,7 +104,7 @@ def _installed_template(name: LocalModelName) -> str:
     return template
 
 
-@pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-0.5b"])
+@pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
 def test_rendering_equals_the_gguf_templates_own_output(name: LocalModelName) -> None:
     source = _installed_template(name)
     chat = ChatFormat(source)

