@@ -181,6 +181,8 @@ def _check(content: str, note_words: _Instructions) -> str | None:
     text = content.strip()
     if not text:
         return "empty entry"
+    if _NOTHING.match(text) or text.lower().startswith("nothing to save"):
+        return "says there is nothing to save"
     if len(text) > _MAX_ENTRY:
         return f"longer than {_MAX_ENTRY} characters: a passage, not a fact"
     if note_words.echoed_by(text):

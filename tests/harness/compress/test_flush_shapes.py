@@ -118,6 +118,13 @@ def test_entries_that_echo_the_instructions_are_refused() -> None:
     }
 
 
+def test_a_call_that_saves_nothing_to_save_is_refused() -> None:
+    reading = read_flush_reply(
+        "free_calls", _reply("", ("memory", {"target": "user", "content": "Nothing to save."}))
+    )
+    assert reading.writes == () and reading.refusals[0].reason == "says there is nothing to save"
+
+
 def test_a_claimed_save_without_a_call_is_flagged() -> None:
     claimed = read_flush_reply("free_calls", _reply("I've saved your editor preference to memory."))
     honest = read_flush_reply("free_calls", _reply("Nothing to save."))
