@@ -197,8 +197,8 @@ async def _stream(engine: Engine, req: Prepared) -> AsyncIterator[str]:
             tg.start_soon(produce)
             async for piece in receive:
                 text.append(piece)
-                if req.mode != "auto":
-                    continue
+                if req.mode == "forced":
+                    continue  # the reply is the call's arguments: nothing to show as text
                 so_far = "".join(text)
                 ready = hold_back(so_far)
                 if ready > sent:

@@ -67,6 +67,20 @@ async def test_streaming_with_tools_sends_the_prose_then_the_call() -> None:
     assert json.loads(done.message.tool_calls[0].arguments) == {"content": "Sam O'Neill & co"}
 
 
+async def test_a_plain_reply_without_tools_streams_as_text() -> None:
+    http, _ = _client("Hello O'Neill & co.")
+    async with http:
+        client = local_client(http, "http://local/v1", "fake", 30)
+        request = ModelRequest(system="", messages=(Message("user", "hi"),))
+        texts: list[str] = []
+        async with client.stream(request) as events:
+            async for ev in events:
+                if isinstance(ev, TextDelta):
+                    texts.append(ev.text)
+    assert len(texts) > 1, "streamed in pieces, not as one block at the end"
+    assert "".join(texts) == "Hello O'Neill & co."
+
+
 async def test_a_second_request_sharing_the_prefix_reports_cached_tokens() -> None:
     http, _ = _client("Hello Sam.")
     async with http:
