@@ -18,6 +18,15 @@ memory tool for the classic `memory_only` flush): only the final note and `tool_
 differ. Both functions are pure; executing the writes (through the memory tool, so the
 scanner and the budget apply) is the caller's job.
 
+Measured (`benchmarks/local_flush.py`, 12 conversations, 61 planted facts): on
+Qwen2.5-Coder-1.5B `text_list` keeps 84% of the facts, `forced_batch` 51%, `forced_call` 44%,
+`free_calls` 16%; the smaller models keep at most 11% (0.5B) and 2% (SmolLM2) with any shape.
+`text_list` is the shape to use: call `build_flush_shape_request("text_list", ...)` with the
+session's unchanged tool list and a `max_tokens` of its own (at least 256: a reply lists
+several facts), then `read_flush_reply("text_list", reply, instructions=[request.system,
+*(t.description for t in request.tools)])`, and run each `FlushWrite.arguments` through the
+memory tool.
+
 `read_flush_reply` never raises. Each candidate fact ends up as a `FlushWrite` or as a
 `FlushRefusal` with its reason (not the memory tool, unreadable arguments, an empty entry,
 a line that restates the instruction, ...). When the reply *says* it saved something but
