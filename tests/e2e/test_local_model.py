@@ -13,7 +13,7 @@ import pytest
 from harness.errors import LocalModelError
 from harness.models.base import ReplyDone, TextDelta
 from harness.models.factory import local_client
-from harness.models.local import LocalModel, start_local_model
+from harness.models.local import LocalModel, find_weights, start_local_model
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec
 from memory import memory_tool_schema
 from prompts._text import load_text
@@ -127,3 +127,19 @@ async def test_a_server_that_cannot_start_fails_with_a_clear_error(models_dir: P
             model="smollm2-135m", n_ctx=-5, ready_timeout_s=60, models_dir=models_dir
         ):
             pass
+
+
+async def test_a_users_own_gguf_runs_with_its_own_template(models_dir: Path) -> None:
+    weights = await find_weights(model="smollm2-135m", models_dir=models_dir)
+    async with (
+        start_local_model(
+            gguf=weights.path, gguf_sha256=weights.sha256, n_ctx=1024, models_dir=models_dir
+        ) as lm,
+        httpx.AsyncClient(timeout=120) as http,
+    ):
+        assert lm.model == weights.path.stem.lower()
+        assert "your GGUF file" in lm.source
+        reply = await local_client(http, lm.base_url, lm.model, 120).complete(
+            ModelRequest(system="", messages=(Message("user", "Say hello."),), max_tokens=4)
+        )
+    assert reply.usage is not None and reply.usage.output <= 4
