@@ -96,7 +96,9 @@ async def _one(
     report = measure(records, CanonicalRenderer(tokenizer), simulators=("llamacpp",))
     flush_req = next((r for r in report.requests if r.purpose == "flush"), None)
     if flush_req is None:
-        raise SystemExit(f"{mode}: the compression made no flush call (nothing to compress?); use more --turns")
+        raise SystemExit(
+            f"{mode}: the compression made no flush call (nothing to compress?); use more --turns"
+        )
     return {
         "flush_s": flush.latency_s if flush else float("nan"),
         "compress_s": compress_s,

@@ -32,6 +32,7 @@ from memory import FlushMode
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
+    "DEFAULT_LOCAL_MODEL",
     "MAX_CONFIG_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
@@ -40,6 +41,7 @@ __all__ = [
     "HolographicConfig",
     "KeelConfig",
     "LimitsConfig",
+    "LocalModelName",
     "MemoryConfig",
     "ModelConfig",
     "PriceConfig",
@@ -64,6 +66,13 @@ class RetryConfig(_Section):
     max_delay_s: float = Field(30.0, ge=0)
 
 
+LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+"""The built-in embedded models (see `harness/models/_local_weights.py`)."""
+
+DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-1.5b"
+"""Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""
+
+
 class ModelConfig(_Section):
     provider: Literal["local", "openai", "anthropic"] = "local"
     base_url: str | None = None
@@ -77,7 +86,18 @@ class ModelConfig(_Section):
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
     local_cache: bool = False
-    """Embedded model only: start llama-cpp-python with its RAM prompt cache (`--cache true`)."""
+    """Embedded model only: keep several prompt states in RAM, so a side call (flush, summary)
+    does not evict the main conversation's prefix."""
+    local_model: LocalModelName = DEFAULT_LOCAL_MODEL
+    """Embedded model only: which built-in model to run (its weights' extra must be installed)."""
+    gguf: Path | None = None
+    """Embedded model only: run this GGUF file instead, with its own chat template."""
+    gguf_sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
+    """Embedded model only: refuse to run `gguf` unless its SHA-256 is this."""
+    models_dir: Path | None = None
+    local_threads: int | None = Field(None, ge=1)
+    """Embedded model only: CPU threads; null → all cores but one."""
+    """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
     tokenizer: Literal["cl100k", "chars"] = "cl100k"
     """How keel estimates prompt sizes when the provider reports none."""
 
@@ -150,6 +170,11 @@ class CompressionConfig(_Section):
     tail_ratio: float = Field(0.2, ge=0.05, le=0.8)
     protect_first_n: int = Field(3, ge=0)
     protect_last_n: int = Field(6, ge=1)
+    flush_reply: Literal["text_list", "tool_calls"] = "text_list"
+    """How the flush asks for facts (memory_only / cache_safe): plain `user:`/`memory:` lines
+    that keel turns into memory writes, or free memory-tool calls (the classic shape)."""
+    flush_max_tokens: int = Field(512, ge=64)
+    """The flush reply's own output budget (a list of facts needs more than a chat turn's)."""
     identifier_index: bool = True
     """Put the identifiers of the compressed middle (names, numbers, dates, paths, ids,
     quoted strings) verbatim into the summary message."""

@@ -29,6 +29,7 @@ def _registrars() -> list[Registrar]:
         _demo_cmd,
         _experiment_cmd,
         _memory_cmd,
+        _models_cmd,
         _sessions_cmd,
         _skills_cmd,
     )
@@ -42,6 +43,7 @@ def _registrars() -> list[Registrar]:
         _skills_cmd.register,
         _cache_cmd.register,
         _config_cmd.register,
+        _models_cmd.register,
     ]
 
 

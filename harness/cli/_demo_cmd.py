@@ -14,7 +14,7 @@ from rich.table import Table
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.config import KeelConfig
 from harness.events import Event, MemoryWritten, TextDelta
-from harness.experiments.demo import DEMO_TURNS, DemoResult, demo_config, run_demo
+from harness.experiments.demo import DEMO_FACTS, DEMO_TURNS, CompressionRun, DemoResult, demo_config, run_demo
 from harness.models.factory import open_model
 
 __all__ = ["register"]
@@ -22,6 +22,40 @@ __all__ = ["register"]
 
 def _pct(reused: int, prompt: int) -> str:
     return f"{reused / prompt * 100:.0f}%" if prompt else "-"
+
+
+def _cost(run: CompressionRun) -> str:
+    if run.skipped:
+        return f"skipped: {run.skipped}"
+    return (
+        f"~{run.tokens_before:,} → ~{run.tokens_after:,} tok; flush {run.flush_s:.1f}s, "
+        f"summary {run.summary_s:.1f}s, {len(run.saved)} saved"
+    )
+
+
+def _flush_entries(run: CompressionRun) -> None:
+    label = "forced at the end" if run.forced else f"before turn {run.after_turn + 1}"
+    console.print(
+        f"\n[bold]compression {label}[/]: {escape(_cost(run))}; whole compression {run.wall_s:.1f}s"
+    )
+    if run.skipped:
+        return
+    if not run.flushed:
+        console.print("  the flush did not run (its call failed, or flush is off): nothing saved")
+        return
+    if not run.entries:
+        console.print("  the flush offered nothing: no tool call and no fact")
+    for e in run.entries:
+        if e.saved:
+            console.print(f"  [green]+ saved to {escape(e.target)}: {escape(e.content)}[/]")
+        elif e.action == "claimed":
+            console.print(
+                f"  [yellow]! claimed a save without calling the tool: {escape(e.content[:160])}[/]"
+            )
+        else:
+            console.print(
+                f"  [red]- refused: {escape(e.content[:160])}[/] [dim]({escape(e.reason[:160])})[/]"
+            )
 
 
 def _report(result: DemoResult) -> None:
@@ -33,6 +67,7 @@ def _report(result: DemoResult) -> None:
         ("frozen reuse", "right"),
         ("live reuse", "right"),
         ("memory written after the turn", "left"),
+        ("compression (frozen run)", "left"),
     ):
         table.add_column(col, justify=just)  # type: ignore[arg-type]  # "left"/"right" are valid
     for f, lv in zip(result.frozen.rows, result.live.rows, strict=False):
@@ -43,6 +78,7 @@ def _report(result: DemoResult) -> None:
             _pct(f.reused_tokens, f.prompt_tokens),
             _pct(lv.reused_tokens, lv.prompt_tokens),
             escape(f.side_write or ""),
+            escape(f"before this turn: {_cost(f.compression)}") if f.compression else "",
         )
     ft = sum(r.wall_s for r in result.frozen.rows)
     lt = sum(r.wall_s for r in result.live.rows)
@@ -55,6 +91,7 @@ def _report(result: DemoResult) -> None:
         ),
         _pct(sum(r.reused_tokens for r in result.live.rows), sum(r.prompt_tokens for r in result.live.rows)),
         "",
+        escape(f"forced at the end: {_cost(result.forced)}") if result.forced else "",
         style="bold",
     )
     console.print(table)
@@ -62,23 +99,25 @@ def _report(result: DemoResult) -> None:
         "[dim]reuse: prompt tokens the llama.cpp server could keep from the previous request "
         "(cache meter, llamacpp rule); wall time includes generation.[/]"
     )
-    c = result.compression
+    for run in result.compressions:
+        _flush_entries(run)
+    facts = ", ".join(result.facts_saved) or "none"
     console.print(
-        f"\n[bold]forced compression[/] (frozen run): ~{result.tokens_before:,} → ~{result.tokens_after:,} tokens; "
-        f"flush call {c['flush_s']:.1f}s, summary call {c['summary_s']:.1f}s, whole compression {c['total_s']:.1f}s"
+        f"\n[bold]durable facts the flush kept[/]: {len(result.facts_saved)} of {len(DEMO_FACTS)} ({escape(facts)})"
     )
-    if result.flush_saved:
-        console.print("[bold]the flush saved:[/]")
-        for entry in result.flush_saved:
-            console.print(f"  [green]+ {escape(entry)}[/]")
-    else:
-        console.print("the flush saved nothing (the model chose not to, or its tool calls were refused)")
-    for entry in result.flush_refused:
-        console.print(f"  [dim]- refused: {escape(entry)}[/]")
     console.print(
         f"\ntraces: {escape(str(result.frozen.trace_path))}\n        {escape(str(result.live.trace_path))}"
     )
     console.print(f"[dim]see them with: keel cache report {escape(str(result.frozen.trace_path))}[/]")
+
+
+def _model_words(cfg: KeelConfig) -> str:
+    m = cfg.model
+    if m.provider != "local":
+        return escape(f"{m.provider} {m.name or ''}".strip())
+    if m.gguf is not None:
+        return f"the embedded model {escape(m.gguf.name)}"
+    return f"the embedded {escape(m.local_model)} model"
 
 
 async def _demo(cfg: KeelConfig, args: argparse.Namespace) -> int:
@@ -87,8 +126,7 @@ async def _demo(cfg: KeelConfig, args: argparse.Namespace) -> int:
     turns = max(1, min(args.turns, len(DEMO_TURNS)))
     console.print(
         f"[bold]keel demo[/]: {turns} turns twice — frozen snapshot, then live re-read — on "
-        f"{'the embedded SmolLM2-135M model' if cfg.model.provider == 'local' else escape(cfg.model.provider)}; "
-        f"files under {escape(str(root))}"
+        f"{_model_words(cfg)}; files under {escape(str(root))}"
     )
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console

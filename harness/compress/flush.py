@@ -14,6 +14,13 @@ Modes:
   stays cached and the model can only call memory.
 - `off`: no flush.
 
+How the request asks for the facts is the *shape* (`flush_shapes.py`, measured by
+`benchmarks/local_flush.py`): by default (`compression.flush_reply: text_list`) the model
+writes `user: ...` / `memory: ...` lines with `tool_choice: none` — on small local models that
+keeps 84% of planted facts where free tool calls keep 16% — and each line becomes one
+memory-tool write (scanned and budgeted like any other). `tool_calls` is the classic shape
+(free memory calls). `forced` always asks for one forced memory call with a list of adds.
+
 No pretend saves: a reply whose text says it saved something while no memory call landed
 is recorded as a refused entry with that reason, so nobody reads "saved" where nothing was.
 """
@@ -23,23 +30,28 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+from harness.compress.flush_shapes import FlushShape, build_flush_shape_request, read_flush_reply
 from harness.events import Event, FlushEntry, MemoryWritten
 from harness.tools import Tool, ToolOutput
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec
 from memory import FlushMode
-from prompts import load_text
 
 __all__ = [
     "CLAIMED_SAVE_REASON",
     "MEMORY_TOOL",
     "FlushOutcome",
+    "FlushReply",
     "build_flush_request",
     "claims_a_save",
     "execute_flush_reply",
+    "flush_shape",
 ]
 
 MEMORY_TOOL = "memory"
+FlushReply = Literal["tool_calls", "text_list"]
+"""How the flush asks for facts: plain `user:`/`memory:` lines, or memory-tool calls."""
 CLAIMED_SAVE_REASON = "the reply says it saved this, but made no valid memory call: nothing was saved"
 
 # First-person statements of having saved / remembered something. "Nothing to save." and
@@ -68,16 +80,24 @@ class FlushOutcome:
         return tuple(e for e in self.entries if e.saved)
 
 
+def flush_shape(mode: FlushMode, reply: FlushReply) -> FlushShape:
+    """The request shape a flush mode and reply form come to."""
+    if mode == "forced":
+        return "forced_batch"
+    return "text_list" if reply == "text_list" else "free_calls"
+
+
 def build_flush_request(
     *,
     system: str,
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     mode: FlushMode,
+    reply: FlushReply = "text_list",
     max_tokens: int | None,
     stable_prefix_chars: int | None = None,
 ) -> ModelRequest:
-    """The one flush request: the transcript plus the flush note.
+    """The one flush request: the transcript plus the shape's note.
 
     Raises:
         ValueError: `mode` is `off`, or the memory tool is not among `tools`.
@@ -86,16 +106,14 @@ def build_flush_request(
         raise ValueError("flush mode 'off' sends no request")
     if not any(t.name == MEMORY_TOOL for t in tools):
         raise ValueError("the flush needs the memory tool in the session's tool list")
-    note = Message(role="user", content=load_text("flush"))
     if mode == "memory_only":
         tools = [t for t in tools if t.name == MEMORY_TOOL]
-    return ModelRequest(
+    return build_flush_shape_request(
+        flush_shape(mode, reply),
         system=system,
-        messages=(*messages, note),
-        tools=tuple(tools),
-        tool_choice=MEMORY_TOOL if mode == "forced" else "auto",
+        messages=messages,
+        tools=tools,
         max_tokens=max_tokens,
-        purpose="flush",
         stable_prefix_chars=stable_prefix_chars,
     )
 
@@ -118,32 +136,37 @@ def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
     ]
 
 
-async def execute_flush_reply(reply: ModelReply, *, memory_tool: Tool | None) -> FlushOutcome:
-    """Run the memory calls of the flush reply; refuse every other call; flag claimed saves."""
-    entries: list[FlushEntry] = []
+async def execute_flush_reply(
+    reply: ModelReply, request: ModelRequest, *, shape: FlushShape, memory_tool: Tool | None
+) -> FlushOutcome:
+    """Turn the flush reply into memory writes (through the memory tool); record the rest.
+
+    Every write the reply asks for runs through `memory_tool` (so the scanner and the budget
+    apply); whatever is not a write is a refused entry with its reason; a reply that says it
+    saved something while nothing landed is a refused `claimed` entry.
+    """
+    reading = read_flush_reply(
+        shape, reply, instructions=[request.system, *(t.description for t in request.tools)]
+    )
+    entries = [
+        FlushEntry(target="-", action="refused", content=r.text[:500], saved=False, reason=r.reason)
+        for r in reading.refusals
+    ]
     events: list[Event] = []
-    for call in reply.message.tool_calls:
-        if call.name != MEMORY_TOOL or memory_tool is None:
+    for write in reading.writes:
+        if memory_tool is None:
             entries.append(
-                FlushEntry(
-                    target="-",
-                    action=call.name,
-                    content=call.arguments[:500],
-                    saved=False,
-                    reason="not available during flush: only the memory tool runs",
-                )
+                FlushEntry(write.target, write.action, write.content, saved=False, reason="no memory tool")
             )
             continue
-        out = await memory_tool(call.arguments)
+        out = await memory_tool(write.arguments)
         events.extend(out.events)
-        entries.extend(_entries_from(call.arguments, out))
+        entries.extend(_entries_from(write.arguments, out))
     text = reply.message.content
     if not any(e.saved for e in entries):
-        claim = claims_a_save(text)
+        claim = claims_a_save(text) or (text.strip()[:500] if reading.claimed_without_call else None)
         if claim is not None:
             entries.append(
-                FlushEntry(
-                    target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON
-                )
+                FlushEntry(target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON)
             )
     return FlushOutcome(tuple(entries), tuple(events), text)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
+from harness.compress.flush import FlushReply
 from harness.events import Event, FlushEntry, UsageReported
 from harness.tools import Tool
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec
@@ -32,6 +33,7 @@ class CompressionSettings:
         enabled: compress automatically when the prompt reaches the threshold.
         threshold_tokens: the prompt size (model tokens) that triggers a compression.
         flush: the flush mode (`memory_only`, `cache_safe`, `forced`, `off`).
+        flush_reply: how the flush asks for facts (`text_list` lines or `tool_calls`).
         flush_max_tokens: the flush reply's output cap.
         context_window: the model's window (sizes the summary target).
         tail_ratio: the protected tail's token budget as a fraction of the threshold.
@@ -45,6 +47,7 @@ class CompressionSettings:
     flush: FlushMode
     flush_max_tokens: int | None
     context_window: int
+    flush_reply: FlushReply = "text_list"
     tail_ratio: float = 0.2
     protect_first_n: int = 3
     protect_last_n: int = 6

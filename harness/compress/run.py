@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.compress.flush import build_flush_request, execute_flush_reply
+from harness.compress.flush import build_flush_request, execute_flush_reply, flush_shape
 from harness.compress.host import CompressionHost, CompressionSettings, Emit
 from harness.compress.identifiers import extract_identifiers
 from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
@@ -178,6 +178,7 @@ class Compressor:
             messages=host.messages,
             tools=host.tool_specs(),
             mode=mode,
+            reply=self.settings.flush_reply,
             max_tokens=self.settings.flush_max_tokens,
             stable_prefix_chars=len(host.system_prompt),
         )
@@ -192,7 +193,8 @@ class Compressor:
                 return
             self._flushed = True
             await emit(usage)
-            outcome = await execute_flush_reply(reply, memory_tool=tool)
+            shape = flush_shape(mode, self.settings.flush_reply)
+            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
         await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
         for ev in outcome.events:
             await emit(ev)

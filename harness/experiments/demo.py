@@ -5,9 +5,12 @@ frozen snapshot, once with `live` (memory re-read before every request). Between
 demo writes to memory the way another shell running `keel memory add` would, and the model
 may write too. Under `live` each write changes the MEMORY slot early in the system prompt,
 so the server re-reads everything after it; under `frozen` the prefix stays byte-identical
-and only the new tokens are processed. At the end of the frozen run a compression is forced:
-the flush gets its one chance to save durable facts, the middle is summarized, the memory
-snapshot is reloaded and the prompt rebuilt.
+and only the new tokens are processed. At the end of the frozen run a compression is forced
+(and any turn that crosses the threshold compresses on its own): the flush gets its one
+chance to save durable facts, the middle is summarized, the memory snapshot is reloaded and
+the prompt rebuilt. Each compression is reported with the turn it ran after, what it cost
+(tokens before and after, flush and summary seconds) and the flush's entries one by one:
+saved, refused with the reason, or a save the model only *claimed* without a tool call.
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ from pydantic import JsonValue
 
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
 from harness.config import KeelConfig
-from harness.events import CompressionFinished, Event, FlushCompleted, UsageReported
+from harness.events import (
+    CompressionFinished,
+    CompressionStarted,
+    Event,
+    FlushCompleted,
+    FlushEntry,
+    UsageReported,
+    Warning,
+)
 from harness.experiments.runner import apply_overrides
 from harness.loop.open import SessionHandles, open_session
 from harness.models.base import ModelClient
@@ -30,7 +41,7 @@ from harness.tokens import Tokenizer
 from harness.trace import TraceRecord, read_trace
 from memory import MemoryStore, MemoryTarget, memories_dir
 
-__all__ = ["DEMO_TURNS", "DemoResult", "PolicyRun", "demo_config", "run_demo"]
+__all__ = ["DEMO_TURNS", "CompressionRun", "DemoResult", "PolicyRun", "TurnRow", "demo_config", "run_demo"]
 
 DEMO_TURNS: tuple[str, ...] = (
     "Hi! I'm Sam. I maintain a small Rust web service called quill. I like short, direct answers.",
@@ -56,14 +67,25 @@ SIDE_WRITES: dict[int, tuple[MemoryTarget, str]] = {
 }
 # A small model on a CPU: short answers, one model call per turn (a tool call ends the
 # turn), only the memory tool (every tool's schema is part of the prompt the server must
-# process), and a 4K window so automatic compression keeps every prompt small.
+# process), and a 4K window so automatic compression keeps every prompt small. A short
+# protected tail leaves the forced compression a real middle to summarize: twelve turns
+# hold the facts the flush should keep, and the last two stay verbatim.
 DEMO_OVERRIDES: dict[str, JsonValue] = {
     "model": {"max_output_tokens": 40, "temperature": 0.2, "context_window": 4096},
     "limits": {"max_iterations": 1},
-    "compression": {"flush": "memory_only"},
+    "compression": {"flush": "memory_only", "protect_first_n": 1, "protect_last_n": 2, "tail_ratio": 0.05},
     "session_search": {"enabled": False},
     "skills": {"enabled": False},
 }
+DEMO_FACTS: dict[str, tuple[str, ...]] = {
+    "name": ("sam",),
+    "editor": ("vim",),
+    "deploys": ("friday",),
+    "time zone": ("cet",),
+    "database": ("postgresql", "postgres"),
+    "short answers": ("short", "concise", "direct"),
+}
+"""The durable facts the demo conversation states, and words that show an entry holds one."""
 
 
 def demo_config(config: KeelConfig) -> KeelConfig:
@@ -73,12 +95,35 @@ def demo_config(config: KeelConfig) -> KeelConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CompressionRun:
+    """One compression: when it ran, what it cost, and what its flush did."""
+
+    after_turn: int
+    forced: bool
+    tokens_before: int
+    tokens_after: int
+    flush_s: float
+    summary_s: float
+    wall_s: float
+    entries: tuple[FlushEntry, ...]
+    flushed: bool
+    """False when no flush ran (flush off, or its call failed)."""
+    skipped: str | None
+    """Why nothing was compressed, when nothing was."""
+
+    @property
+    def saved(self) -> tuple[FlushEntry, ...]:
+        return tuple(e for e in self.entries if e.saved)
+
+
+@dataclass(frozen=True, slots=True)
 class TurnRow:
     turn: int
     wall_s: float
     prompt_tokens: int
     reused_tokens: int
     side_write: str | None
+    compression: CompressionRun | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +138,61 @@ class PolicyRun:
 class DemoResult:
     frozen: PolicyRun
     live: PolicyRun
-    flush_saved: tuple[str, ...]
-    flush_refused: tuple[str, ...]
-    compression: dict[str, float]
-    """Wall seconds of the flush call, the summary call and the whole compression."""
-    tokens_before: int
-    tokens_after: int
+    forced: CompressionRun | None
+    """The compression forced at the end of the frozen run."""
+    facts_saved: tuple[str, ...]
+    """Which of `DEMO_FACTS` the frozen run's flushes saved."""
+
+    @property
+    def compressions(self) -> tuple[CompressionRun, ...]:
+        runs = [r.compression for r in self.frozen.rows if r.compression is not None]
+        return (*runs, self.forced) if self.forced is not None else tuple(runs)
+
+
+def compression_runs(
+    events: list[Event], *, after_turn: int, forced: bool, wall_s: float
+) -> list[CompressionRun]:
+    """The compressions in one turn's (or one forced compression's) events."""
+    runs: list[CompressionRun] = []
+    flush_s = summary_s = 0.0
+    entries: tuple[FlushEntry, ...] = ()
+    flushed = False
+    skipped: str | None = None
+    active = False
+    for ev in events:
+        if isinstance(ev, CompressionStarted):
+            active, flush_s, summary_s, entries, flushed, skipped = True, 0.0, 0.0, (), False, None
+        elif active and isinstance(ev, UsageReported) and ev.purpose == "flush":
+            flush_s += ev.latency_s
+        elif active and isinstance(ev, UsageReported) and ev.purpose == "summary":
+            summary_s += ev.latency_s
+        elif active and isinstance(ev, FlushCompleted):
+            entries, flushed = ev.entries, True
+        elif active and isinstance(ev, Warning) and ev.message.startswith("compression skipped"):
+            skipped = ev.message.removeprefix("compression skipped: ")
+        elif active and isinstance(ev, CompressionFinished):
+            active = False
+            runs.append(
+                CompressionRun(
+                    after_turn=after_turn,
+                    forced=forced,
+                    tokens_before=ev.tokens_before,
+                    tokens_after=ev.tokens_after,
+                    flush_s=flush_s,
+                    summary_s=summary_s,
+                    wall_s=wall_s,
+                    entries=entries,
+                    flushed=flushed,
+                    skipped=skipped or ("aborted" if ev.aborted else None),
+                )
+            )
+    return runs
+
+
+def facts_in(entries: tuple[FlushEntry, ...]) -> tuple[str, ...]:
+    """Which demo facts the saved entries hold."""
+    saved = [e.content.lower() for e in entries if e.saved]
+    return tuple(fact for fact, words in DEMO_FACTS.items() if any(w in e for e in saved for w in words))
 
 
 def _per_turn_reuse(records: list[TraceRecord], tokenizer: Tokenizer) -> dict[int, tuple[int, int]]:
@@ -124,22 +218,27 @@ async def _run_policy(
     tokenizer: Tokenizer,
     status: Callable[[str], None],
     on_event: Callable[[Event], None],
-) -> tuple[PolicyRun, list[Event], float]:
+) -> tuple[PolicyRun, CompressionRun | None]:
     home = root / policy
     cfg = apply_overrides(demo_config(config), {"memory": {"snapshot_policy": policy}})
     side = MemoryStore(memories_dir(home))
     handles: list[SessionHandles] = []
     walls: dict[int, float] = {}
-    compression_events: list[Event] = []
-    compress_wall = 0.0
+    in_turn: dict[int, CompressionRun] = {}
+    forced: CompressionRun | None = None
     async with open_session(cfg, model=model, home=home, source="demo", handles=handles) as session:
         for n, text in enumerate(DEMO_TURNS[:turns], 1):
             status(f"{policy}: turn {n}/{turns}")
             started = time.monotonic()
+            seen: list[Event] = []
             async with session.run_turn(text) as events:
                 async for ev in events:
+                    seen.append(ev)
                     on_event(ev)
             walls[n] = time.monotonic() - started
+            runs = compression_runs(seen, after_turn=n - 1, forced=False, wall_s=walls[n])
+            if runs:
+                in_turn[n] = runs[-1]
             write = SIDE_WRITES.get(n)
             if write is not None:
                 await side.add(write[0], write[1])
@@ -147,9 +246,11 @@ async def _run_policy(
             status(f"{policy}: forced compression (flush, summary, reload)")
             started = time.monotonic()
             compression_events = await session.compress()
-            compress_wall = time.monotonic() - started
+            wall = time.monotonic() - started
             for ev in compression_events:
                 on_event(ev)
+            found = compression_runs(compression_events, after_turn=len(walls), forced=True, wall_s=wall)
+            forced = found[-1] if found else None
     trace_path = handles[0].trace_path
     assert trace_path is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
@@ -161,10 +262,11 @@ async def _run_policy(
             prompt_tokens=reuse.get(n, (0, 0))[0],
             reused_tokens=reuse.get(n, (0, 0))[1],
             side_write=SIDE_WRITES[n][1] if n in SIDE_WRITES else None,
+            compression=in_turn.get(n),
         )
         for n in sorted(walls)
     )
-    return PolicyRun(policy, rows, trace_path, home), compression_events, compress_wall
+    return PolicyRun(policy, rows, trace_path, home), forced
 
 
 async def run_demo(
@@ -178,7 +280,7 @@ async def run_demo(
 ) -> DemoResult:
     """Run the demo conversation under `frozen` (then compress) and under `live`."""
     tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
-    frozen, events, compress_wall = await _run_policy(
+    frozen, forced = await _run_policy(
         "frozen",
         config,
         model,
@@ -189,7 +291,7 @@ async def run_demo(
         status=status,
         on_event=on_event,
     )
-    live, _, _ = await _run_policy(
+    live, _ = await _run_policy(
         "live",
         config,
         model,
@@ -200,21 +302,12 @@ async def run_demo(
         status=status,
         on_event=on_event,
     )
-    flush = next((e for e in events if isinstance(e, FlushCompleted)), None)
-    finished = next((e for e in events if isinstance(e, CompressionFinished)), None)
-    summary_s = sum(e.latency_s for e in events if isinstance(e, UsageReported) and e.purpose == "summary")
+    flushes = [r.compression for r in frozen.rows if r.compression is not None]
+    if forced is not None:
+        flushes.append(forced)
     return DemoResult(
         frozen=frozen,
         live=live,
-        flush_saved=tuple(f"{e.target}: {e.content}" for e in flush.entries if e.saved) if flush else (),
-        flush_refused=tuple(f"{e.content[:80]} ({e.reason[:80]})" for e in flush.entries if not e.saved)
-        if flush
-        else (),
-        compression={
-            "flush_s": flush.latency_s if flush else 0.0,
-            "summary_s": summary_s,
-            "total_s": compress_wall,
-        },
-        tokens_before=finished.tokens_before if finished else 0,
-        tokens_after=finished.tokens_after if finished else 0,
+        forced=forced,
+        facts_saved=facts_in(tuple(e for r in flushes for e in r.entries)),
     )

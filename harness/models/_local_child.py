@@ -1,25 +1,43 @@
-"""Entry point of the embedded model server's child process.
+"""Entry point of the embedded model's child process: load the GGUF, serve it on loopback.
 
-Runs `llama_cpp.server` as `python -m llama_cpp.server` would, with two guards:
+`python -m harness.models._local_child --gguf PATH --name NAME --port N ...` loads the model
+with llama-cpp-python (`logits_all` off: only the last position's logits are kept, which is
+all sampling needs — measured faster and far smaller than the server default), builds its
+chat format from the GGUF's own template, and serves `harness.models._local_server` on
+127.0.0.1 only.
 
-- Linux sends this process SIGTERM when its parent dies: if keel is killed outright
-  (SIGKILL, a crashed terminal), the server must not live on holding a CPU and a port.
-- Every generation is capped at `KEEL_LOCAL_MAX_TOKENS` tokens. llama-cpp-python's
-  chatml-function-calling handler ignores the request's `max_tokens` when the model may
-  choose a tool (it passes `max_tokens=None`), and a small model can then generate until
-  the context is full — minutes on a CPU, during which every other request waits, because
-  the server keeps generating after the client has given up.
+Linux sends this process SIGTERM when its parent dies: if keel is killed outright
+(SIGKILL, a crashed terminal), the server must not live on holding a CPU and a port.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
-import os
-import runpy
+import json
 import signal
 import sys
+import time
+from collections.abc import Iterator
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+import uvicorn
+from llama_cpp.llama_grammar import LlamaGrammar
+from pydantic import JsonValue
+
+from harness.models._local_chat import TOOL_CALL_OPEN, ChatFormat
+from harness.models._local_engine import Engine
+from harness.models._local_server import build_app
 
 _PR_SET_PDEATHSIG = 1
+# Used when a GGUF carries no chat template: plain ChatML.
+_CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+_END_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<end_of_turn>")
 
 
 def _die_with_parent() -> None:
@@ -32,24 +50,102 @@ def _die_with_parent() -> None:
         return  # best effort: without it, keel's own shutdown still stops the server
 
 
-def _cap_generation(limit: int) -> None:
-    import llama_cpp
+def _args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="keel-local-model")
+    p.add_argument("--gguf", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--n-ctx", type=int, default=8192)
+    p.add_argument("--n-batch", type=int, default=512)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-tokens", type=int, default=512)
+    return p.parse_args(argv)
 
-    original = llama_cpp.Llama.create_completion
 
-    def capped(self: object, *args: object, **kwargs: object) -> object:
-        requested = kwargs.get("max_tokens")
-        if not isinstance(requested, int) or requested <= 0 or requested > limit:
-            kwargs["max_tokens"] = limit
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]  # forwarding as called
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    args = _args(argv)
+    started = time.monotonic()
+    llm = llama_cpp.Llama(
+        model_path=args.gguf,
+        n_ctx=args.n_ctx,
+        n_batch=args.n_batch,
+        n_threads=args.threads,
+        n_threads_batch=args.threads,
+        logits_all=False,
+        verbose=False,
+    )
 
-    llama_cpp.Llama.create_completion = capped  # type: ignore[method-assign, assignment]  # the guard above
+    def single(text: str) -> int | None:
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return ids[0] if len(ids) == 1 else None
+
+    def token_text(token: int) -> str:
+        return llm.detokenize([token], special=True).decode("utf-8", errors="replace") if token >= 0 else ""
+
+    stops = {llm.token_eos(), *(t for t in (single(m) for m in _END_MARKERS) if t is not None)}
+    opener = single(TOOL_CALL_OPEN)
+    chat = ChatFormat(
+        llm.metadata.get("tokenizer.chat_template") or _CHATML,
+        bos_token=token_text(llm.token_bos()),
+        eos_token=token_text(llm.token_eos()),
+    )
+    grammars: dict[str, LlamaGrammar] = {}
+
+    def sample(
+        tokens: list[int], temperature: float, schema: dict[str, JsonValue] | None, banned: list[int]
+    ) -> Iterator[int]:
+        grammar = None
+        if schema is not None:
+            key = json.dumps(schema, sort_keys=True)
+            if key not in grammars:
+                grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            grammar = grammars[key]
+        processors = None
+        if banned:
+
+            def ban(_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
+                scores[banned] = -np.inf
+                return scores
+
+            processors = llama_cpp.LogitsProcessorList([ban])
+        return llm.generate(
+            tokens,
+            temp=temperature,
+            top_k=40,
+            top_p=0.95,
+            min_p=0.05,
+            repeat_penalty=1.0,
+            grammar=grammar,
+            logits_processor=processors,
+        )
+
+    engine = Engine(
+        llm,
+        chat,
+        name=args.name,
+        max_tokens_cap=args.max_tokens,
+        sample=sample,
+        state=lambda: [int(t) for t in llm.input_ids[: llm.n_tokens]],
+        stop_ids=frozenset(stops),
+        banned_ids=(opener,) if opener is not None else (),
+    )
+    print(
+        f"keel local model: {args.name} from {args.gguf}; n_ctx {args.n_ctx}, n_batch {args.n_batch}, "
+        f"{args.threads} threads, native tools {chat.native_tools}, loaded in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        build_app(engine),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    uvicorn.Server(config).run()
 
 
 if __name__ == "__main__":
-    _die_with_parent()
-    cap = os.environ.get("KEEL_LOCAL_MAX_TOKENS", "")
-    if cap.isdigit() and int(cap) > 0:
-        _cap_generation(int(cap))
-    sys.argv[0] = "llama_cpp.server"
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    main(sys.argv[1:])

@@ -69,8 +69,14 @@ async def open_model(
                 yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config, on_retry)
                 return
             async with start_local_model(
+                model=m.local_model,
+                gguf=m.gguf,
+                gguf_sha256=m.gguf_sha256,
+                # The keel home, not `home` (a demo or a run may pass a scratch directory):
+                # assembled weights are kept once per home.
+                models_dir=m.models_dir or config.resolved_home(env) / "models",
                 n_ctx=m.context_window,
-                cache=m.local_cache,
+                threads=m.local_threads,
                 log_path=home / "logs" / "local-model.log",
                 max_tokens=m.max_output_tokens,
             ) as lm:
@@ -108,15 +114,9 @@ async def open_model(
 
 
 def local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:
-    # llama-cpp-python: no streaming when tools may be chosen, tool results as user text.
-    return OpenAIClient(
-        http,
-        base_url=base_url,
-        model=model,
-        timeout_s=timeout_s,
-        stream_with_tools=False,
-        tool_results="as_user",
-    )
+    """The client for keel's embedded model server (or any llama.cpp-style local server):
+    plain OpenAI chat completions — native `role: tool` results, streaming with tools."""
+    return OpenAIClient(http, base_url=base_url, model=model, timeout_s=timeout_s)
 
 
 @asynccontextmanager

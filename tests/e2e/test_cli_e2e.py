@@ -35,7 +35,9 @@ def test_the_demo_in_reduced_mode_prints_its_table_and_traces(tmp_path: Path) ->
     assert "frozen snapshot vs live re-read" in out
     rows = [m.group(1) for m in re.finditer(r"^│\s+(\d+|all)\s+│", out, flags=re.MULTILINE)]
     assert rows == ["1", "2", "3", "all"], out
-    assert "forced compression" in out
+    assert "compression (frozen run)" in out, "the table has a column for compressions"
+    assert "compression forced at the end" in out
+    assert "durable facts the flush kept" in out
     traces = sorted((tmp_path / "demo").glob("*/traces/*.jsonl"))
     assert [t.parent.parent.name for t in traces] == ["frozen", "live"]
     assert all(t.stat().st_size > 0 for t in traces)

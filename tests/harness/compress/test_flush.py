@@ -12,16 +12,26 @@ HISTORY = (Message("user", "I live in Lisbon"), Message("assistant", "Nice."))
 
 
 @pytest.mark.parametrize(
-    ("mode", "tools", "choice"),
+    ("mode", "reply", "tools", "choice"),
     [
-        ("memory_only", ["memory"], "auto"),
-        ("cache_safe", ["memory", "session_search"], "auto"),
-        ("forced", ["memory", "session_search"], "memory"),
+        ("memory_only", "tool_calls", ["memory"], "auto"),
+        ("cache_safe", "tool_calls", ["memory", "session_search"], "auto"),
+        ("memory_only", "text_list", ["memory"], "none"),
+        ("cache_safe", "text_list", ["memory", "session_search"], "none"),
+        ("forced", "text_list", ["memory", "session_search"], "memory"),
+        ("forced", "tool_calls", ["memory", "session_search"], "memory"),
     ],
 )
-def test_each_mode_sends_its_tool_list_and_tool_choice(mode: str, tools: list[str], choice: str) -> None:
+def test_each_mode_sends_its_tool_list_and_tool_choice(
+    mode: str, reply: str, tools: list[str], choice: str
+) -> None:
     request = build_flush_request(
-        system="sys", messages=HISTORY, tools=TOOLS, mode=mode, max_tokens=100  # type: ignore[arg-type]
+        system="sys",
+        messages=HISTORY,
+        tools=TOOLS,
+        mode=mode,  # type: ignore[arg-type]
+        reply=reply,  # type: ignore[arg-type]
+        max_tokens=100,
     )
     assert [t.name for t in request.tools] == tools
     assert request.tool_choice == choice

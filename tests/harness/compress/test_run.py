@@ -50,7 +50,10 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
     async with make_session(
-        model, cfg=config(**_small_window()), memory=memory, extra_tools=[_other_tool()]
+        model,
+        cfg=config(**_small_window(compression__flush_reply="tool_calls")),
+        memory=memory,
+        extra_tools=[_other_tool()],
     ) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         prompt_before = s.prompt.text
@@ -87,7 +90,7 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
 async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memory_calls() -> None:
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    cfg = config(**_small_window(compression__flush="cache_safe"))
+    cfg = config(**_small_window(compression__flush="cache_safe", compression__flush_reply="tool_calls"))
     async with make_session(model, cfg=cfg, memory=memory, extra_tools=[_other_tool()]) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         model.extend(
@@ -110,7 +113,7 @@ async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memo
     assert memory.entries == ["Tea shop opens at 9"]
     flush = next(e for e in events if isinstance(e, FlushCompleted))
     refused = [x for x in flush.entries if not x.saved]
-    assert [x.action for x in refused] == ["session_search"]
+    assert len(refused) == 1 and refused[0].content.startswith("session_search(")
     assert "not available during flush" in refused[0].reason
 
 
@@ -238,7 +241,9 @@ async def test_two_compressions_that_leave_the_prompt_over_the_threshold_stop_au
         events = await run_turn(s, huge)
         events += await run_turn(s, huge)
     finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id is not None]
-    assert len(finished) == 2 and all(e.tokens_after >= s.settings.compression.threshold_tokens for e in finished)
+    assert len(finished) == 2 and all(
+        e.tokens_after >= s.settings.compression.threshold_tokens for e in finished
+    )
     assert any(isinstance(e, Warning) and "two compressions in a row" in e.message for e in events)
     assert s.compressor.blocked
 
@@ -347,9 +352,10 @@ async def test_a_flush_reply_that_claims_a_save_without_calling_the_tool_is_a_re
         )
         events = await run_turn(s, f"third {LONG}")
     flush = next(e for e in events if isinstance(e, FlushCompleted))
-    assert [(e.saved, e.action) for e in flush.entries] == [(False, "claimed")]
-    assert "no valid memory call" in flush.entries[0].reason
-    assert "Europe/Lisbon" in flush.entries[0].content
+    assert not any(e.saved for e in flush.entries)
+    claimed = flush.entries[-1]
+    assert claimed.action == "claimed" and "no valid memory call" in claimed.reason
+    assert "Europe/Lisbon" in claimed.content
     assert recorder.flushes[0][2] == flush.entries
 
 
@@ -427,3 +433,29 @@ async def test_an_unreachable_summary_model_backs_off_flushes_once_and_then_stop
 
 async def _no_call(_: str) -> ToolOutput:
     raise AssertionError("not called")
+
+
+async def test_the_default_flush_asks_for_fact_lines_and_writes_each_through_the_memory_tool() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window()), memory=memory, extra_tools=[_other_tool()]
+    ) as s:
+        await _fill(model, s, 4)
+        model.extend(
+            [
+                say("user: The user's name is Sam.\nmemory: Deploys run on Fridays.\nthe weather was nice"),
+                say("## Goal\nchat"),
+                say("final"),
+            ]
+        )
+        events = await run_turn(s, f"third {LONG}")
+    flush_req = next(r for r in model.requests if r.purpose == "flush")
+    assert flush_req.tool_choice == "none" and [t.name for t in flush_req.tools] == ["memory"]
+    assert memory.entries == ["The user's name is Sam.", "Deploys run on Fridays."]
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    assert [(e.content, e.saved) for e in flush.entries if e.saved] == [
+        ("The user's name is Sam.", True),
+        ("Deploys run on Fridays.", True),
+    ]
+    assert any(not e.saved and "weather" in e.content for e in flush.entries)

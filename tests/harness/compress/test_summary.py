@@ -50,7 +50,9 @@ def test_serialized_turns_skip_previous_summaries() -> None:
 
 
 def test_summary_message_carries_the_identifier_index_verbatim_and_the_search_pointer() -> None:
-    msg = summary_message("## Goal\nship it", identifiers=["JIRA-4312", "./scripts/deploy.sh"], search_pointer=True)
+    msg = summary_message(
+        "## Goal\nship it", identifiers=["JIRA-4312", "./scripts/deploy.sh"], search_pointer=True
+    )
     assert "JIRA-4312; ./scripts/deploy.sh" in msg.content
     assert "session_search" in msg.content
     # the end marker still closes the checkpoint

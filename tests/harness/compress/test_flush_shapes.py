@@ -1,0 +1,144 @@
+"""Flush request shapes: the requests they build and how replies become writes or refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.compress.flush_shapes import (
+    FLUSH_SHAPES,
+    FlushShape,
+    build_flush_shape_request,
+    read_flush_reply,
+)
+from harness.types import Message, ModelReply, ToolCall, ToolSpec
+from prompts._text import load_text
+
+MEMORY = ToolSpec("memory", "Save durable facts.", {"type": "object"})
+SEARCH = ToolSpec("session_search", "Search old sessions.", {"type": "object"})
+SYSTEM = "You are keel. Write entries as declarative facts: User prefers concise answers."
+HISTORY = (Message("user", "I'm Sam and I use vim."), Message("assistant", "Noted."))
+
+
+def _reply(text: str = "", *calls: tuple[str, object]) -> ModelReply:
+    return ModelReply(
+        message=Message(
+            "assistant",
+            text,
+            tool_calls=tuple(
+                ToolCall(f"c{i}", name, args if isinstance(args, str) else json.dumps(args))
+                for i, (name, args) in enumerate(calls)
+            ),
+        )
+    )
+
+
+@pytest.mark.parametrize("shape", FLUSH_SHAPES)
+def test_every_shape_keeps_system_and_tools_and_only_appends_its_note(shape: FlushShape) -> None:
+    req = build_flush_shape_request(
+        shape, system=SYSTEM, messages=HISTORY, tools=(MEMORY, SEARCH), max_tokens=200
+    )
+    assert req.system == SYSTEM and req.tools == (MEMORY, SEARCH)
+    assert req.messages[:-1] == HISTORY and req.messages[-1].role == "user"
+    assert req.purpose == "flush" and req.max_tokens == 200
+    assert (
+        req.tool_choice
+        == {"free_calls": "auto", "forced_call": "memory", "forced_batch": "memory", "text_list": "none"}[
+            shape
+        ]
+    )
+
+
+def test_a_forced_shape_without_the_memory_tool_falls_back_to_no_tool_choice() -> None:
+    req = build_flush_shape_request(
+        "forced_batch", system=SYSTEM, messages=HISTORY, tools=(SEARCH,), max_tokens=None
+    )
+    assert req.tool_choice == "none"
+
+
+def test_a_batch_call_becomes_one_write_per_operation_with_the_calls_target() -> None:
+    reply = _reply(
+        "",
+        (
+            "memory",
+            {
+                "target": "user",
+                "operations": [
+                    {"action": "add", "content": "Sam uses vim"},
+                    {"action": "add", "content": "Sam's time zone is CET"},
+                    {"action": "add", "content": ""},
+                ],
+            },
+        ),
+    )
+    reading = read_flush_reply("forced_batch", reply)
+    assert [(w.target, w.content) for w in reading.writes] == [
+        ("user", "Sam uses vim"),
+        ("user", "Sam's time zone is CET"),
+    ]
+    assert json.loads(reading.writes[0].arguments) == {
+        "action": "add",
+        "target": "user",
+        "content": "Sam uses vim",
+    }
+    assert [r.reason for r in reading.refusals] == ["empty entry"]
+
+
+def test_other_tools_and_unreadable_arguments_are_refused_with_reasons() -> None:
+    reply = _reply("", ("session_search", {"query": "vim"}), ("memory", "{broken"), ("memory", [1]))
+    reading = read_flush_reply("free_calls", reply)
+    assert reading.writes == ()
+    assert [r.reason for r in reading.refusals] == [
+        "not available during flush: only the memory tool runs",
+        "the memory call's arguments are not valid JSON",
+        "the memory call's arguments are not a JSON object",
+    ]
+
+
+def test_list_lines_become_writes_and_other_lines_are_refused() -> None:
+    text = "user: Sam uses vim.\n- memory: quill deploys on Fridays only\nSure, here you go!\n\nnone"
+    reading = read_flush_reply("text_list", _reply(text))
+    assert [(w.target, w.content) for w in reading.writes] == [
+        ("user", "Sam uses vim."),
+        ("memory", "quill deploys on Fridays only"),
+    ]
+    assert [(r.text, r.reason) for r in reading.refusals] == [
+        ("Sure, here you go!", "not a 'user: …' or 'memory: …' line")
+    ]
+
+
+def test_entries_that_echo_the_instructions_are_refused() -> None:
+    note_echo = load_text("flush_list").splitlines()[2][:120]
+    text = f"user: {note_echo}\nuser: User prefers concise answers.\nuser: Sam uses vim."
+    reading = read_flush_reply("text_list", _reply(text), instructions=[SYSTEM])
+    assert [w.content for w in reading.writes] == ["Sam uses vim."]
+    assert {r.reason for r in reading.refusals} == {
+        "repeats the instructions instead of a fact from the conversation"
+    }
+
+
+def test_a_call_that_saves_nothing_to_save_is_refused() -> None:
+    reading = read_flush_reply(
+        "free_calls", _reply("", ("memory", {"target": "user", "content": "Nothing to save."}))
+    )
+    assert reading.writes == () and reading.refusals[0].reason == "says there is nothing to save"
+
+
+def test_a_claimed_save_without_a_call_is_flagged() -> None:
+    claimed = read_flush_reply("free_calls", _reply("I've saved your editor preference to memory."))
+    honest = read_flush_reply("free_calls", _reply("Nothing to save."))
+    assert claimed.claimed_without_call and claimed.writes == ()
+    assert not honest.claimed_without_call
+
+
+def test_duplicate_writes_are_kept_once_and_long_passages_refused() -> None:
+    reply = _reply(
+        "",
+        ("memory", {"target": "user", "content": "Sam uses vim"}),
+        ("memory", {"target": "user", "content": "sam  uses VIM"}),
+        ("memory", {"target": "memory", "content": "x" * 400}),
+    )
+    reading = read_flush_reply("free_calls", reply)
+    assert [w.content for w in reading.writes] == ["Sam uses vim"]
+    assert reading.refusals[0].reason.startswith("longer than 300 characters")

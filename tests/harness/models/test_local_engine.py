@@ -1,0 +1,194 @@
+"""The embedded model's engine over a character-level fake model: the request rules it
+enforces (max_tokens, tool_choice, context room) and the counts it reports."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from pydantic import JsonValue
+
+from harness.models._local_chat import ChatFormat
+from harness.models._local_engine import Engine, RequestError
+
+CHATML = (
+    "{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '\\n' }}{% endfor %}"
+    "{% if tools %}{{ '[tools:' + tools|length|string + ']' }}{% endif %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}{# tool_call #}"
+)
+EOS = 0
+BAN = 1
+
+
+class CharLlm:
+    """One token per character (its code point); token 0 is end-of-text."""
+
+    def __init__(self, n_ctx: int = 400) -> None:
+        self._n_ctx = n_ctx
+        self.state: list[int] = []
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return [ord(c) for c in text.decode("utf-8")]
+
+    def detokenize(
+        self, tokens: list[int], prev_tokens: list[int] | None = None, special: bool = False
+    ) -> bytes:
+        return "".join(chr(t) for t in tokens).encode("utf-8")
+
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
+    def token_eos(self) -> int:
+        return EOS
+
+
+class Script:
+    """A sampler that 'generates' a fixed text, recording what it was asked."""
+
+    def __init__(self, llm: CharLlm, text: str) -> None:
+        self.llm, self.text = llm, text
+        self.calls: list[tuple[float, dict[str, JsonValue] | None, list[int]]] = []
+
+    def __call__(
+        self, tokens: list[int], temperature: float, schema: dict[str, JsonValue] | None, banned: list[int]
+    ) -> Iterator[int]:
+        self.calls.append((temperature, schema, banned))
+        self.llm.state = list(tokens)
+        for c in self.text:
+            yield ord(c)
+            self.llm.state.append(ord(c))
+        yield EOS
+
+
+def _engine(text: str, *, cap: int = 100, n_ctx: int = 400) -> tuple[Engine, Script, CharLlm]:
+    llm = CharLlm(n_ctx)
+    script = Script(llm, text)
+    engine = Engine(
+        llm,
+        ChatFormat(CHATML),
+        name="fake",
+        max_tokens_cap=cap,
+        sample=script,
+        state=lambda: llm.state,
+        stop_ids=frozenset({EOS}),
+        banned_ids=(BAN,),
+    )
+    return engine, script, llm
+
+
+TOOL: dict[str, JsonValue] = {
+    "type": "function",
+    "function": {
+        "name": "memory",
+        "parameters": {"type": "object", "properties": {"content": {"type": "string"}}},
+    },
+}
+
+
+def _body(**extra: JsonValue) -> dict[str, JsonValue]:
+    return {"messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+def test_max_tokens_is_honoured_even_with_tools_offered() -> None:
+    engine, _, _ = _engine("a long answer that goes on and on")
+    req = engine.prepare(_body(tools=[TOOL], tool_choice="auto", max_tokens=5))
+    gen = engine.generate(req, lambda _: None, threading.Event())
+    assert gen.text == "a lon" and gen.completion_tokens == 5 and gen.finish == "length"
+
+
+def test_the_server_cap_and_the_context_room_bound_max_tokens() -> None:
+    engine, _, _ = _engine("x", cap=7, n_ctx=40)
+    assert engine.prepare(_body(max_tokens=1000)).max_tokens == 7
+    small, _, _ = _engine("x", cap=100, n_ctx=30)
+    req = small.prepare(_body())
+    assert req.max_tokens == 30 - len(req.tokens)
+
+
+def test_a_prompt_longer_than_the_context_is_a_clear_request_error() -> None:
+    engine, _, _ = _engine("x", n_ctx=10)
+    with pytest.raises(RequestError, match=r"context window is 10.*model.context_window"):
+        engine.prepare(_body())
+
+
+def test_forcing_a_named_tool_opens_a_call_and_constrains_it_to_that_tools_schema() -> None:
+    engine, script, _ = _engine('{"content": "x"}')
+    req = engine.prepare(
+        _body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "memory"}})
+    )
+    assert req.mode == "forced" and req.prompt.endswith("<|assistant|>")
+    assert "".join(chr(t) for t in req.tokens).endswith(
+        '<|assistant|><tool_call>\n{"name": "memory", "arguments": '
+    )
+    engine.generate(req, lambda _: None, threading.Event())
+    assert script.calls[0][1] == {"type": "object", "properties": {"content": {"type": "string"}}}
+
+
+def test_required_offers_every_tool_and_an_unknown_name_is_refused() -> None:
+    other: dict[str, JsonValue] = {"type": "function", "function": {"name": "search"}}
+    engine, _, _ = _engine("x")
+    req = engine.prepare(_body(tools=[TOOL, other], tool_choice="required"))
+    assert req.schema is not None and len(req.schema["anyOf"]) == 2  # type: ignore[arg-type]  # a list
+    with pytest.raises(RequestError, match="names no offered tool"):
+        engine.prepare(_body(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "nope"}}))
+
+
+def test_tool_choice_none_keeps_the_tools_in_the_prompt_and_bans_the_call_token() -> None:
+    engine, script, _ = _engine("plain")
+    with_tools = engine.prepare(_body(tools=[TOOL], tool_choice="none"))
+    assert "[tools:1]" in with_tools.prompt, "the prefix stays the same as with tool_choice auto"
+    engine.generate(with_tools, lambda _: None, threading.Event())
+    auto = engine.prepare(_body(tools=[TOOL]))
+    engine.generate(auto, lambda _: None, threading.Event())
+    assert [c[2] for c in script.calls] == [[BAN], []]
+
+
+def test_usage_counts_the_prefix_the_model_already_holds() -> None:
+    engine, _, _ = _engine("ok")
+    first = engine.prepare(_body())
+    g1 = engine.generate(first, lambda _: None, threading.Event())
+    assert g1.cached_tokens == 0 and g1.prompt_tokens == len(first.tokens)
+    second = engine.prepare(
+        {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "more"},
+            ]
+        }
+    )
+    g2 = engine.generate(second, lambda _: None, threading.Event())
+    shared = len("<|user|>hi\n<|assistant|>ok")
+    assert g2.cached_tokens == shared
+
+
+def test_generation_stops_at_the_next_token_once_cancelled() -> None:
+    engine, _, _ = _engine("abcdefghij")
+    cancelled = threading.Event()
+    seen: list[str] = []
+
+    def on_text(piece: str) -> None:
+        seen.append(piece)
+        if len(seen) == 3:
+            cancelled.set()
+
+    gen = engine.generate(engine.prepare(_body()), on_text, cancelled)
+    assert gen.text == "abc" and gen.finish == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"messages": []}, "non-empty list"),
+        ({"messages": [{"role": "user", "content": "x"}], "tools": "memory"}, "list of tool objects"),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]},
+            "needs a function",
+        ),
+        ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}, "at least one tool"),
+    ],
+)
+def test_malformed_requests_are_request_errors(body: dict[str, JsonValue], message: str) -> None:
+    engine, _, _ = _engine("x")
+    with pytest.raises(RequestError, match=message):
+        engine.prepare(body)
