@@ -1,4 +1,8 @@
-"""The one place the session store touches `sqlite3`: connect, transact, retry, translate.
+"""The one place keel touches `sqlite3`: connect, transact, retry, translate.
+
+Both SQLite stores go through here: the session store (`state.db`) and the holographic fact
+store. Each passes its own error translation (`translate` below for the session store), so
+an `sqlite3` error always leaves as the store's own error type.
 
 Synchronous by design: `SessionDB` calls these methods from worker threads through
 `anyio.to_thread.run_sync` with a `CapacityLimiter(1)`, so one connection is never used by
@@ -17,7 +21,8 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -31,9 +36,12 @@ from memory.errors import (
     SessionStoreError,
 )
 
-__all__ = ["LockRetryPolicy", "SqliteConnection", "translate"]
+__all__ = ["LockRetryPolicy", "SqliteConnection", "Translate", "is_busy", "translate"]
 
 T = TypeVar("T")
+
+Translate = Callable[[sqlite3.Error, Path], Exception]
+"""Turns an `sqlite3` error on the database at a path into the store's own error."""
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
@@ -60,18 +68,19 @@ def _primary_code(exc: sqlite3.Error) -> int | None:
     return None if code is None else int(code) & 0xFF
 
 
-def _is_busy(exc: sqlite3.Error) -> bool:
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether `exc` says another connection holds the lock."""
     if _primary_code(exc) in _BUSY_CODES:
         return True
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text
 
 
-def translate(exc: sqlite3.Error, *, path: Path) -> SessionStoreError:
+def translate(exc: sqlite3.Error, path: Path) -> SessionStoreError:
     """The `SessionStoreError` that stands for `exc` (the caller chains it `from exc`)."""
     code = _primary_code(exc)
     text = str(exc)
-    if _is_busy(exc):
+    if is_busy(exc):
         return SessionStoreBusyError(
             f"{str(path)!r} stayed locked by another writer ({text}); retry, or stop the other keel process"
         )
@@ -99,25 +108,29 @@ class SqliteConnection:
         *,
         path: Path,
         retry: LockRetryPolicy,
+        translate: Translate = translate,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._conn = conn
         self.path = path
         self._retry = retry
+        self._translate = translate
         self._sleep = sleep
         self._rng = random.Random()
 
     @classmethod
-    def connect(cls, path: Path, *, retry: LockRetryPolicy) -> SqliteConnection:
+    def connect(
+        cls, path: Path, *, retry: LockRetryPolicy, translate: Translate = translate
+    ) -> SqliteConnection:
         """Open (creating if needed) the database at `path` in WAL mode. Blocking."""
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 path, timeout=retry.busy_timeout_s, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise translate(exc, path=path) from exc
-        self = cls(conn, path=path, retry=retry)
+            raise translate(exc, path) from exc
+        self = cls(conn, path=path, retry=retry, translate=translate)
         try:
             self._with_retry(self._configure)
         except BaseException:
@@ -165,6 +178,35 @@ class SqliteConnection:
 
         return self._with_retry(attempt)
 
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """The connection inside one transaction, for callers that cannot pass a function.
+
+        A write takes the lock up front (`BEGIN IMMEDIATE`) and commits at the end; a read
+        sees one consistent snapshot. Unlike `write`/`read` the body is not retried: a lock
+        held past the busy timeout raises the translated error.
+        """
+        try:
+            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            raise self._translate(exc, self.path) from exc
+        try:
+            yield self._conn
+            if write:
+                self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._translate(exc, self.path) from exc
+        except BaseException:
+            self._rollback()
+            raise
+        finally:
+            self._rollback()
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
     def autocommit(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` outside any transaction (schema work on the temp database), retried while locked."""
         return self._with_retry(lambda: fn(self._conn))
@@ -175,8 +217,8 @@ class SqliteConnection:
             try:
                 return fn()
             except sqlite3.Error as exc:
-                if not _is_busy(exc) or attempt == self._retry.attempts - 1:
-                    raise translate(exc, path=self.path) from exc
+                if not is_busy(exc) or attempt == self._retry.attempts - 1:
+                    raise self._translate(exc, self.path) from exc
             self._sleep(delay * (0.5 + self._rng.random()))
             delay = min(delay * 2, 0.5)
         raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
@@ -186,11 +228,11 @@ class SqliteConnection:
         try:
             self._conn.close()
         except sqlite3.Error as exc:
-            raise translate(exc, path=self.path) from exc
+            raise self._translate(exc, self.path) from exc
 
 
 def _restrict_permissions(path: Path) -> None:
-    # The history holds everything the user ever said to the agent: owner-only.
+    # Both stores hold what the user said to the agent: owner-only.
     for suffix in ("", "-wal", "-shm"):
         candidate = Path(f"{path}{suffix}")
         try:

@@ -9,8 +9,9 @@ step by triggers; English words are Porter-stemmed so "works" finds "work"),
 `PRAGMA user_version`.
 
 `FactStore` is synchronous and thread-safe (one connection behind a lock); async callers
-run its methods through `anyio.to_thread.run_sync`. `sqlite3` errors are translated to
-`FactStoreError` here and nowhere else. Vectors are computed only when an `HrrCodec` is
+run its methods through `anyio.to_thread.run_sync`. The connection, its pragmas and its
+transactions come from keel's one SQLite boundary (`memory._sqlite`), which hands every
+`sqlite3` error to `_translate` here, so callers only ever see `FactStoreError`. Vectors are computed only when an `HrrCodec` is
 given (numpy present); without one, facts are stored without vectors and are given one
 the next time the store is opened with numpy.
 """
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
+from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import FactInputError, FactStoreError
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS, split_sql
@@ -43,6 +45,18 @@ CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 HELPFUL_DELTA = 0.05
 UNHELPFUL_DELTA = -0.10
+
+_RETRY = LockRetryPolicy(busy_timeout_s=5.0)
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> FactStoreError:
+    if is_busy(exc):
+        return FactStoreError(
+            f"the fact store {str(path)!r} stayed locked by another writer ({exc}); retry, "
+            "or stop the other keel process"
+        )
+    return FactStoreError(f"fact store {str(path)!r} failed: {exc}")
+
 
 _FACT_COLUMNS = (
     "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
@@ -119,14 +133,14 @@ class FactStore:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: SqliteConnection,
         path: Path,
         *,
         codec: HrrCodec | None,
         default_trust: float,
         now: Callable[[], float],
     ) -> None:
-        self._conn: sqlite3.Connection | None = conn
+        self._conn: SqliteConnection | None = conn
         self._lock = threading.RLock()
         self.path = path
         self.codec = codec
@@ -150,9 +164,8 @@ class FactStore:
         """
         codec = load_codec(dim, use_numpy)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
-        except (OSError, sqlite3.Error) as exc:
+            conn = SqliteConnection.connect(path, retry=_RETRY, translate=_translate)
+        except OSError as exc:
             raise FactStoreError(f"cannot open the fact store {str(path)!r}: {exc}; check the path") from exc
         store = cls(conn, path, codec=codec, default_trust=_clamp(default_trust), now=now)
         try:
@@ -176,33 +189,15 @@ class FactStore:
 
     @contextmanager
     def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock; a write runs in one IMMEDIATE transaction."""
+        """The connection under the lock, in one transaction (IMMEDIATE for a write)."""
         with self._lock:
             if self._conn is None:
                 raise FactStoreError(f"the fact store {str(self.path)!r} is closed")
-            conn = self._conn
-            try:
-                if write:
-                    conn.execute("BEGIN IMMEDIATE")
+            with self._conn.transaction(write=write) as conn:
                 yield conn
-                if write:
-                    conn.execute("COMMIT")
-            except BaseException as exc:
-                if write and conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise FactStoreError(f"fact store {str(self.path)!r} failed: {exc}") from exc
-                raise
 
     def _setup(self) -> None:
         with self._db() as conn:
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.OperationalError:
-                _log.warning("fact store %s: WAL unavailable, using the default journal", self.path)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=5000")
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > len(MIGRATIONS):
             raise FactStoreError(
