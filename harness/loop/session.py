@@ -85,8 +85,7 @@ class Session:
         self._background = background
         self._busy = False
         self._events: MemoryObjectSendStream[Event] | None = None
-        self._pending_warnings: list[str] = []
-        """Warnings raised between turns, shown at the start of the next one."""
+        self._pending_warnings: list[str] = []  # raised between turns, shown with the next one
         self.estimator = PromptEstimator(counter)
         self._transcript = Transcript(
             recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message, warn=self.warn
@@ -118,8 +117,6 @@ class Session:
             turn=lambda: self.turn,
             today=today,
         )
-
-    # ------------------------------------------------------------------ views
 
     @property
     def session_id(self) -> str:
@@ -190,8 +187,7 @@ class Session:
         return events
 
     async def delegate(self, task: str) -> str:
-        """Run `task` in a subagent (a fresh session, agent context `subagent`) and return its
-        answer; this session's providers hear `on_delegation`.
+        """Run `task` in a subagent (fresh session, context `subagent`); providers hear `on_delegation`.
 
         Raises:
             SessionError: this session was built without a way to start subagents.
@@ -281,11 +277,7 @@ class Session:
                 purpose="turn",
                 stable_prefix_chars=len(self.system.text),
             )
-
-            async def on_text(t: str) -> None:
-                await send.send(TextDelta(t))
-
-            reply, usage = await self.calls.send(request, on_text=on_text)
+            reply, usage = await self.calls.send(request, on_text=lambda t: send.send(TextDelta(t)))
             await send.send(usage)
             await self._transcript.append(reply.message)
             calls = reply.message.tool_calls
@@ -295,20 +287,13 @@ class Session:
                 await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
                 await self._transcript.append(result.to_message())
-                await send.send(
-                    ToolResultReady(
-                        call_id=result.call_id,
-                        name=result.name,
-                        content=result.content,
-                        is_error=result.is_error,
-                    )
+                ready = ToolResultReady(
+                    call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
                 )
+                await send.send(ready)
                 for ev in out.events:
                     await send.send(ev)
-        await send.send(
-            Warning(
-                f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete"
-            )
-        )
+        stopped = f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete"
+        await send.send(Warning(stopped))
         last = self._transcript.messages[-1]
         return (last.content if last.role == "assistant" else ""), limit, "max_iterations"

@@ -28,7 +28,7 @@ from llama_cpp.llama_grammar import LlamaGrammar
 from pydantic import JsonValue
 
 from harness.models._local_chat import TOOL_CALL_OPEN, ChatFormat
-from harness.models._local_engine import Engine
+from harness.models._local_engine import Engine, Sampler
 from harness.models._local_server import build_app
 
 _PR_SET_PDEATHSIG = 1
@@ -62,34 +62,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str]) -> None:
-    _die_with_parent()
-    args = _args(argv)
-    started = time.monotonic()
-    llm = llama_cpp.Llama(
-        model_path=args.gguf,
-        n_ctx=args.n_ctx,
-        n_batch=args.n_batch,
-        n_threads=args.threads,
-        n_threads_batch=args.threads,
-        logits_all=False,
-        verbose=False,
-    )
-
-    def single(text: str) -> int | None:
-        ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        return ids[0] if len(ids) == 1 else None
-
-    def token_text(token: int) -> str:
-        return llm.detokenize([token], special=True).decode("utf-8", errors="replace") if token >= 0 else ""
-
-    stops = {llm.token_eos(), *(t for t in (single(m) for m in _END_MARKERS) if t is not None)}
-    opener = single(TOOL_CALL_OPEN)
-    chat = ChatFormat(
-        llm.metadata.get("tokenizer.chat_template") or _CHATML,
-        bos_token=token_text(llm.token_bos()),
-        eos_token=token_text(llm.token_eos()),
-    )
+def _sampler(llm: llama_cpp.Llama) -> Sampler:
+    """Token generation with an optional JSON-schema grammar and banned tokens."""
     grammars: dict[str, LlamaGrammar] = {}
 
     def sample(
@@ -120,19 +94,56 @@ def main(argv: list[str]) -> None:
             logits_processor=processors,
         )
 
-    engine = Engine(
+    return sample
+
+
+def _engine(llm: llama_cpp.Llama, args: argparse.Namespace) -> Engine:
+    """The engine over a loaded model: its chat template, stop tokens and sampler."""
+
+    def single(text: str) -> int | None:
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return ids[0] if len(ids) == 1 else None
+
+    def token_text(token: int) -> str:
+        return llm.detokenize([token], special=True).decode("utf-8", errors="replace") if token >= 0 else ""
+
+    stops = {llm.token_eos(), *(t for t in (single(m) for m in _END_MARKERS) if t is not None)}
+    opener = single(TOOL_CALL_OPEN)
+    chat = ChatFormat(
+        llm.metadata.get("tokenizer.chat_template") or _CHATML,
+        bos_token=token_text(llm.token_bos()),
+        eos_token=token_text(llm.token_eos()),
+    )
+    return Engine(
         llm,
         chat,
         name=args.name,
         max_tokens_cap=args.max_tokens,
-        sample=sample,
+        sample=_sampler(llm),
         state=lambda: [int(t) for t in llm.input_ids[: llm.n_tokens]],
         stop_ids=frozenset(stops),
         banned_ids=(opener,) if opener is not None else (),
     )
+
+
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    args = _args(argv)
+    started = time.monotonic()
+    llm = llama_cpp.Llama(
+        model_path=args.gguf,
+        n_ctx=args.n_ctx,
+        n_batch=args.n_batch,
+        n_threads=args.threads,
+        n_threads_batch=args.threads,
+        logits_all=False,
+        verbose=False,
+    )
+    engine = _engine(llm, args)
     print(
         f"keel local model: {args.name} from {args.gguf}; n_ctx {args.n_ctx}, n_batch {args.n_batch}, "
-        f"{args.threads} threads, native tools {chat.native_tools}, loaded in {time.monotonic() - started:.1f} s",
+        f"{args.threads} threads, native tools {engine.chat.native_tools}, "
+        f"loaded in {time.monotonic() - started:.1f} s",
         file=sys.stderr,
         flush=True,
     )

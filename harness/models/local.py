@@ -131,6 +131,25 @@ async def find_weights(
     )
 
 
+def _child_command(
+    weights: ResolvedWeights, *, port: int, n_ctx: int, n_batch: int, threads: int | None, max_tokens: int
+) -> list[str]:
+    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
+    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
+    # generation alike, benchmarks/local_flush.py notes).
+    n = threads or max(1, (os.cpu_count() or 2) - 1)
+    options = {
+        "--gguf": str(weights.path),
+        "--name": weights.name,
+        "--port": str(port),
+        "--n-ctx": str(n_ctx),
+        "--n-batch": str(n_batch),
+        "--threads": str(n),
+        "--max-tokens": str(max_tokens),
+    }
+    return [sys.executable, "-m", "harness.models._local_child", *(x for kv in options.items() for x in kv)]
+
+
 @asynccontextmanager
 async def start_local_model(
     *,
@@ -169,29 +188,7 @@ async def start_local_model(
     weights = await find_weights(model=model, gguf=gguf, gguf_sha256=gguf_sha256, models_dir=models_dir)
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
-    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
-    # generation alike, benchmarks/local_flush.py notes).
-    n = threads or max(1, (os.cpu_count() or 2) - 1)
-    cmd = [
-        sys.executable,
-        "-m",
-        "harness.models._local_child",
-        "--gguf",
-        str(weights.path),
-        "--name",
-        weights.name,
-        "--port",
-        str(port),
-        "--n-ctx",
-        str(n_ctx),
-        "--n-batch",
-        str(n_batch),
-        "--threads",
-        str(n),
-        "--max-tokens",
-        str(max_tokens),
-    ]
+    cmd = _child_command(weights, port=port, n_ctx=n_ctx, n_batch=n_batch, threads=threads, max_tokens=max_tokens)
     log_fh = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
