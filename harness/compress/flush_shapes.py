@@ -190,6 +190,8 @@ def _check(content: str, note_words: _Instructions) -> str | None:
     text = content.strip()
     if not text:
         return "empty entry"
+    if text.endswith(":") and len(text.split()) <= 3:
+        return "a label with no value (e.g. 'timezone:')"
     if _NOTHING.match(text) or text.lower().startswith("nothing to save"):
         return "says there is nothing to save"
     if len(text) > _MAX_ENTRY:

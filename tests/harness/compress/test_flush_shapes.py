@@ -142,3 +142,11 @@ def test_duplicate_writes_are_kept_once_and_long_passages_refused() -> None:
     reading = read_flush_reply("free_calls", reply)
     assert [w.content for w in reading.writes] == ["Sam uses vim"]
     assert reading.refusals[0].reason.startswith("longer than 300 characters")
+
+
+def test_a_label_with_no_value_is_refused_but_a_fact_ending_in_a_colon_is_kept() -> None:
+    text = "memory: timezone:\nuser: time zone:\nmemory: quill's deploy checklist has three steps, in order:"
+    reading = read_flush_reply("text_list", _reply(text))
+    assert [w.content for w in reading.writes] == ["quill's deploy checklist has three steps, in order:"]
+    assert [r.text for r in reading.refusals] == ["timezone:", "time zone:"]
+    assert {r.reason for r in reading.refusals} == {"a label with no value (e.g. 'timezone:')"}
