@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from harness.errors import ConfigError
-from memory import FlushMode
+from memory import FlushMode, Principal, ScopeError, check_scope_id
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
@@ -48,11 +48,13 @@ __all__ = [
     "PromptConfig",
     "RecallConfig",
     "RetryConfig",
+    "ScopeConfig",
     "SessionSearchConfig",
     "SkillsConfig",
     "TracesConfig",
     "default_home",
     "load_config",
+    "resolve_principal",
 ]
 
 
@@ -142,8 +144,59 @@ class MemoryConfig(_Section):
     overflow: Literal["reject", "evict_oldest"] = "reject"
     lock_timeout_s: float = Field(10.0, gt=0)
     user_id: str | None = None
+    """Deprecated spelling of `scope.user` (same meaning, same files); kept so old configs work."""
     provider: Literal["none", "holographic"] = "none"
     holographic: HolographicConfig = HolographicConfig()
+
+
+class ScopeConfig(_Section):
+    """Who sessions run for (see `memory.scope` for the layout); every id is one safe directory name."""
+
+    user: str | None = None
+    """The user: their USER.md and episodic sessions. null → the default user (today's layout)."""
+    workspace: str | None = None
+    """The workspace: its MEMORY.md and skills. null → the user's own (the home's for the default user)."""
+    shared_workspace: str | None = None
+    """A workspace every principal also reads: its MEMORY.md as a read-only prompt block, its skills
+    listed and viewable but never changed by the agent."""
+    shared_users: tuple[str, ...] = ()
+    """Users whose past sessions every principal may also search and read (never write)."""
+
+    @field_validator("user", "workspace", "shared_workspace")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope_id(value, what="the id")
+
+    @field_validator("shared_users")
+    @classmethod
+    def _safe_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            check_scope_id(item, what="the user id")
+        return value
+
+
+def resolve_principal(
+    config: KeelConfig, *, user_id: str | None = None, workspace: str | None = None
+) -> Principal:
+    """The principal a session runs for: the arguments, else `scope.*`, else `memory.user_id`.
+
+    Raises:
+        ConfigError: an id is not a safe directory name, or `scope.user` and the deprecated
+            `memory.user_id` name different users.
+    """
+    legacy, scoped = config.memory.user_id, config.scope.user
+    if user_id is None and legacy is not None and scoped is not None and legacy != scoped:
+        raise ConfigError(
+            f"scope.user {scoped!r} and memory.user_id {legacy!r} name different users; "
+            "memory.user_id is the old spelling of scope.user — keep only scope.user"
+        )
+    try:
+        return Principal(
+            user_id=user_id if user_id is not None else (scoped if scoped is not None else legacy),
+            workspace=workspace if workspace is not None else config.scope.workspace,
+        )
+    except ScopeError as exc:
+        raise ConfigError(f"{exc} (from --user/--workspace, scope.* or memory.user_id)") from exc
 
 
 class RecallConfig(_Section):
@@ -218,6 +271,7 @@ def _default_prices() -> dict[str, PriceConfig]:
 
 class KeelConfig(_Section):
     home: Path | None = None
+    scope: ScopeConfig = ScopeConfig()
     model: ModelConfig = ModelConfig()
     agent: AgentConfig = AgentConfig()
     limits: LimitsConfig = LimitsConfig()

@@ -4,6 +4,7 @@
 # `sessions/`  the episodic store (state.db: SQLite FTS5) and the `session_search` tool
 # `providers/` the external-provider contract, the manager, the holographic provider
 # `skills/`    procedural memory: SKILL.md files, their index, tools and guard
+# `scope.py`   who a session runs for (a user, a workspace) and where their files live
 # `scanner.py` the write scanner every layer runs on text bound for a prompt
 # `errors.py`  the whole MemoryLayerError tree, drawn in its docstring
 # `testing.py` a scriptable provider for tests
@@ -42,6 +43,7 @@ from memory.errors import (
     NoMatchError,
     RefusalReason,
     ScanBlockedError,
+    ScopeError,
     SessionConflictError,
     SessionNotFoundError,
     SessionQueryError,
@@ -73,6 +75,7 @@ from memory.providers import (
     is_trivial,
 )
 from memory.scanner import Finding, FindingCategory, ScanScope, blocked_placeholder, describe_findings, scan
+from memory.scope import MAX_SCOPE_ID_CHARS, Principal, check_scope_id
 from memory.sessions import (
     STATE_DB_NAME,
     AnchoredView,
@@ -104,6 +107,7 @@ __all__ = [
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
+    "MAX_SCOPE_ID_CHARS",
     "MEMORY_TOOL_NAME",
     "STATE_DB_NAME",
     "AddOp",
@@ -137,6 +141,7 @@ __all__ = [
     "MessageRecord",
     "NoMatchError",
     "OverflowPolicy",
+    "Principal",
     "RankedSession",
     "Recall",
     "RefusalReason",
@@ -144,6 +149,7 @@ __all__ = [
     "ReplaceOp",
     "ScanBlockedError",
     "ScanScope",
+    "ScopeError",
     "SearchHit",
     "SearchRoute",
     "SearchStrategy",
@@ -177,6 +183,7 @@ __all__ = [
     "WriteTarget",
     "atomic_write",
     "blocked_placeholder",
+    "check_scope_id",
     "describe_findings",
     "is_trivial",
     "memories_dir",

@@ -27,9 +27,10 @@
     │   ├── SkillConflictError           the name is taken, or a bare name is ambiguous (caller)
     │   ├── SkillBlockedError            the security guard refused the content; carries the report (caller)
     │   └── SkillStorageError            the disk or the writer lock failed (operator)
-    └── HolographicError             the holographic provider
-        ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
-        └── FactStoreError               the fact database could not be opened or used (operator)
+    ├── HolographicError             the holographic provider
+    │   ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
+    │   └── FactStoreError               the fact database could not be opened or used (operator)
+    └── ScopeError                   a user or workspace id is not a safe directory name (operator)
 
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
 can report a stable machine-readable cause next to the human message. Third-party errors
@@ -60,6 +61,7 @@ __all__ = [
     "NoMatchError",
     "RefusalReason",
     "ScanBlockedError",
+    "ScopeError",
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionQueryError",
@@ -189,6 +191,7 @@ class DriftError(StoreIOError):
         super().__init__(message)
         self.backup = backup
 
+
 class SessionStoreError(MemoryLayerError):
     """Root of every error the session store raises on purpose."""
 
@@ -255,3 +258,7 @@ class FactInputError(HolographicError):
 
 class FactStoreError(HolographicError):
     """The fact database failed; the message says which file and what to do."""
+
+
+class ScopeError(MemoryLayerError, ValueError):
+    """A user or workspace id cannot name a directory; nothing was read or written."""

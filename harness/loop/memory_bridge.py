@@ -90,17 +90,28 @@ def json_tool(schema: JsonObject, handler: Callable[[JsonValue], Awaitable[str]]
 
 
 class StoreMemory:
-    """The curated store as the session's `MemoryPort`."""
+    """The curated store as the session's `MemoryPort`.
 
-    def __init__(self, store: MemoryStore, tool: MemoryTool) -> None:
+    A `shared` store (a shared workspace's MEMORY.md) is frozen with the session's own and
+    shown after it in the MEMORY slot; the memory tool never writes to it.
+    """
+
+    def __init__(self, store: MemoryStore, tool: MemoryTool, *, shared: MemoryStore | None = None) -> None:
         self.store = store
         self.tool = tool
+        self.shared = shared
 
     async def load(self) -> None:
         await self.store.load()
+        if self.shared is not None:
+            await self.shared.load()
 
     async def prompt_blocks(self) -> MemoryBlocks:
-        return await self.store.prompt_blocks()
+        own = await self.store.prompt_blocks()
+        if self.shared is None:
+            return own
+        shared = (await self.shared.prompt_blocks()).memory
+        return MemoryBlocks(memory="\n\n".join(b for b in (own.memory, shared) if b), user=own.user)
 
     def start_turn(self) -> None:
         self.tool.start_turn()
