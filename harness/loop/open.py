@@ -59,6 +59,7 @@ from memory import (
     MemoryTool,
     SessionDB,
     SessionSearchTool,
+    SessionStore,
     memories_dir,
     memory_tool_schema,
     session_search_schema,
@@ -90,7 +91,7 @@ class SessionHandles:
 
     home: Path
     store: MemoryStore | None
-    db: SessionDB
+    db: SessionStore
     skills: SkillLibrary | None
     manager: MemoryManager
     trace_path: Path | None
@@ -214,7 +215,7 @@ def _tools(
     config: KeelConfig,
     *,
     curated: tuple[MemoryStore, MemoryTool] | None,
-    db: SessionDB,
+    db: SessionStore,
     skills: SkillLibrary | None,
     manager: MemoryManager,
     ref: _SessionRef,
