@@ -17,9 +17,9 @@ from harness.errors import CommandError
 from memory import (
     STATE_DB_NAME,
     MessageRecord,
-    SessionDB,
     SessionRecord,
     SessionSearchTool,
+    SessionStore,
     SessionStoreError,
     open_session_db,
 )
@@ -42,7 +42,7 @@ def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _with_db(args: argparse.Namespace, work: Callable[[SessionDB], Awaitable[T]]) -> T | None:
+def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[T]]) -> T | None:
     """Run `work` on the store; None (after saying so) when there is no store yet."""
     path = _db_path(args)
     if not path.exists():
@@ -117,7 +117,7 @@ def _message_text(record: MessageRecord, *, marker: str = " ") -> Text:
 
 
 def _show(args: argparse.Namespace) -> int:
-    async def work(db: SessionDB) -> tuple[SessionRecord, list[MessageRecord]]:
+    async def work(db: SessionStore) -> tuple[SessionRecord, list[MessageRecord]]:
         session = await db.get_session(args.session_id)
         if session is None:
             raise CommandError(
@@ -150,7 +150,7 @@ def _search(args: argparse.Namespace) -> int:
     if not query:
         raise CommandError("the search query is empty; give some words to look for")
 
-    async def work(db: SessionDB) -> int:
+    async def work(db: SessionStore) -> int:
         tool = SessionSearchTool(db, current_session_id=lambda: None)
         results = await tool.discover(query, limit=limit)
         if not results:

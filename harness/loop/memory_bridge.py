@@ -8,7 +8,7 @@ store returns its own value types. This module is the one place that maps them:
   providers about each write only after it committed;
 - `json_tool`: any memory-side handler (session_search, skills, provider tools) as a tool;
 - `ManagerHooks`: `MemoryManager` as the session's `ProviderHooks`;
-- `DbRecorder`: `SessionDB` as the session's `Recorder`.
+- `DbRecorder`: a `SessionStore` as the session's `Recorder`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from memory import (
     MemoryStore,
     MemoryTool,
     MemoryWrite,
-    SessionDB,
+    SessionStore,
     StoredMessage,
     SwitchReason,
     TurnMessage,
@@ -231,9 +231,9 @@ def stored(message: Message, *, timestamp: float, token_count: int | None) -> St
 
 
 class DbRecorder:
-    """`SessionDB` as the session's `Recorder`."""
+    """A `SessionStore` as the session's `Recorder`."""
 
-    def __init__(self, db: SessionDB, *, source: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self._source = source
         self._clock = clock

@@ -70,6 +70,7 @@ from memory import (
     Principal,
     SessionDB,
     SessionSearchTool,
+    SessionStore,
     memory_tool_schema,
     session_search_schema,
 )
@@ -101,7 +102,7 @@ class SessionHandles:
     home: Path
     principal: Principal
     store: MemoryStore | None
-    db: SessionDB
+    db: SessionStore
     skills: SkillLibrary | None
     manager: MemoryManager
     trace_path: Path | None
@@ -221,7 +222,7 @@ def _tools(
     config: KeelConfig,
     *,
     curated: tuple[MemoryStore, MemoryTool] | None,
-    db: SessionDB,
+    db: SessionStore,
     skills: SkillLibrary | None,
     shared_skills: SkillLibrary | None,
     manager: MemoryManager,

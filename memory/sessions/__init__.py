@@ -1,11 +1,13 @@
 # The episodic layer: every session and message, searchable.
+# `contract.py` (SessionStore: the protocol every backend implements and callers name),
 # `store.py` (SessionDB over <home>/state.db: SQLite, WAL, runs each call in a worker
 # thread), `search.py` (the `session_search` tool). Private: `_records.py` (value types),
 # `_schema.py` (numbered migrations, rebuildable FTS5/trigram indexes), `_sql.py` (the
 # synchronous queries), `_search_index.py` (message-level FTS5 / trigram / LIKE search),
 # `_fts_query.py` (the query sanitizer), `_search_rank.py` (strategies: from message hits to
-# ranked sessions), `_search_render.py` (how hits are shown to a model). The one SQLite
-# boundary is `memory/_sqlite.py`; errors are in `memory.errors`.
+# ranked sessions), `_search_render.py` (how hits are shown to a model), `_validate.py`
+# (argument checks shared by the backends). The one SQLite boundary is `memory/_sqlite.py`;
+# errors are in `memory.errors`.
 from memory.sessions._fts_query import sanitize_fts_query
 from memory.sessions._records import (
     EndReason,
@@ -22,6 +24,7 @@ from memory.sessions._schema import IndexFeatures
 from memory.sessions._search_index import MatchMode
 from memory.sessions._search_rank import RankedSession, SearchStrategy
 from memory.sessions._sql import AnchoredView
+from memory.sessions.contract import SessionStore
 from memory.sessions.search import (
     DiscoverResult,
     SessionSearchArgs,
@@ -49,6 +52,7 @@ __all__ = [
     "SessionRecord",
     "SessionSearchArgs",
     "SessionSearchTool",
+    "SessionStore",
     "StoredMessage",
     "StoredRole",
     "Summarizer",

@@ -28,6 +28,7 @@ from typing import Literal, TypeAlias, cast
 from memory.sessions._fts_query import any_terms_query, extract_terms, has_cjk, quote_term, sanitize_fts_query
 from memory.sessions._records import SearchHit, SearchResult, SearchRoute, StoredRole
 from memory.sessions._schema import TOOL_PREFIX_CHARS, WORD_TOKENIZER, IndexFeatures
+from memory.sessions._sql import user_clause
 
 __all__ = [
     "RANK_BUDGET",
@@ -85,26 +86,37 @@ def search_messages(
     route: SearchRoute | None,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> SearchResult:
-    """The best `limit` messages for `query`, best first. No hits when nothing is searchable."""
+    """The best `limit` messages for `query`, best first. No hits when nothing is searchable.
+
+    `user_ids` keeps only messages of those users' sessions (None: no filter). Term weights
+    and the rare-term plan use counts over the whole index, not just the scope.
+    """
     chosen = route or choose_route(query, features)
     if (chosen == "fts" and not features.fts) or (chosen == "trigram" and not features.trigram):
         chosen = "like"
     terms = extract_terms(query)
     if chosen == "like":
-        rows = _like(conn, terms, match=match, roles=roles, limit=limit)
+        rows = _like(conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids)
         return _substring_result("like", terms, rows)
     if chosen == "trigram":
         terms = [t for t in terms if len(t) >= 3]
         fts_query = (" " if match == "all" else " OR ").join(quote_term(t) for t in terms) or None
         rows = (
-            [] if fts_query is None else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit)
+            []
+            if fts_query is None
+            else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit, user_ids=user_ids)
         )
         return _substring_result("trigram", terms, rows)
     tokens = _term_tokens(conn, terms)
     counts = _doc_counts(conn, tokens)
     fts_query = sanitize_fts_query(query) if match == "all" else _any_plan(terms, counts)
-    rows = [] if fts_query is None else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit)
+    rows = (
+        []
+        if fts_query is None
+        else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit, user_ids=user_ids)
+    )
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
     hits = tuple(_hit(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
@@ -231,18 +243,43 @@ def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ..
     return f"m.role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def _rank_floor(conn: sqlite3.Connection, table: str, fts_query: str) -> int:
+def _matches(
+    table: str, user_ids: Sequence[str] | None, roles: Sequence[StoredRole] | None
+) -> tuple[str, tuple[str, ...]]:
+    """`FROM ... WHERE` selecting the rows of `table` that match `?` (bound first).
+
+    With a user filter the scope (and the role filter) is applied here, before any
+    ranking or limit, so rows of other users never take places in the budget.
+    """
+    if user_ids is None:
+        return f"FROM {table} WHERE {table} MATCH ?", ()
+    user_sql, user_args = user_clause("s.user_id", user_ids)
+    role_sql, role_args = _role_filter(roles)
+    return (
+        f"FROM {table} JOIN messages m ON m.id = {table}.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE {table} MATCH ? AND {user_sql}" + (f" AND {role_sql}" if role_sql else ""),
+        (*user_args, *role_args),
+    )
+
+
+def _rank_floor(
+    conn: sqlite3.Connection,
+    table: str,
+    fts_query: str,
+    *,
+    user_ids: Sequence[str] | None,
+    roles: Sequence[StoredRole] | None,
+) -> int:
     """The lowest rowid worth scoring: all matches if few, else the newest `RANK_BUDGET`."""
+    source, args = _matches(table, user_ids, roles)
     (count,) = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-        (fts_query, RANK_BUDGET + 1),
+        f"SELECT count(*) FROM (SELECT 1 {source} LIMIT ?)", (fts_query, *args, RANK_BUDGET + 1)
     ).fetchone()
     if int(count) <= RANK_BUDGET:
         return 0
     (floor,) = conn.execute(
-        f"SELECT min(rowid) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
-        "ORDER BY rowid DESC LIMIT ?)",
-        (fts_query, RANK_BUDGET),
+        f"SELECT min(rid) FROM (SELECT {table}.rowid AS rid {source} ORDER BY {table}.rowid DESC LIMIT ?)",
+        (fts_query, *args, RANK_BUDGET),
     ).fetchone()
     return int(floor)
 
@@ -254,18 +291,21 @@ def _fts(
     *,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> list[tuple[object, ...]]:
-    floor = _rank_floor(conn, table, fts_query)
-    role_sql, role_args = _role_filter(roles)
+    floor = _rank_floor(conn, table, fts_query, user_ids=user_ids, roles=roles)
+    source, args = _matches(table, user_ids, roles)
+    # Rank inside the FTS table alone (plus the scope, when there is one), then join the
+    # few winners; over-fetch when a role filter applied afterwards may discard some. The
+    # score is BM25 with its sign flipped: higher is better.
+    role_sql, role_args = _role_filter(roles) if user_ids is None else ("", ())
     where = f"WHERE {role_sql}" if role_sql else ""
-    # Rank inside the FTS table alone, then join the few winners; over-fetch when a role
-    # filter may discard some. The score is BM25 with its sign flipped: higher is better.
-    inner = limit * 2 if roles is not None else limit
+    inner = limit * 2 if role_sql else limit
     rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, -f.score FROM (SELECT rowid AS rid, rank AS score FROM {table} "
-        f"WHERE {table} MATCH ? AND rowid >= ? ORDER BY rank LIMIT ?) f "
+        f"SELECT {_HIT_COLUMNS}, -f.score FROM (SELECT {table}.rowid AS rid, {table}.rank AS score "
+        f"{source} AND {table}.rowid >= ? ORDER BY {table}.rank LIMIT ?) f "
         f"JOIN messages m ON m.id = f.rid {where} ORDER BY f.score, m.id DESC LIMIT ?",
-        (fts_query, floor, inner, *role_args, limit),
+        (fts_query, *args, floor, inner, *role_args, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
 
@@ -282,6 +322,7 @@ def _like(
     match: MatchMode,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> list[tuple[object, ...]]:
     if not terms:
         return []
@@ -292,10 +333,15 @@ def _like(
     where = f"({(' AND ' if match == 'all' else ' OR ').join(matched)})"
     if role_sql:
         where += f" AND {role_sql}"
+    user_sql, user_args = user_clause("s.user_id", user_ids)
+    join = ""
+    if user_sql:
+        where += f" AND {user_sql}"
+        join = "JOIN sessions s ON s.id = m.session_id "
     rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, ({' + '.join(matched)}) AS score FROM messages m "
+        f"SELECT {_HIT_COLUMNS}, ({' + '.join(matched)}) AS score FROM messages m {join}"
         f"WHERE {where} ORDER BY score DESC, m.id DESC LIMIT ?",
-        (*patterns, *patterns, *role_args, limit),
+        (*patterns, *patterns, *role_args, *user_args, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
 

@@ -41,6 +41,7 @@ __all__ = [
     "list_flushes",
     "list_sessions",
     "record_flush",
+    "user_clause",
 ]
 
 _JSON = TypeAdapter(JsonValue)
@@ -49,7 +50,7 @@ _MAX_LINEAGE_DEPTH = 10_000
 _SESSION_COLUMNS = (
     "id, source, model, parent_session_id, started_at, ended_at, end_reason, title, message_count, "
     "COALESCE(last_active_at, started_at), input_tokens, output_tokens, cache_read_tokens, "
-    "cache_write_tokens, reasoning_tokens, api_call_count"
+    "cache_write_tokens, reasoning_tokens, api_call_count, user_id"
 )
 _MESSAGE_COLUMNS = (
     "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
@@ -62,6 +63,7 @@ def _session(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
     return SessionRecord(
         id=str(r[0]),
         source=str(r[1]),
+        user_id=str(r[16]),
         model=None if r[2] is None else str(r[2]),
         parent_session_id=None if r[3] is None else str(r[3]),
         started_at=float(cast(float, r[4])),
@@ -118,15 +120,16 @@ def create_session(
     parent_session_id: str | None,
     title: str | None,
     started_at: float,
+    user_id: str = "",
 ) -> None:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
     if parent_session_id is not None:
         _require_session(conn, parent_session_id)
     conn.execute(
-        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (session_id, source, model, parent_session_id, started_at, title, started_at),
+        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
+        "user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
     )
 
 
@@ -252,16 +255,36 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | No
     return None if row is None else _session(row)
 
 
+def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
+    """`column IN (...)` for a user filter: ("", ()) for None, an always-false test for none."""
+    if user_ids is None:
+        return "", ()
+    if not user_ids:
+        return "0", ()
+    return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
+
+
 def list_sessions(
-    conn: sqlite3.Connection, *, limit: int, offset: int, order: str, exclude: Sequence[str]
+    conn: sqlite3.Connection,
+    *,
+    limit: int,
+    offset: int,
+    order: str,
+    exclude: Sequence[str],
+    user_ids: Sequence[str] | None = None,
 ) -> list[SessionRecord]:
     column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
-    marks = ",".join("?" * len(exclude))
-    where = f"WHERE id NOT IN ({marks})" if exclude else ""
+    tests: list[str] = []
+    if exclude:
+        tests.append(f"id NOT IN ({','.join('?' * len(exclude))})")
+    user_sql, user_args = user_clause("user_id", user_ids)
+    if user_sql:
+        tests.append(user_sql)
+    where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
         f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC "
         "LIMIT ? OFFSET ?",
-        (*exclude, limit, offset),
+        (*exclude, *user_args, limit, offset),
     ).fetchall()
     return [_session(r) for r in rows]
 

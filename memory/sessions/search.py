@@ -41,7 +41,7 @@ from memory.sessions._search_render import (
     view_json,
 )
 from memory.sessions._sql import AnchoredView
-from memory.sessions.store import SessionDB
+from memory.sessions.contract import SessionStore
 
 __all__ = [
     "DiscoverResult",
@@ -173,7 +173,7 @@ class SessionSearchTool:
 
     def __init__(
         self,
-        db: SessionDB,
+        db: SessionStore,
         *,
         current_session_id: Callable[[], str | None],
         summarizer: Summarizer | None = None,
