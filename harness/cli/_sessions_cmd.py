@@ -1,4 +1,8 @@
-"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`."""
+"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`.
+
+Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
+`scope.shared_users`): another user's session id is answered like a missing one.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ import anyio
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console, home_from_args
+from harness.cli._common import Subparsers, config_from_args, console, home_from_args, principal_from_args
 from harness.errors import CommandError
+from harness.loop.scoped import session_user_ids
 from memory import (
     STATE_DB_NAME,
     MessageRecord,
@@ -30,6 +35,10 @@ T = TypeVar("T")
 
 _NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as you chat with keel."
 
+
+def _user_ids(args: argparse.Namespace) -> tuple[str, ...]:
+    cfg, principal = principal_from_args(args)
+    return session_user_ids(cfg, principal)
 
 
 def _db_path(args: argparse.Namespace) -> Path:
@@ -80,7 +89,8 @@ def _search_limit(text: str) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    sessions = _with_db(args, lambda db: db.list_sessions(args.limit))
+    users = _user_ids(args)
+    sessions = _with_db(args, lambda db: db.list_sessions(args.limit, user_ids=users))
     if sessions is None:
         return 0
     if not sessions:
@@ -117,12 +127,12 @@ def _message_text(record: MessageRecord, *, marker: str = " ") -> Text:
 
 
 def _show(args: argparse.Namespace) -> int:
+    users = _user_ids(args)
+
     async def work(db: SessionStore) -> tuple[SessionRecord, list[MessageRecord]]:
         session = await db.get_session(args.session_id)
-        if session is None:
-            raise CommandError(
-                f"no session {args.session_id!r}; run `keel sessions list` to see the ids"
-            )
+        if session is None or session.user_id not in users:
+            raise CommandError(f"no session {args.session_id!r}; run `keel sessions list` to see the ids")
         return session, await db.get_messages(args.session_id)
 
     found = _with_db(args, work)
@@ -146,12 +156,13 @@ def _show(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     limit = args.limit or config_from_args(args).session_search.default_limit
+    users = _user_ids(args)
     query = " ".join(args.query).strip()
     if not query:
         raise CommandError("the search query is empty; give some words to look for")
 
     async def work(db: SessionStore) -> int:
-        tool = SessionSearchTool(db, current_session_id=lambda: None)
+        tool = SessionSearchTool(db, current_session_id=lambda: None, user_ids=users)
         results = await tool.discover(query, limit=limit)
         if not results:
             console.print(f"No matching sessions found for {query!r}.", markup=False)

@@ -231,12 +231,19 @@ def stored(message: Message, *, timestamp: float, token_count: int | None) -> St
 
 
 class DbRecorder:
-    """A `SessionStore` as the session's `Recorder`."""
+    """A `SessionStore` as the session's `Recorder`.
 
-    def __init__(self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time) -> None:
+    Every session it starts — the first, each child after a compression, a new conversation —
+    is recorded for `user_id`, so a lineage never leaves its principal's scope.
+    """
+
+    def __init__(
+        self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time, user_id: str = ""
+    ) -> None:
         self.db = db
         self._source = source
         self._clock = clock
+        self.user_id = user_id
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
         await self.db.create_session(
@@ -245,6 +252,7 @@ class DbRecorder:
             started_at=self._clock(),
             model=model,
             parent_session_id=parent_session_id,
+            user_id=self.user_id,
         )
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:

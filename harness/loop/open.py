@@ -44,6 +44,7 @@ from harness.loop.memory_bridge import (
 )
 from harness.loop.scoped import (
     curated_store,
+    session_user_ids,
     shared_memory_store,
     shared_skill_library,
     skill_library,
@@ -227,6 +228,7 @@ def _tools(
     shared_skills: SkillLibrary | None,
     manager: MemoryManager,
     ref: _SessionRef,
+    principal: Principal,
 ) -> ToolRegistry:
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     if curated is not None:
@@ -249,6 +251,7 @@ def _tools(
             summarize=ss.summarize,
             max_concurrency=ss.max_concurrency,
             default_limit=ss.default_limit,
+            user_ids=session_user_ids(config, principal),
         )
         registry.add(json_tool(session_search_schema(load_text("tool_session_search")), search.handle))
     if skills is not None:
@@ -430,6 +433,7 @@ async def _open(
             shared_skills=shared_skills,
             manager=manager,
             ref=ref,
+            principal=principal,
         )
         trace = _trace(config, home, principal, trace_path, first_id)
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -454,7 +458,7 @@ async def _open(
             memory=None
             if curated is None
             else StoreMemory(*curated, shared=shared_memory_store(config, home, principal)),
-            recorder=DbRecorder(db, source=source),
+            recorder=DbRecorder(db, source=source, user_id=principal.session_user),
             providers=ManagerHooks(manager, tg, warm_wait_s=config.recall.warm_wait_s),
             background=tg,
             trace=trace,
