@@ -401,6 +401,7 @@ async def _open(
     workspace: str | None,
 ) -> AsyncIterator[Session]:
     env = os.environ if environ is None else environ
+    # First, so an unsafe id is refused before anything is created on disk.
     principal = resolve_principal(config, user_id=user_id, workspace=workspace)
     home = (home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
