@@ -294,6 +294,7 @@ def _spawner(
     model: ModelClient,
     home: Path,
     principal: Principal,
+    db: SessionStore,
     tokenizer: Tokenizer,
     cwd: Path | None,
     today: Callable[[], date],
@@ -312,6 +313,7 @@ def _spawner(
             agent_context="subagent",
             user_id=principal.user_id,
             workspace=principal.workspace,
+            session_store=db,
         ) as child:
             async with child.run_turn(task) as events:
                 ended = [ev async for ev in events if isinstance(ev, TurnEnded)]
@@ -337,6 +339,7 @@ async def open_session(
     handles: list[SessionHandles] | None = None,
     user_id: str | None = None,
     workspace: str | None = None,
+    session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """Open a session as the config describes; close everything on exit.
 
@@ -357,6 +360,9 @@ async def open_session(
             provider data and traces.
         workspace: the workspace (default: config `scope.workspace`, else the user's own):
             its MEMORY.md and skills.
+        session_store: an open session store to record into and search, shared by many
+            sessions of one process (a server); the caller opens and closes it. Default: the
+            session opens the configured store itself.
 
     Raises:
         ConfigError, LocalModelError: the configuration or the embedded model is unusable.
@@ -378,6 +384,7 @@ async def open_session(
             handles=handles,
             user_id=user_id,
             workspace=workspace,
+            session_store=session_store,
         ) as session:
             yield session
 
@@ -399,6 +406,7 @@ async def _open(
     handles: list[SessionHandles] | None,
     user_id: str | None,
     workspace: str | None,
+    session_store: SessionStore | None,
 ) -> AsyncIterator[Session]:
     env = os.environ if environ is None else environ
     # First, so an unsafe id is refused before anything is created on disk.
@@ -413,8 +421,10 @@ async def _open(
             model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
         tokenizer = tokenizer or await load_tokenizer(config.model.tokenizer)
         curated = _curated(config, home, principal)
-        db = await SessionDB.open(home / "state.db")
-        stack.push_async_callback(db.aclose)
+        db = session_store
+        if db is None:
+            db = await SessionDB.open(home / "state.db")
+            stack.push_async_callback(db.aclose)
         manager = await _open_manager(
             stack,
             config,
@@ -466,7 +476,14 @@ async def _open(
             new_id=ref.next_id,
             today=today,
             spawn=_spawner(
-                config, model=model, home=home, principal=principal, tokenizer=tokenizer, cwd=cwd, today=today
+                config,
+                model=model,
+                home=home,
+                principal=principal,
+                db=db,
+                tokenizer=tokenizer,
+                cwd=cwd,
+                today=today,
             ),
         )
         ref.session = session
