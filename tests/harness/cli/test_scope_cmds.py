@@ -221,3 +221,12 @@ def test_the_flags_work_on_a_real_keel_process(home: Path) -> None:
     )
     assert "Zoe rows" not in shown.stdout
     assert (home / "users" / "zoe" / "memories" / "USER.md").read_text(encoding="utf-8") == "Zoe rows\n"
+
+
+def test_config_check_names_the_principal(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert keel(home, "config", "check") == 0
+    assert "for the default user" in capsys.readouterr().out
+    assert keel(home, "--user", "ada", "--workspace", "web", "config", "check") == 0
+    assert "for user 'ada', workspace 'web'" in capsys.readouterr().out
+    assert keel(home, "--workspace", "a b", "config", "check") == 2
+    assert "workspace 'a b' is not a safe directory name" in capsys.readouterr().err
