@@ -8,7 +8,8 @@ one's last turn calls `session_search` for another user's word (it must find not
 leak otherwise) and for its own user's word (it must find a sibling session: a miss
 otherwise). Reported: turns per second, the turn latency each caller saw (p50/p99 — the
 harness's time per turn under this load: prompt assembly, token counting, tool dispatch,
-store writes, and the wait behind the other sessions), messages sent vs stored.
+store writes, and the wait behind the other N-1 sessions, so about N / throughput), the same
+for one session running alone first (the harness's own time per turn), messages sent vs stored.
 
 Part 2: P `keel` processes (this script in `--worker` mode, each session opening
 `<home>/state.db` itself, as `keel chat` does) write one SQLite home at once; every message
@@ -232,6 +233,19 @@ async def run_backend(backend: str, sessions: int, turns: int, users: int, url: 
     with tempfile.TemporaryDirectory(prefix=f"keel-bench-{backend}-") as tmp:
         home = Path(tmp)
         async with open_store(backend, home, url) as store:
+            # One session alone first: the harness's own time per turn, with no one to wait behind.
+            solo = Tally()
+            await one_session(
+                sessions,
+                cfg=cfg,
+                home=home,
+                users=users,
+                turns=turns,
+                tokenizer=tokenizer,
+                store=store,
+                barrier=None,
+                tally=solo,
+            )
             barrier = Barrier(sessions)
             started = time.perf_counter()
             async with anyio.create_task_group() as tg:
@@ -253,10 +267,10 @@ async def run_backend(backend: str, sessions: int, turns: int, users: int, url: 
             stored = await stored_messages(store, tally.session_ids)
     for error in tally.errors[:5]:
         print(f"  error: {error}")
-    return report(backend, tally, wall=wall, stored=stored)
+    return report(backend, tally, wall=wall, stored=stored, solo=solo.latencies)
 
 
-def report(backend: str, tally: Tally, *, wall: float, stored: int) -> dict[str, float]:
+def report(backend: str, tally: Tally, *, wall: float, stored: int, solo: list[float]) -> dict[str, float]:
     n = len(tally.latencies)
     p50 = percentile(tally.latencies, 50) * 1000 if n else float("nan")
     p99 = percentile(tally.latencies, 99) * 1000 if n else float("nan")
@@ -264,6 +278,11 @@ def report(backend: str, tally: Tally, *, wall: float, stored: int) -> dict[str,
     print(
         f"{backend}: {len(tally.session_ids)} sessions, {n} turns in {wall:.1f} s → {rate:.1f} turns/s; "
         f"turn latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, median {median(tally.latencies) * 1000 if n else 0:.1f} ms"
+    )
+    solo_p50 = percentile(solo, 50) * 1000 if solo else float("nan")
+    solo_p99 = percentile(solo, 99) * 1000 if solo else float("nan")
+    print(
+        f"{backend}: one session alone, {len(solo)} turns: p50 {solo_p50:.1f} ms, p99 {solo_p99:.1f} ms per turn"
     )
     print(
         f"{backend}: messages sent {tally.sent}, stored {stored}; cross-user leaks {tally.leaks}, "
@@ -273,6 +292,8 @@ def report(backend: str, tally: Tally, *, wall: float, stored: int) -> dict[str,
         "turns_per_s": rate,
         "turn_p50_ms": p50,
         "turn_p99_ms": p99,
+        "solo_turn_p50_ms": solo_p50,
+        "solo_turn_p99_ms": solo_p99,
         "messages_sent": tally.sent,
         "messages_stored": stored,
         "lost_messages": tally.sent - stored,
@@ -437,7 +458,7 @@ def headline(results: Mapping[str, Mapping[str, float]], procs: Mapping[str, flo
     misses = sum(r["own_word_misses"] for r in results.values())
     errors = sum(r["session_errors"] for r in results.values()) + (procs["errors"] if procs else 0)
     for backend, r in results.items():
-        for key in ("turns_per_s", "turn_p50_ms", "turn_p99_ms"):
+        for key in ("turns_per_s", "turn_p50_ms", "turn_p99_ms", "solo_turn_p50_ms", "solo_turn_p99_ms"):
             lines.append((f"sessions_{key}_{backend}", r[key]))
         for key in (
             "messages_sent",
