@@ -1,18 +1,19 @@
-"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`."""
+"""`keel sessions list|show|search|path`: look through the episodic history (`<home>/state.db`,
+or the PostgreSQL server `sessions.url` names)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar
 
 import anyio
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console, home_from_args
+from harness.cli._common import Subparsers, config_from_args, console
 from harness.errors import CommandError
 from memory import (
     STATE_DB_NAME,
@@ -21,7 +22,6 @@ from memory import (
     SessionSearchTool,
     SessionStore,
     SessionStoreError,
-    open_session_db,
 )
 
 __all__ = ["register"]
@@ -32,8 +32,9 @@ _NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as
 
 
 
-def _db_path(args: argparse.Namespace) -> Path:
-    return home_from_args(args) / STATE_DB_NAME
+def _where(args: argparse.Namespace) -> str:
+    config = config_from_args(args)
+    return config.sessions.location(config.resolved_home(os.environ))
 
 
 def _when(timestamp: float | None) -> str:
@@ -44,13 +45,15 @@ def _when(timestamp: float | None) -> str:
 
 def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[T]]) -> T | None:
     """Run `work` on the store; None (after saying so) when there is no store yet."""
-    path = _db_path(args)
-    if not path.exists():
+    config = config_from_args(args)
+    home = config.resolved_home(os.environ)
+    path = home / STATE_DB_NAME
+    if config.sessions.backend == "sqlite" and not path.exists():
         console.print(_NO_SESSIONS.format(path=path), markup=False)
         return None
 
     async def main() -> T:
-        async with open_session_db(path) as db:
+        async with config.sessions.open_store(home) as db:
             return await work(db)
 
     try:
@@ -86,7 +89,7 @@ def _list(args: argparse.Namespace) -> int:
     if not sessions:
         console.print("No sessions yet.")
         return 0
-    table = Table(title=f"sessions in {_db_path(args)}", title_justify="left")
+    table = Table(title=f"sessions in {_where(args)}", title_justify="left")
     for column in ("id", "started", "source", "model", "messages", "end reason", "parent"):
         table.add_column(column, justify="right" if column == "messages" else "left", overflow="fold")
     for s in sessions:
@@ -180,7 +183,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    console.print(str(_db_path(args)), markup=False, soft_wrap=True)
+    console.print(_where(args), markup=False, soft_wrap=True)
     return 0
 
 

@@ -9,9 +9,10 @@ async with open_session(config) as session:
 
 It opens, in this order (and closes in reverse), one named step each: the model (starting
 the embedded model when the config says `local`) and the summary model, the tokenizer, the
-curated store and its `memory` tool, the session store `state.db`, the memory manager with
-the optional external provider, the skill library, the tool registry, the trace file, and a
-task group that owns every background task of the session.
+curated store and its `memory` tool, the session store (`sessions.backend`: `state.db` or
+PostgreSQL), the memory manager with the optional external provider, the skill library,
+the tool registry, the trace file, and a task group that owns every background task of
+the session.
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ from memory import (
     MemoryStore,
     MemoryTarget,
     MemoryTool,
-    SessionDB,
     SessionSearchTool,
     SessionStore,
     memories_dir,
@@ -373,8 +373,7 @@ async def _open(
             model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
         tokenizer = tokenizer or await load_tokenizer(config.model.tokenizer)
         curated = _curated(config, home)
-        db = await SessionDB.open(home / "state.db")
-        stack.push_async_callback(db.aclose)
+        db = await stack.enter_async_context(config.sessions.open_store(home))
         manager = await _open_manager(
             stack, config, home=home, first_id=first_id, agent_context=agent_context, provider=provider
         )
