@@ -40,7 +40,7 @@ _FIX = (
 
 def redact_url(url: str) -> str:
     """`url` with any password (in the netloc, a `password=` parameter or key=value) as `***`."""
-    if not url.startswith(_URL_SCHEMES):
+    if "://" not in url:
         return _KV_PASSWORD.sub(r"\1***", url)
     try:
         parts = urlsplit(url)
