@@ -14,8 +14,9 @@
     │       ├── StoreWriteError          writing the file (or the archive) failed on disk
     │       ├── StoreLockTimeout         another writer held the sidecar lock too long
     │       └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
-    ├── SessionStoreError            the episodic session store (state.db)
+    ├── SessionStoreError            the episodic session store (state.db, or a PostgreSQL schema)
     │   ├── SessionStoreBusyError        another process held the write lock past every retry (operator/retry)
+    │   ├── SessionStoreUnavailableError the PostgreSQL server: bad URL, unreachable, login refused (operator)
     │   ├── SessionStoreCorruptError     the file is not a SQLite database, or it is damaged (operator)
     │   ├── SessionSchemaError           written by a newer keel, or a migration failed (operator)
     │   ├── SessionNotFoundError         no session (or message) with that id (caller)
@@ -35,6 +36,7 @@
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
 can report a stable machine-readable cause next to the human message. Third-party errors
 are translated into this tree at one boundary each (`sqlite3` in `memory/_sqlite.py`,
+psycopg in `memory/sessions/_pg_conn.py`,
 the filesystem in `memory/curated/_disk.py` and `memory/_atomic.py`) and chained with `from`.
 Tool handlers turn every one of these into a JSON error the model can read; none of them
 escapes into the turn loop.
@@ -69,6 +71,7 @@ __all__ = [
     "SessionStoreBusyError",
     "SessionStoreCorruptError",
     "SessionStoreError",
+    "SessionStoreUnavailableError",
     "SkillBlockedError",
     "SkillConflictError",
     "SkillError",
@@ -198,6 +201,11 @@ class SessionStoreError(MemoryLayerError):
 
 class SessionStoreBusyError(SessionStoreError):
     """The database stayed locked by another writer after the busy timeout and every retry."""
+
+
+class SessionStoreUnavailableError(SessionStoreError):
+    """The PostgreSQL session store cannot be used: a bad URL, a server that does not answer,
+    a refused login, a missing database. The message names the URL (password hidden) and the fix."""
 
 
 class SessionStoreCorruptError(SessionStoreError):

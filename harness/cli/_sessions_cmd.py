@@ -1,4 +1,5 @@
-"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`.
+"""`keel sessions list|show|search|path`: look through the episodic history (`<home>/state.db`,
+or the PostgreSQL server `sessions.url` names).
 
 Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
 `scope.shared_users`): another user's session id is answered like a missing one.
@@ -7,16 +8,16 @@ Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar
 
 import anyio
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console, home_from_args, principal_from_args
+from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
 from harness.errors import CommandError
 from harness.loop.scoped import session_user_ids
 from memory import (
@@ -26,7 +27,6 @@ from memory import (
     SessionSearchTool,
     SessionStore,
     SessionStoreError,
-    open_session_db,
 )
 
 __all__ = ["register"]
@@ -41,8 +41,9 @@ def _user_ids(args: argparse.Namespace) -> tuple[str, ...]:
     return session_user_ids(cfg, principal)
 
 
-def _db_path(args: argparse.Namespace) -> Path:
-    return home_from_args(args) / STATE_DB_NAME
+def _where(args: argparse.Namespace) -> str:
+    config = config_from_args(args)
+    return config.sessions.location(config.resolved_home(os.environ))
 
 
 def _when(timestamp: float | None) -> str:
@@ -53,13 +54,15 @@ def _when(timestamp: float | None) -> str:
 
 def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[T]]) -> T | None:
     """Run `work` on the store; None (after saying so) when there is no store yet."""
-    path = _db_path(args)
-    if not path.exists():
+    config = config_from_args(args)
+    home = config.resolved_home(os.environ)
+    path = home / STATE_DB_NAME
+    if config.sessions.backend == "sqlite" and not path.exists():
         console.print(_NO_SESSIONS.format(path=path), markup=False)
         return None
 
     async def main() -> T:
-        async with open_session_db(path) as db:
+        async with config.sessions.open_store(home) as db:
             return await work(db)
 
     try:
@@ -96,7 +99,7 @@ def _list(args: argparse.Namespace) -> int:
     if not sessions:
         console.print("No sessions yet.")
         return 0
-    table = Table(title=f"sessions in {_db_path(args)}", title_justify="left")
+    table = Table(title=f"sessions in {_where(args)}", title_justify="left")
     for column in ("id", "started", "source", "model", "messages", "end reason", "parent"):
         table.add_column(column, justify="right" if column == "messages" else "left", overflow="fold")
     for s in sessions:
@@ -191,7 +194,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    console.print(str(_db_path(args)), markup=False, soft_wrap=True)
+    console.print(_where(args), markup=False, soft_wrap=True)
     return 0
 
 

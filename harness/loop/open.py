@@ -12,9 +12,10 @@ layout): its curated files, its sessions, its skills, its provider data and its 
 
 It opens, in this order (and closes in reverse), one named step each: the model (starting
 the embedded model when the config says `local`) and the summary model, the tokenizer, the
-curated store and its `memory` tool, the session store `state.db`, the memory manager with
-the optional external provider, the skill library, the tool registry, the trace file, and a
-task group that owns every background task of the session.
+curated store and its `memory` tool, the session store (`sessions.backend`: `state.db` or
+PostgreSQL), the memory manager with the optional external provider, the skill library,
+the tool registry, the trace file, and a task group that owns every background task of
+the session.
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from memory import (
     MemoryTarget,
     MemoryTool,
     Principal,
-    SessionDB,
     SessionSearchTool,
     SessionStore,
     memory_tool_schema,
@@ -423,8 +423,7 @@ async def _open(
         curated = _curated(config, home, principal)
         db = session_store
         if db is None:
-            db = await SessionDB.open(home / "state.db")
-            stack.push_async_callback(db.aclose)
+            db = await stack.enter_async_context(config.sessions.open_store(home))
         manager = await _open_manager(
             stack,
             config,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Sequence
 from typing import Literal, TypeAlias, cast
 
@@ -34,8 +35,13 @@ __all__ = [
     "RANK_BUDGET",
     "MatchMode",
     "choose_route",
+    "hit_from_row",
+    "idf_weights",
+    "like_pattern",
     "prepare_connection",
+    "rare_terms",
     "search_messages",
+    "substring_result",
     "term_doc_counts",
 ]
 
@@ -99,7 +105,7 @@ def search_messages(
     terms = extract_terms(query)
     if chosen == "like":
         rows = _like(conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids)
-        return _substring_result("like", terms, rows)
+        return substring_result("like", terms, rows)
     if chosen == "trigram":
         terms = [t for t in terms if len(t) >= 3]
         fts_query = (" " if match == "all" else " OR ").join(quote_term(t) for t in terms) or None
@@ -108,7 +114,7 @@ def search_messages(
             if fts_query is None
             else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit, user_ids=user_ids)
         )
-        return _substring_result("trigram", terms, rows)
+        return substring_result("trigram", terms, rows)
     tokens = _term_tokens(conn, terms)
     counts = _doc_counts(conn, tokens)
     fts_query = sanitize_fts_query(query) if match == "all" else _any_plan(terms, counts)
@@ -118,9 +124,9 @@ def search_messages(
         else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit, user_ids=user_ids)
     )
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
-    hits = tuple(_hit(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
+    hits = tuple(hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
-    return SearchResult(route="fts", terms=tuple(terms), weights=_idf(terms, counts, int(total)), hits=hits)
+    return SearchResult(route="fts", terms=tuple(terms), weights=idf_weights(terms, counts, int(total)), hits=hits)
 
 
 def _row_id(row: tuple[object, ...]) -> int:
@@ -132,15 +138,15 @@ def _covered(terms: Sequence[str], tokens: Sequence[frozenset[str]], held: set[s
     return {t for t, toks in zip(terms, tokens, strict=True) if toks and toks <= held}
 
 
-def _idf(terms: Sequence[str], counts: Sequence[int], total: int) -> dict[str, float]:
+def idf_weights(terms: Sequence[str], counts: Sequence[int], total: int) -> dict[str, float]:
     # BM25's IDF: a term in half the history weighs ~0.7, one in a single message ~ln(N).
     return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in zip(terms, counts, strict=True)}
 
 
-def _substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
+def substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
     # LIKE and trigram match substrings, so a case-insensitive substring test says which
     # terms a message holds. No document counts here: every term weighs the same.
-    hits = tuple(_hit(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows)
+    hits = tuple(hit_from_row(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows)
     return SearchResult(route=route, terms=tuple(terms), weights=dict.fromkeys(terms, 1.0), hits=hits)
 
 
@@ -202,7 +208,7 @@ def _held_tokens(
         return held
     prefixes = "|".join(sorted({re.escape(w[:3]) for w in wanted}))
     pattern = re.compile(rf"(?<![^\W_])(?:{prefixes})[^\W_]*", re.IGNORECASE)
-    words = {_row_id(r): {w.lower() for w in pattern.findall(str(r[5]))} for r in rows}
+    words = {_row_id(r): {w.lower() for w in pattern.findall(_strip_marks(str(r[5])))} for r in rows}
     candidates = sorted(set().union(*words.values()))
     if not candidates:
         return held
@@ -214,18 +220,16 @@ def _held_tokens(
     return held
 
 
-def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
-    """An OR of the terms that occur at all — or, in a big history, of the rare ones only.
+def rare_terms(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """The terms that occur at all — or, in a big history, only the rare ones, in query order.
 
     BM25 must score every row a query matches, at a cost that grows with the number of
     terms, and an OR over common words matches a large part of a big history. Rare terms
     carry nearly all the weight, so once the document counts of all terms add up to more
-    than `RANK_BUDGET`, the query keeps only the rarest terms that fit (at least one).
-    Callers still see which dropped terms each hit holds (`SearchHit.terms`).
+    than `RANK_BUDGET`, only the rarest terms that fit are kept (at least one). Callers
+    still see which dropped terms each hit holds (`SearchHit.terms`).
     """
     live = [(t, n) for t, n in zip(terms, counts, strict=True) if n > 0]
-    if not live:
-        return None
     rare: list[str] = []
     total = 0
     for term, n in sorted(live, key=lambda pair: pair[1]):
@@ -234,7 +238,20 @@ def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
         rare.append(term)
         total += n
     keep = set(rare)
-    return any_terms_query([t for t, _ in live if t in keep])
+    return [t for t, _ in live if t in keep]
+
+
+def _strip_marks(text: str) -> str:
+    """`text` without combining marks: the word index removes diacritics, so `résumé` is
+    held as `resume`, and the prefix filter must see it that way too."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
+    """An FTS5 OR of `rare_terms`."""
+    return any_terms_query(rare_terms(terms, counts))
 
 
 def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
@@ -310,7 +327,7 @@ def _fts(
     return [tuple(r) for r in rows]
 
 
-def _like_pattern(term: str) -> str:
+def like_pattern(term: str) -> str:
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
@@ -328,7 +345,7 @@ def _like(
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
     matched = ["(m.content LIKE ? ESCAPE '\\')" for _ in terms]
-    patterns = tuple(_like_pattern(t) for t in terms)
+    patterns = tuple(like_pattern(t) for t in terms)
     role_sql, role_args = _role_filter(roles)
     where = f"({(' AND ' if match == 'all' else ' OR ').join(matched)})"
     if role_sql:
@@ -346,7 +363,7 @@ def _like(
     return [tuple(r) for r in rows]
 
 
-def _hit(row: tuple[object, ...], *, route: SearchRoute, terms: set[str]) -> SearchHit:
+def hit_from_row(row: tuple[object, ...], *, route: SearchRoute, terms: set[str]) -> SearchHit:
     return SearchHit(
         message_id=int(cast(int, row[0])),
         session_id=str(row[1]),
