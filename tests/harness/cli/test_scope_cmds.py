@@ -21,17 +21,30 @@ T0 = 1_700_000_000.0
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# Steps\n1. do it\n"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Sessions on one backend, for the commands (environment) and for `config()` (keywords)."""
+    if request.param == "sqlite":
+        return {}
+    url: str = request.getfixturevalue("postgres_url")
+    schema: str = request.getfixturevalue("pg_schema")
+    keys = {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
+    for key, value in keys.items():
+        monkeypatch.setenv(f"KEEL_{key.upper()}", value)
+    return keys
+
+
 def keel(home: Path, *argv: str) -> int:
     return main(["--home", str(home), *argv])
 
 
-def alice_chats(home: Path) -> str:
+def alice_chats(home: Path, backend: dict[str, str]) -> str:
     """A real session of alice's, with a word no one else uses."""
 
     async def chat() -> str:
         model = ScriptedModel([say("The quokka plan is on.")])
         async with open_session(
-            config(), model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice"
+            config(**backend), model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice"
         ) as s:
             await run_turn(s, "What about the quokka plan?")
             return s.session_id
@@ -40,7 +53,7 @@ def alice_chats(home: Path) -> str:
 
 
 def test_bob_sees_none_of_alices_memory_sessions_or_skills_from_the_command_line(
-    home: Path, capsys: pytest.CaptureFixture[str]
+    home: Path, backend: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert keel(home, "--user", "alice", "memory", "add", "user", "Alice keeps bees") == 0
     assert keel(home, "--user", "alice", "memory", "add", "memory", "Repo uses quokka-build") == 0
@@ -49,7 +62,7 @@ def test_bob_sees_none_of_alices_memory_sessions_or_skills_from_the_command_line
     (skill_dir / "SKILL.md").write_text(
         SKILL.format(name="hive-check", description="Check the hives"), encoding="utf-8"
     )
-    sid = alice_chats(home)
+    sid = alice_chats(home, backend)
     capsys.readouterr()
 
     for argv in (("memory", "show"), ("memory", "list"), ("skills", "list"), ("sessions", "list")):

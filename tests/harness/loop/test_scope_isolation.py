@@ -17,7 +17,20 @@ from harness.errors import ConfigError
 from harness.events import Event, ToolResultReady
 from harness.loop.open import SessionHandles, open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
-from memory import SessionDB
+
+# Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own.
+Backend = dict[str, str]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """`config()` keyword overrides that put the sessions on one backend."""
+    if request.param == "sqlite":
+        return {}
+    url: str = request.getfixturevalue("postgres_url")
+    schema: str = request.getfixturevalue("pg_schema")
+    return {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
+
 
 SKILL = """---
 name: {name}
@@ -72,14 +85,13 @@ async def alice_writes_everything(home: Path, cfg: KeelConfig) -> str:
         return s.session_id
 
 
-async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_tool(home: Path) -> None:
-    cfg = config()
+async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_tool(
+    home: Path, backend: Backend
+) -> None:
+    cfg = config(**backend)
     alice_sid = await alice_writes_everything(home, cfg)
-    db = await SessionDB.open(home / "state.db")
-    try:
+    async with cfg.sessions.open_store(home) as db:
         alice_msgs = await db.get_messages(alice_sid)
-    finally:
-        await db.aclose()
     alice_msg_id = alice_msgs[0].id
 
     bob = ScriptedModel(
@@ -145,9 +157,13 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
     assert "Mittens" in prompt and "frobnicate" in prompt and "alice-deploy" in prompt
 
 
-async def test_the_child_session_after_compression_keeps_the_users_scope(home: Path) -> None:
+async def test_the_child_session_after_compression_keeps_the_users_scope(
+    home: Path, backend: Backend
+) -> None:
     long = " ".join(["kettle"] * 60)
-    cfg = config(model__context_window="800", compression__protect_last_n="2", compression__enabled="false")
+    cfg = config(
+        model__context_window="800", compression__protect_last_n="2", compression__enabled="false", **backend
+    )
     model = ScriptedModel(tokenizer=FakeTokenizer())
     async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
         model.extend([say(f"the {ALICE_TOKEN} answer {long}")])
@@ -164,11 +180,8 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(home: P
         model.extend([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
         own = results(await run_turn(s, "search it"))
     assert child != parent
-    db = await SessionDB.open(home / "state.db")
-    try:
+    async with cfg.sessions.open_store(home) as db:
         rows = {sid: await db.get_session(sid) for sid in (parent, child)}
-    finally:
-        await db.aclose()
     assert {sid: (r.user_id if r else None) for sid, r in rows.items()} == {parent: "alice", child: "alice"}
     assert own[0]["count"] == 1  # the compressed-away parent is alice's to search
 
@@ -180,7 +193,8 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(home: P
     assert found["count"] == 0 and browse["count"] == 0
 
 
-async def test_a_subagent_runs_for_the_same_principal(home: Path) -> None:
+async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backend) -> None:
+    cfg = config(**backend)
     model = ScriptedModel(
         [
             say("parent turn"),
@@ -192,7 +206,7 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path) -> None:
     )
     handles: list[SessionHandles] = []
     async with open_session(
-        config(),
+        cfg,
         model=model,
         home=home,
         tokenizer=FakeTokenizer(),
@@ -203,11 +217,8 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path) -> None:
         await run_turn(s, "hi")
         await s.delegate("note the build")
     assert handles[0].principal.user_id == "alice"
-    db = await SessionDB.open(home / "state.db")
-    try:
+    async with cfg.sessions.open_store(home) as db:
         sessions = await db.list_sessions(10)
-    finally:
-        await db.aclose()
     assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
     # the subagent wrote into the workspace's MEMORY.md, not the home's or the user's
     assert "web build" in (home / "workspaces" / "web" / "memories" / "MEMORY.md").read_text(encoding="utf-8")

@@ -1,24 +1,14 @@
-"""`session_search` for one principal: another user's sessions can be neither found, browsed,
+"""`session_search` for one principal (on each backend): another user's sessions can be neither found, browsed,
 read nor scrolled, and their ids answer exactly like ids that do not exist."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from memory import SessionSearchTool, SessionStore, StoredMessage, open_session_db
+from memory import SessionSearchTool, SessionStore, StoredMessage
 
 T0 = 1_700_000_000.0
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SessionStore]:
-    async with open_session_db(tmp_path / "state.db") as db:
-        yield db
 
 
 def msg(text: str, at: float, role: str = "user") -> StoredMessage:
