@@ -243,3 +243,28 @@ def test_config_check_names_the_principal(home: Path, capsys: pytest.CaptureFixt
     assert "for user 'ada', workspace 'web'" in capsys.readouterr().out
     assert keel(home, "--workspace", "a b", "config", "check") == 2
     assert "workspace 'a b' is not a safe directory name" in capsys.readouterr().err
+
+
+def test_memory_show_and_skills_list_include_the_shared_workspace_read_only(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "keel.yaml"
+    cfg.write_text("scope:\n  shared_workspace: team\n", encoding="utf-8")
+    assert keel(home, "--workspace", "team", "memory", "add", "memory", "Standup is at nine") == 0
+    skill_dir = home / "workspaces" / "team" / "skills" / "standup"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").write_text(
+        SKILL.format(name="standup", description="Run the standup"), encoding="utf-8"
+    )
+    capsys.readouterr()
+    base = ["--config", str(cfg), "--home", str(home), "--user", "bob"]
+    assert main([*base, "memory", "show", "memory"]) == 0
+    out = capsys.readouterr().out
+    assert "SHARED MEMORY (workspace team, read-only)" in out and "Standup is at nine" in out
+    assert main([*base, "skills", "list"]) == 0
+    assert "standup (shared)" in capsys.readouterr().out
+    assert main([*base, "skills", "show", "standup"]) == 0
+    assert "Run the standup" in capsys.readouterr().out
+    # without the config naming it, bob sees none of it
+    assert keel(home, "--user", "bob", "memory", "show", "memory") == 0
+    assert "Standup" not in capsys.readouterr().out
