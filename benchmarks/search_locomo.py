@@ -1,6 +1,6 @@
 """Retrieval quality of session_search on LoCoMo: recall@1/3/5 of the evidence turns.
 
-    python benchmarks/search_locomo.py [--data PATH] [--json OUT]
+    python benchmarks/search_locomo.py [--data PATH] [--json OUT] [--backend sqlite|postgres|both]
 
 Setup. Each LoCoMo conversation gets its own fresh `state.db` (one user's history), and
 each of its dated sessions becomes one keel session: speaker_a speaks as `user`,
@@ -32,8 +32,15 @@ Strategies, side by side on the same databases (`memory/_search_rank.py`):
 Nothing is tuned per question; the few constants (window decay, coverage weight 1) are
 round numbers chosen on this dev file, and the same script runs on any LoCoMo file.
 
+Backends. `--backend postgres` runs the same on the PostgreSQL store (`--postgres-url`,
+default `$KEEL_TEST_POSTGRES_URL` or postgresql://postgres@127.0.0.1:5432/test), one fresh
+schema per conversation, dropped afterwards; `--backend both` runs both and prints them
+side by side. Ranking differs between the backends (BM25 vs `ts_rank_cd`, Porter vs
+Snowball stemming), so recall may too; the target is PostgreSQL within 0.03 of SQLite.
+
 The data is CC BY-NC 4.0 and read at run time; nothing derived from it is written except
-the optional `--json` report. The last line printed is `recall@5 <value>` for `best`.
+the optional `--json` report. The last lines are `name value`: `recall@5` (SQLite, `best`)
+and/or `pg_recall@5`, plus `pg_recall@5_delta` (PostgreSQL minus SQLite) with `both`.
 """
 
 from __future__ import annotations
@@ -43,20 +50,29 @@ import json
 import sys
 import tempfile
 import time
+import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import Conversation, load_locomo
+from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir
 from memory.sessions._records import StoredMessage
 from memory.sessions._search_rank import SearchStrategy
+from memory.sessions.contract import SessionStore
+from memory.sessions.pg_store import PgSessionStore
 from memory.sessions.search import SessionSearchTool
-from memory.sessions.store import SessionDB, open_session_db
+from memory.sessions.store import open_session_db
+
+Backend = Literal["sqlite", "postgres"]
 
 STRATEGIES: tuple[SearchStrategy, ...] = ("all_terms", "any_terms", "best")
 KS = (1, 3, 5)
@@ -80,7 +96,7 @@ class Tally:
         return self.sums[(strategy, category, k)] / n if n else 0.0
 
 
-async def load_conversation(db: SessionDB, conv: Conversation) -> dict[int, str]:
+async def load_conversation(db: SessionStore, conv: Conversation) -> dict[int, str]:
     """Store every session of one LoCoMo conversation; return message id → dia_id."""
     mapping: dict[int, str] = {}
     for session in conv.sessions:
@@ -114,12 +130,26 @@ def _covered(reply: str, mapping: dict[int, str]) -> list[set[str]]:
     return windows
 
 
-async def run(conversations: list[Conversation]) -> tuple[Tally, dict[str, list[float]]]:
+@asynccontextmanager
+async def fresh_store(backend: Backend, name: str, tmp: Path, url: str) -> AsyncIterator[SessionStore]:
+    """An empty store for one conversation: a new state.db, or a new PostgreSQL schema."""
+    if backend == "sqlite":
+        async with open_session_db(tmp / f"{name}.db") as db:
+            yield db
+        return
+    with temporary_pg_schema(url, f"keel_locomo_{uuid.uuid4().hex[:12]}") as schema:
+        async with await PgSessionStore.open(url, schema=schema, pool_size=2) as pg:
+            yield pg
+
+
+async def run(
+    conversations: list[Conversation], backend: Backend = "sqlite", url: str = ""
+) -> tuple[Tally, dict[str, list[float]]]:
     tally = Tally()
     latencies: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="keel-locomo-") as tmp:
         for conv in conversations:
-            async with open_session_db(Path(tmp) / f"{conv.sample_id}.db") as db:
+            async with fresh_store(backend, conv.sample_id, Path(tmp), url) as db:
                 mapping = await load_conversation(db, conv)
                 known = set(mapping.values())
                 tools = {
@@ -171,15 +201,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=default_data_dir() / "locomo-dev.json")
     parser.add_argument("--json", type=Path, default=None, help="write the table as JSON here")
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument("--postgres-url", default=postgres_url_default(), help="the PostgreSQL server")
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}; pass --data or set KEEL_DATA_DIR", file=sys.stderr)
         return 2
-    tally, latencies = anyio.run(run, load_locomo(args.data))
-    table = report(tally, latencies)
+    conversations = load_locomo(args.data)
+    backends: list[Backend] = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    tables: dict[str, object] = {}
+    recall5: dict[str, float] = {}
+    for backend in backends:
+        print(f"== {backend}")
+        tally, latencies = anyio.run(run, conversations, backend, args.postgres_url)
+        tables[backend] = report(tally, latencies)
+        recall5[backend] = tally.recall("best", 0, 5)
+        print()
+    if len(backends) == 2:
+        print(f"{'strategy best':<16}{'sqlite':>10}{'postgres':>10}")
+        print(f"{'recall@5':<16}{recall5['sqlite']:>10.4f}{recall5['postgres']:>10.4f}")
+        print()
     if args.json is not None:
-        args.json.write_text(json.dumps(table, indent=2) + "\n", encoding="utf-8")
-    print(f"recall@5 {tally.recall('best', 0, 5):.4f}")
+        report_json = tables if len(backends) == 2 else tables[backends[0]]
+        args.json.write_text(json.dumps(report_json, indent=2) + "\n", encoding="utf-8")
+    if "sqlite" in recall5:
+        print(f"recall@5 {recall5['sqlite']:.4f}")
+    if "postgres" in recall5:
+        print(f"pg_recall@5 {recall5['postgres']:.4f}")
+    if len(recall5) == 2:
+        print(f"pg_recall@5_delta {recall5['postgres'] - recall5['sqlite']:+.4f}")
     return 0
 
 

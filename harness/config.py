@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import reprlib
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Literal
 
@@ -28,7 +29,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from harness.errors import ConfigError
-from memory import FlushMode
+from memory import (
+    FlushMode,
+    Principal,
+    ScopeError,
+    SessionStore,
+    check_scope_id,
+    open_session_store,
+    redact_url,
+    session_store_location,
+)
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
@@ -48,11 +58,14 @@ __all__ = [
     "PromptConfig",
     "RecallConfig",
     "RetryConfig",
+    "ScopeConfig",
     "SessionSearchConfig",
+    "SessionsConfig",
     "SkillsConfig",
     "TracesConfig",
     "default_home",
     "load_config",
+    "resolve_principal",
 ]
 
 
@@ -142,8 +155,59 @@ class MemoryConfig(_Section):
     overflow: Literal["reject", "evict_oldest"] = "reject"
     lock_timeout_s: float = Field(10.0, gt=0)
     user_id: str | None = None
+    """Deprecated spelling of `scope.user` (same meaning, same files); kept so old configs work."""
     provider: Literal["none", "holographic"] = "none"
     holographic: HolographicConfig = HolographicConfig()
+
+
+class ScopeConfig(_Section):
+    """Who sessions run for (see `memory.scope` for the layout); every id is one safe directory name."""
+
+    user: str | None = None
+    """The user: their USER.md and episodic sessions. null → the default user (today's layout)."""
+    workspace: str | None = None
+    """The workspace: its MEMORY.md and skills. null → the user's own (the home's for the default user)."""
+    shared_workspace: str | None = None
+    """A workspace every principal also reads: its MEMORY.md as a read-only prompt block, its skills
+    listed and viewable but never changed by the agent."""
+    shared_users: tuple[str, ...] = ()
+    """Users whose past sessions every principal may also search and read (never write)."""
+
+    @field_validator("user", "workspace", "shared_workspace")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope_id(value, what="the id")
+
+    @field_validator("shared_users")
+    @classmethod
+    def _safe_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            check_scope_id(item, what="the user id")
+        return value
+
+
+def resolve_principal(
+    config: KeelConfig, *, user_id: str | None = None, workspace: str | None = None
+) -> Principal:
+    """The principal a session runs for: the arguments, else `scope.*`, else `memory.user_id`.
+
+    Raises:
+        ConfigError: an id is not a safe directory name, or `scope.user` and the deprecated
+            `memory.user_id` name different users.
+    """
+    legacy, scoped = config.memory.user_id, config.scope.user
+    if user_id is None and legacy is not None and scoped is not None and legacy != scoped:
+        raise ConfigError(
+            f"scope.user {scoped!r} and memory.user_id {legacy!r} name different users; "
+            "memory.user_id is the old spelling of scope.user — keep only scope.user"
+        )
+    try:
+        return Principal(
+            user_id=user_id if user_id is not None else (scoped if scoped is not None else legacy),
+            workspace=workspace if workspace is not None else config.scope.workspace,
+        )
+    except ScopeError as exc:
+        raise ConfigError(f"{exc} (from --user/--workspace, scope.* or memory.user_id)") from exc
 
 
 class RecallConfig(_Section):
@@ -187,6 +251,49 @@ class SessionSearchConfig(_Section):
     max_concurrency: int = Field(3, ge=1, le=5)
 
 
+class SessionsConfig(_Section):
+    """Where sessions are stored: `sqlite` (`<home>/state.db`) or a PostgreSQL server."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    url: str | None = None
+    pg_schema: str = Field("keel", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    pool_size: int = Field(4, ge=1, le=100)
+    connect_timeout_s: float = Field(10.0, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError(
+                f"{redact_url(value)!r} is not a PostgreSQL URL; write postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _url_for_postgres(self) -> SessionsConfig:
+        if self.backend == "postgres" and not self.url:
+            raise ValueError(
+                "backend postgres needs sessions.url (postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE, "
+                "or $KEEL_SESSIONS__URL)"
+            )
+        return self
+
+    def open_store(self, home: Path) -> AbstractAsyncContextManager[SessionStore]:
+        """The configured session store, opened on entry and closed on exit (`open_session_store`)."""
+        return open_session_store(
+            self.backend,
+            home=home,
+            url=self.url,
+            pg_schema=self.pg_schema,
+            pool_size=self.pool_size,
+            connect_timeout_s=self.connect_timeout_s,
+        )
+
+    def location(self, home: Path) -> str:
+        """Where sessions are kept: the state.db path, or the URL (no password) and schema."""
+        return session_store_location(self.backend, home=home, url=self.url, pg_schema=self.pg_schema)
+
+
 class SkillsConfig(_Section):
     enabled: bool = True
     guard_agent_created: bool = True
@@ -218,6 +325,7 @@ def _default_prices() -> dict[str, PriceConfig]:
 
 class KeelConfig(_Section):
     home: Path | None = None
+    scope: ScopeConfig = ScopeConfig()
     model: ModelConfig = ModelConfig()
     agent: AgentConfig = AgentConfig()
     limits: LimitsConfig = LimitsConfig()
@@ -226,6 +334,7 @@ class KeelConfig(_Section):
     recall: RecallConfig = RecallConfig()
     compression: CompressionConfig = CompressionConfig()
     session_search: SessionSearchConfig = SessionSearchConfig()
+    sessions: SessionsConfig = SessionsConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
@@ -401,6 +510,8 @@ def _format_validation(exc: ValidationError, source: str) -> str:
             fix = err["msg"][:200]
         got = err.get("input")
         shown = f" (got {_quote(got)})" if got is not None and err["type"] != "extra_forbidden" else ""
+        if err["loc"][:1] == ("sessions",):
+            shown = ""  # the URL may hold a password; the message itself names what is wrong
         lines.append(f"  {path}: {fix}{shown}")
     if len(errors) > _MAX_ERRORS:
         lines.append(f"  … and {len(errors) - _MAX_ERRORS:,} more problems")

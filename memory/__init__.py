@@ -4,6 +4,7 @@
 # `sessions/`  the episodic store (state.db: SQLite FTS5) and the `session_search` tool
 # `providers/` the external-provider contract, the manager, the holographic provider
 # `skills/`    procedural memory: SKILL.md files, their index, tools and guard
+# `scope.py`   who a session runs for (a user, a workspace) and where their files live
 # `scanner.py` the write scanner every layer runs on text bound for a prompt
 # `errors.py`  the whole MemoryLayerError tree, drawn in its docstring
 # `testing.py` a scriptable provider for tests
@@ -42,6 +43,7 @@ from memory.errors import (
     NoMatchError,
     RefusalReason,
     ScanBlockedError,
+    ScopeError,
     SessionConflictError,
     SessionNotFoundError,
     SessionQueryError,
@@ -49,6 +51,7 @@ from memory.errors import (
     SessionStoreBusyError,
     SessionStoreCorruptError,
     SessionStoreError,
+    SessionStoreUnavailableError,
     StoreError,
     StoreFullError,
     StoreIOError,
@@ -73,6 +76,7 @@ from memory.providers import (
     is_trivial,
 )
 from memory.scanner import Finding, FindingCategory, ScanScope, blocked_placeholder, describe_findings, scan
+from memory.scope import MAX_SCOPE_ID_CHARS, Principal, check_scope_id
 from memory.sessions import (
     STATE_DB_NAME,
     AnchoredView,
@@ -83,20 +87,26 @@ from memory.sessions import (
     IndexFeatures,
     MatchMode,
     MessageRecord,
+    PgSessionStore,
     RankedSession,
     SearchHit,
     SearchRoute,
     SearchStrategy,
+    SessionBackend,
     SessionDB,
     SessionRecord,
     SessionSearchArgs,
     SessionSearchTool,
+    SessionStore,
     StoredMessage,
     StoredRole,
     Summarizer,
     open_session_db,
+    open_session_store,
+    redact_url,
     sanitize_fts_query,
     session_search_schema,
+    session_store_location,
 )
 
 __all__ = [
@@ -104,6 +114,7 @@ __all__ = [
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
+    "MAX_SCOPE_ID_CHARS",
     "MEMORY_TOOL_NAME",
     "STATE_DB_NAME",
     "AddOp",
@@ -137,6 +148,8 @@ __all__ = [
     "MessageRecord",
     "NoMatchError",
     "OverflowPolicy",
+    "PgSessionStore",
+    "Principal",
     "RankedSession",
     "Recall",
     "RefusalReason",
@@ -144,9 +157,11 @@ __all__ = [
     "ReplaceOp",
     "ScanBlockedError",
     "ScanScope",
+    "ScopeError",
     "SearchHit",
     "SearchRoute",
     "SearchStrategy",
+    "SessionBackend",
     "SessionConflictError",
     "SessionDB",
     "SessionNotFoundError",
@@ -155,9 +170,11 @@ __all__ = [
     "SessionSchemaError",
     "SessionSearchArgs",
     "SessionSearchTool",
+    "SessionStore",
     "SessionStoreBusyError",
     "SessionStoreCorruptError",
     "SessionStoreError",
+    "SessionStoreUnavailableError",
     "SnapshotPolicy",
     "StoreError",
     "StoreFullError",
@@ -177,13 +194,17 @@ __all__ = [
     "WriteTarget",
     "atomic_write",
     "blocked_placeholder",
+    "check_scope_id",
     "describe_findings",
     "is_trivial",
     "memories_dir",
     "memory_tool_schema",
     "open_session_db",
+    "open_session_store",
+    "redact_url",
     "sanitize_entry",
     "sanitize_fts_query",
     "scan",
     "session_search_schema",
+    "session_store_location",
 ]

@@ -14,8 +14,9 @@
     │       ├── StoreWriteError          writing the file (or the archive) failed on disk
     │       ├── StoreLockTimeout         another writer held the sidecar lock too long
     │       └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
-    ├── SessionStoreError            the episodic session store (state.db)
+    ├── SessionStoreError            the episodic session store (state.db, or a PostgreSQL schema)
     │   ├── SessionStoreBusyError        another process held the write lock past every retry (operator/retry)
+    │   ├── SessionStoreUnavailableError the PostgreSQL server: bad URL, unreachable, login refused (operator)
     │   ├── SessionStoreCorruptError     the file is not a SQLite database, or it is damaged (operator)
     │   ├── SessionSchemaError           written by a newer keel, or a migration failed (operator)
     │   ├── SessionNotFoundError         no session (or message) with that id (caller)
@@ -27,13 +28,15 @@
     │   ├── SkillConflictError           the name is taken, or a bare name is ambiguous (caller)
     │   ├── SkillBlockedError            the security guard refused the content; carries the report (caller)
     │   └── SkillStorageError            the disk or the writer lock failed (operator)
-    └── HolographicError             the holographic provider
-        ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
-        └── FactStoreError               the fact database could not be opened or used (operator)
+    ├── HolographicError             the holographic provider
+    │   ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
+    │   └── FactStoreError               the fact database could not be opened or used (operator)
+    └── ScopeError                   a user or workspace id is not a safe directory name (operator)
 
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
 can report a stable machine-readable cause next to the human message. Third-party errors
 are translated into this tree at one boundary each (`sqlite3` in `memory/_sqlite.py`,
+psycopg in `memory/sessions/_pg_conn.py`,
 the filesystem in `memory/curated/_disk.py` and `memory/_atomic.py`) and chained with `from`.
 Tool handlers turn every one of these into a JSON error the model can read; none of them
 escapes into the turn loop.
@@ -60,6 +63,7 @@ __all__ = [
     "NoMatchError",
     "RefusalReason",
     "ScanBlockedError",
+    "ScopeError",
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionQueryError",
@@ -67,6 +71,7 @@ __all__ = [
     "SessionStoreBusyError",
     "SessionStoreCorruptError",
     "SessionStoreError",
+    "SessionStoreUnavailableError",
     "SkillBlockedError",
     "SkillConflictError",
     "SkillError",
@@ -189,12 +194,18 @@ class DriftError(StoreIOError):
         super().__init__(message)
         self.backup = backup
 
+
 class SessionStoreError(MemoryLayerError):
     """Root of every error the session store raises on purpose."""
 
 
 class SessionStoreBusyError(SessionStoreError):
     """The database stayed locked by another writer after the busy timeout and every retry."""
+
+
+class SessionStoreUnavailableError(SessionStoreError):
+    """The PostgreSQL session store cannot be used: a bad URL, a server that does not answer,
+    a refused login, a missing database. The message names the URL (password hidden) and the fix."""
 
 
 class SessionStoreCorruptError(SessionStoreError):
@@ -255,3 +266,7 @@ class FactInputError(HolographicError):
 
 class FactStoreError(HolographicError):
     """The fact database failed; the message says which file and what to do."""
+
+
+class ScopeError(MemoryLayerError, ValueError):
+    """A user or workspace id cannot name a directory; nothing was read or written."""

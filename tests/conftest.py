@@ -1,10 +1,13 @@
-"""Shared test fixtures: an isolated keel home, the data directory, the anyio backend."""
+"""Shared test fixtures: an isolated keel home, the data directory, the anyio backend, PostgreSQL."""
 
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,3 +40,34 @@ def locomo_path() -> Path:
     if not path.exists():
         pytest.skip(f"LoCoMo data not found at {path}; set KEEL_DATA_DIR to the shared data directory")
     return path
+
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """`$KEEL_TEST_POSTGRES_URL` (default: trust auth on 127.0.0.1:5432, database `test`).
+
+    Where no server answers the tests using it skip with the reason, unless
+    `KEEL_REQUIRE_POSTGRES=1` (set by `.ci/run`), where they fail instead.
+    """
+    url = os.environ.get("KEEL_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        reason = f"no PostgreSQL server answers at {url!r} ({str(exc).strip().splitlines()[0]}); set KEEL_TEST_POSTGRES_URL"
+        if os.environ.get("KEEL_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"KEEL_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return url
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[str]:
+    """A fresh schema name for one test; the schema (if the test made it) is dropped afterwards."""
+    name = f"keel_test_{uuid.uuid4().hex[:16]}"
+    yield name
+    with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

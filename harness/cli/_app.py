@@ -58,6 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--home", metavar="DIR", help="keel home directory (default: $KEEL_HOME, else ~/.keel)"
     )
+    parser.add_argument(
+        "--user",
+        metavar="ID",
+        help="the user to act for: their USER.md, sessions and traces (default: config scope.user)",
+    )
+    parser.add_argument(
+        "--workspace",
+        metavar="ID",
+        help="the workspace to act in: its MEMORY.md and skills (default: config scope.workspace)",
+    )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for register in _registrars():
         register(sub)

@@ -10,9 +10,17 @@ from typing import TypeAlias
 
 from rich.console import Console
 
-from harness.config import KeelConfig, load_config
+from harness.config import KeelConfig, load_config, resolve_principal
+from memory import Principal
 
-__all__ = ["Subparsers", "config_from_args", "console", "err_console", "home_from_args"]
+__all__ = [
+    "Subparsers",
+    "config_from_args",
+    "console",
+    "err_console",
+    "home_from_args",
+    "principal_from_args",
+]
 
 # argparse exposes no public name for the subparsers action.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -24,13 +32,34 @@ err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isa
 
 
 def config_from_args(args: argparse.Namespace) -> KeelConfig:
-    """Load the config named by `--config` (or `$KEEL_CONFIG`), with `--home` applied."""
+    """Load the config named by `--config` (or `$KEEL_CONFIG`), with `--home`, `--user` and
+    `--workspace` applied (the ids are checked by `resolve_principal`, where they are used)."""
     raw = getattr(args, "config", None) or os.environ.get("KEEL_CONFIG")
     cfg = load_config(Path(raw) if raw else None, os.environ)
     home = getattr(args, "home", None)
     if home:
         cfg = cfg.model_copy(update={"home": Path(home)})
+    scope: dict[str, object] = {}
+    for flag, key in (("user", "user"), ("workspace", "workspace")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            scope[key] = value
+    if scope:
+        update: dict[str, object] = {"scope": cfg.scope.model_copy(update=scope)}
+        if "user" in scope:  # the flag wins over the deprecated memory.user_id too
+            update["memory"] = cfg.memory.model_copy(update={"user_id": None})
+        cfg = cfg.model_copy(update=update)
     return cfg
+
+
+def principal_from_args(args: argparse.Namespace) -> tuple[KeelConfig, Principal]:
+    """The config and the principal this invocation acts for (`--user`/`--workspace`, else config).
+
+    Raises:
+        ConfigError: an id is not a safe directory name.
+    """
+    cfg = config_from_args(args)
+    return cfg, resolve_principal(cfg)
 
 
 def home_from_args(args: argparse.Namespace) -> Path:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, console, principal_from_args
 
 __all__ = ["register"]
 
 
 def _check(args: argparse.Namespace) -> int:
-    cfg = config_from_args(args)
+    cfg, principal = principal_from_args(args)  # also checks --user / --workspace
     console.print(
-        f"config OK — model provider {cfg.model.provider!r}, home {str(cfg.resolved_home(os.environ))!r}"
+        f"config OK — model provider {cfg.model.provider!r}, home {str(cfg.resolved_home(os.environ))!r}, "
+        f"for {principal.describe()}",
+        markup=False,
     )
     return 0
 

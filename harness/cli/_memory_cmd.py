@@ -9,8 +9,9 @@ from typing import cast, get_args
 
 import anyio
 
-from harness.cli._common import Subparsers, config_from_args, console
-from harness.errors import ConfigError, KeelError
+from harness.cli._common import Subparsers, console, principal_from_args
+from harness.errors import KeelError
+from harness.loop.scoped import curated_store, shared_memory_store
 from memory import (
     AmbiguousMatchError,
     MemoryLayerError,
@@ -19,7 +20,6 @@ from memory import (
     NoMatchError,
     StoreFullError,
     WriteResult,
-    memories_dir,
 )
 
 __all__ = ["register"]
@@ -34,21 +34,8 @@ def preview(entry: str, width: int = 80) -> str:
 
 
 def _store(args: argparse.Namespace) -> MemoryStore:
-    cfg = config_from_args(args)
-    mem = cfg.memory
-    try:
-        directory = memories_dir(cfg.resolved_home(os.environ), user_id=mem.user_id)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-    return MemoryStore(
-        directory,
-        memory_char_limit=mem.memory_char_limit,
-        user_char_limit=mem.user_char_limit,
-        overflow=mem.overflow,
-        lock_timeout_s=mem.lock_timeout_s,
-        memory_enabled=mem.memory_enabled,
-        user_profile_enabled=mem.user_profile_enabled,
-    )
+    cfg, principal = principal_from_args(args)
+    return curated_store(cfg, cfg.resolved_home(os.environ), principal, policy="frozen")
 
 
 def _targets(args: argparse.Namespace) -> tuple[MemoryTarget, ...]:
@@ -156,6 +143,10 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     store = _loaded(args)
+    cfg, principal = principal_from_args(args)
+    shared = shared_memory_store(cfg, cfg.resolved_home(os.environ), principal)
+    if shared is not None:
+        anyio.run(shared.load)
     blocks: list[str] = []
     for target in _targets(args):
         problems = _status_lines(store, target)
@@ -165,6 +156,8 @@ def _show(args: argparse.Namespace) -> int:
         elif not problems:
             blocks.append(f"({FILE_NAMES[target]} is empty; add with `keel memory add {target} TEXT`)")
         blocks.extend(problems)
+        if target == "memory" and shared is not None and shared.snapshot("memory"):
+            blocks.append(shared.snapshot("memory"))
     console.out("\n\n".join(blocks), highlight=False)
     return 0
 
@@ -172,6 +165,8 @@ def _show(args: argparse.Namespace) -> int:
 def _path(args: argparse.Namespace) -> int:
     store = _store(args)
     rows = [("memories", store.directory)]
+    if store.path("user").parent != store.directory:  # a workspace's MEMORY.md beside a user's USER.md
+        rows.append(("memories (user)", store.path("user").parent))
     rows += [(FILE_NAMES[t], store.path(t)) for t in _TARGETS]
     rows.append(("ARCHIVE.jsonl", store.archive_path))
     width = max(len(label) for label, _ in rows)

@@ -1,27 +1,32 @@
-"""`keel sessions list|show|search|path`: look through the episodic history in `<home>/state.db`."""
+"""`keel sessions list|show|search|path`: look through the episodic history (`<home>/state.db`,
+or the PostgreSQL server `sessions.url` names).
+
+Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
+`scope.shared_users`): another user's session id is answered like a missing one.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar
 
 import anyio
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console, home_from_args
+from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
 from harness.errors import CommandError
+from harness.loop.scoped import session_user_ids
 from memory import (
     STATE_DB_NAME,
     MessageRecord,
-    SessionDB,
     SessionRecord,
     SessionSearchTool,
+    SessionStore,
     SessionStoreError,
-    open_session_db,
 )
 
 __all__ = ["register"]
@@ -31,9 +36,14 @@ T = TypeVar("T")
 _NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as you chat with keel."
 
 
+def _user_ids(args: argparse.Namespace) -> tuple[str, ...]:
+    cfg, principal = principal_from_args(args)
+    return session_user_ids(cfg, principal)
 
-def _db_path(args: argparse.Namespace) -> Path:
-    return home_from_args(args) / STATE_DB_NAME
+
+def _where(args: argparse.Namespace) -> str:
+    config = config_from_args(args)
+    return config.sessions.location(config.resolved_home(os.environ))
 
 
 def _when(timestamp: float | None) -> str:
@@ -42,15 +52,17 @@ def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _with_db(args: argparse.Namespace, work: Callable[[SessionDB], Awaitable[T]]) -> T | None:
+def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[T]]) -> T | None:
     """Run `work` on the store; None (after saying so) when there is no store yet."""
-    path = _db_path(args)
-    if not path.exists():
+    config = config_from_args(args)
+    home = config.resolved_home(os.environ)
+    path = home / STATE_DB_NAME
+    if config.sessions.backend == "sqlite" and not path.exists():
         console.print(_NO_SESSIONS.format(path=path), markup=False)
         return None
 
     async def main() -> T:
-        async with open_session_db(path) as db:
+        async with config.sessions.open_store(home) as db:
             return await work(db)
 
     try:
@@ -80,13 +92,14 @@ def _search_limit(text: str) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    sessions = _with_db(args, lambda db: db.list_sessions(args.limit))
+    users = _user_ids(args)
+    sessions = _with_db(args, lambda db: db.list_sessions(args.limit, user_ids=users))
     if sessions is None:
         return 0
     if not sessions:
         console.print("No sessions yet.")
         return 0
-    table = Table(title=f"sessions in {_db_path(args)}", title_justify="left")
+    table = Table(title=f"sessions in {_where(args)}", title_justify="left")
     for column in ("id", "started", "source", "model", "messages", "end reason", "parent"):
         table.add_column(column, justify="right" if column == "messages" else "left", overflow="fold")
     for s in sessions:
@@ -117,12 +130,12 @@ def _message_text(record: MessageRecord, *, marker: str = " ") -> Text:
 
 
 def _show(args: argparse.Namespace) -> int:
-    async def work(db: SessionDB) -> tuple[SessionRecord, list[MessageRecord]]:
+    users = _user_ids(args)
+
+    async def work(db: SessionStore) -> tuple[SessionRecord, list[MessageRecord]]:
         session = await db.get_session(args.session_id)
-        if session is None:
-            raise CommandError(
-                f"no session {args.session_id!r}; run `keel sessions list` to see the ids"
-            )
+        if session is None or session.user_id not in users:
+            raise CommandError(f"no session {args.session_id!r}; run `keel sessions list` to see the ids")
         return session, await db.get_messages(args.session_id)
 
     found = _with_db(args, work)
@@ -146,12 +159,13 @@ def _show(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     limit = args.limit or config_from_args(args).session_search.default_limit
+    users = _user_ids(args)
     query = " ".join(args.query).strip()
     if not query:
         raise CommandError("the search query is empty; give some words to look for")
 
-    async def work(db: SessionDB) -> int:
-        tool = SessionSearchTool(db, current_session_id=lambda: None)
+    async def work(db: SessionStore) -> int:
+        tool = SessionSearchTool(db, current_session_id=lambda: None, user_ids=users)
         results = await tool.discover(query, limit=limit)
         if not results:
             console.print(f"No matching sessions found for {query!r}.", markup=False)
@@ -180,7 +194,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    console.print(str(_db_path(args)), markup=False, soft_wrap=True)
+    console.print(_where(args), markup=False, soft_wrap=True)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`keel skills list|show|path`: inspect the skill library under `<home>/skills`."""
+"""`keel skills list|show|path`: inspect the principal's skill library (`<home>/skills` by default)."""
 
 from __future__ import annotations
 
@@ -9,32 +9,42 @@ import sys
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import CommandError
-from memory.skills import SkillBlockedError, SkillError, SkillLibrary
+from harness.loop.scoped import shared_skill_library, skill_library
+from memory.skills import SkillBlockedError, SkillError, SkillLibrary, SkillNotFoundError, visible_shared
 
 __all__ = ["register"]
 
 
+def _libraries(args: argparse.Namespace) -> tuple[SkillLibrary, SkillLibrary | None]:
+    """The principal's library and the shared workspace's (read-only), if the config names one."""
+    cfg, principal = principal_from_args(args)
+    home = cfg.resolved_home(os.environ)
+    return skill_library(cfg, home, principal), shared_skill_library(cfg, home, principal)
+
 
 def _library(args: argparse.Namespace) -> SkillLibrary:
-    cfg = config_from_args(args)
-    return SkillLibrary(
-        cfg.resolved_home(os.environ) / "skills", guard_agent_created=cfg.skills.guard_agent_created
-    )
+    return _libraries(args)[0]
 
 
 def _list(args: argparse.Namespace) -> int:
-    library = _library(args)
+    library, shared = _libraries(args)
     scan = library.scan()
-    if not scan.skills and not scan.problems:
+    shared_scan = None if shared is None else shared.scan()
+    visible = [] if shared_scan is None else visible_shared(scan, shared_scan)
+    if not scan.skills and not scan.problems and not visible:
         console.print(f"no skills yet in {str(library.root)!r}")
         return 0
-    if scan.skills:
+    if scan.skills or visible:
         table = Table("category", "name", "description", "files")
         for skill in scan.skills:
             # Text(), not str: a description with [brackets] must not be read as rich markup.
             table.add_row(skill.category, skill.name, Text(skill.description), str(len(skill.files)))
+        for skill in visible:
+            table.add_row(
+                skill.category, Text(f"{skill.name} (shared)"), Text(skill.description), str(len(skill.files))
+            )
         console.print(table)
     for problem in scan.problems:
         console.print(f"skipped {problem.path} ({problem.problem}): {problem.reason}", markup=False)
@@ -42,9 +52,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    library = _library(args)
+    library, shared = _libraries(args)
     try:
-        view = library.view(args.name, args.file)
+        try:
+            view = library.view(args.name, args.file)
+        except SkillNotFoundError:
+            if shared is None:
+                raise
+            library = shared
+            view = shared.view(args.name, args.file)
     except SkillBlockedError as exc:
         raise CommandError(f"{exc}; the files are under {str(library.root)!r}") from exc
     except SkillError as exc:

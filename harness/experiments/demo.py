@@ -24,7 +24,7 @@ import anyio.to_thread
 from pydantic import JsonValue
 
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
-from harness.config import KeelConfig
+from harness.config import KeelConfig, resolve_principal
 from harness.events import (
     CompressionFinished,
     CompressionStarted,
@@ -39,7 +39,7 @@ from harness.loop.open import SessionHandles, open_session
 from harness.models.base import ModelClient
 from harness.tokens import Tokenizer
 from harness.trace import TraceRecord, read_trace
-from memory import MemoryStore, MemoryTarget, memories_dir
+from memory import MemoryStore, MemoryTarget
 
 __all__ = ["DEMO_TURNS", "CompressionRun", "DemoResult", "PolicyRun", "TurnRow", "demo_config", "run_demo"]
 
@@ -221,7 +221,10 @@ async def _run_policy(
 ) -> tuple[PolicyRun, CompressionRun | None]:
     home = root / policy
     cfg = apply_overrides(demo_config(config), {"memory": {"snapshot_policy": policy}})
-    side = MemoryStore(memories_dir(home))
+    principal = resolve_principal(cfg)
+    side = MemoryStore(
+        principal.workspace_memories_dir(home), user_directory=principal.user_memories_dir(home)
+    )
     handles: list[SessionHandles] = []
     walls: dict[int, float] = {}
     in_turn: dict[int, CompressionRun] = {}

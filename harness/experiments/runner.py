@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 from pydantic import JsonValue
 
-from harness.config import KeelConfig
+from harness.config import KeelConfig, resolve_principal
 from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, FlushCompleted, TextDelta, TurnEnded
 from harness.experiments.scenario import MemoryWriteSpec, Scenario, TurnSpec
@@ -25,7 +25,7 @@ from harness.experiments.scenario_model import ScenarioModel
 from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.base import ModelClient
-from memory import MemoryStore, memories_dir
+from memory import MemoryStore
 
 __all__ = ["ProbeResult", "RunResult", "TurnStat", "apply_overrides", "run_scenario"]
 
@@ -88,12 +88,19 @@ def apply_overrides(config: KeelConfig, overrides: Mapping[str, JsonValue]) -> K
         raise ConfigError(f"scenario config overrides are invalid: {exc}") from exc
 
 
-async def _seed_memory(home: Path, scenario: Scenario, config: KeelConfig) -> None:
-    store = MemoryStore(
-        memories_dir(home, user_id=config.memory.user_id),
+def _store(config: KeelConfig, home: Path) -> MemoryStore:
+    """The curated files the session under test uses (its principal's), with the config's limits."""
+    principal = resolve_principal(config)
+    return MemoryStore(
+        principal.workspace_memories_dir(home),
+        user_directory=principal.user_memories_dir(home),
         memory_char_limit=config.memory.memory_char_limit,
         user_char_limit=config.memory.user_char_limit,
     )
+
+
+async def _seed_memory(home: Path, scenario: Scenario, config: KeelConfig) -> None:
+    store = _store(config, home)
     for entry in scenario.initial_memory.memory:
         await store.add("memory", entry)
     for entry in scenario.initial_memory.user:
@@ -185,11 +192,7 @@ async def run_scenario(
     scenario_model = ScenarioModel(scenario) if scripted else None
     client = scenario_model if scenario_model is not None else model
     ask = (not scripted) if ask_probes is None else ask_probes
-    other_writer = MemoryStore(
-        memories_dir(home, user_id=cfg.memory.user_id),
-        memory_char_limit=cfg.memory.memory_char_limit,
-        user_char_limit=cfg.memory.user_char_limit,
-    )
+    other_writer = _store(cfg, home)
     trace_path = home / "traces" / f"{label}.jsonl"
     handles: list[SessionHandles] = []
     stats: list[TurnStat] = []

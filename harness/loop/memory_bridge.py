@@ -8,7 +8,7 @@ store returns its own value types. This module is the one place that maps them:
   providers about each write only after it committed;
 - `json_tool`: any memory-side handler (session_search, skills, provider tools) as a tool;
 - `ManagerHooks`: `MemoryManager` as the session's `ProviderHooks`;
-- `DbRecorder`: `SessionDB` as the session's `Recorder`.
+- `DbRecorder`: a `SessionStore` as the session's `Recorder`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from memory import (
     MemoryStore,
     MemoryTool,
     MemoryWrite,
-    SessionDB,
+    SessionStore,
     StoredMessage,
     SwitchReason,
     TurnMessage,
@@ -90,17 +90,28 @@ def json_tool(schema: JsonObject, handler: Callable[[JsonValue], Awaitable[str]]
 
 
 class StoreMemory:
-    """The curated store as the session's `MemoryPort`."""
+    """The curated store as the session's `MemoryPort`.
 
-    def __init__(self, store: MemoryStore, tool: MemoryTool) -> None:
+    A `shared` store (a shared workspace's MEMORY.md) is frozen with the session's own and
+    shown after it in the MEMORY slot; the memory tool never writes to it.
+    """
+
+    def __init__(self, store: MemoryStore, tool: MemoryTool, *, shared: MemoryStore | None = None) -> None:
         self.store = store
         self.tool = tool
+        self.shared = shared
 
     async def load(self) -> None:
         await self.store.load()
+        if self.shared is not None:
+            await self.shared.load()
 
     async def prompt_blocks(self) -> MemoryBlocks:
-        return await self.store.prompt_blocks()
+        own = await self.store.prompt_blocks()
+        if self.shared is None:
+            return own
+        shared = (await self.shared.prompt_blocks()).memory
+        return MemoryBlocks(memory="\n\n".join(b for b in (own.memory, shared) if b), user=own.user)
 
     def start_turn(self) -> None:
         self.tool.start_turn()
@@ -220,12 +231,19 @@ def stored(message: Message, *, timestamp: float, token_count: int | None) -> St
 
 
 class DbRecorder:
-    """`SessionDB` as the session's `Recorder`."""
+    """A `SessionStore` as the session's `Recorder`.
 
-    def __init__(self, db: SessionDB, *, source: str, clock: Callable[[], float] = time.time) -> None:
+    Every session it starts — the first, each child after a compression, a new conversation —
+    is recorded for `user_id`, so a lineage never leaves its principal's scope.
+    """
+
+    def __init__(
+        self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time, user_id: str = ""
+    ) -> None:
         self.db = db
         self._source = source
         self._clock = clock
+        self.user_id = user_id
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
         await self.db.create_session(
@@ -234,6 +252,7 @@ class DbRecorder:
             started_at=self._clock(),
             model=model,
             parent_session_id=parent_session_id,
+            user_id=self.user_id,
         )
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:

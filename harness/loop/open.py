@@ -7,11 +7,15 @@ async with open_session(config) as session:
             ...
 ```
 
+Everything is opened for one principal (`user_id`, `workspace`; `memory.scope` draws the
+layout): its curated files, its sessions, its skills, its provider data and its traces.
+
 It opens, in this order (and closes in reverse), one named step each: the model (starting
 the embedded model when the config says `local`) and the summary model, the tokenizer, the
-curated store and its `memory` tool, the session store `state.db`, the memory manager with
-the optional external provider, the skill library, the tool registry, the trace file, and a
-task group that owns every background task of the session.
+curated store and its `memory` tool, the session store (`sessions.backend`: `state.db` or
+PostgreSQL), the memory manager with the optional external provider, the skill library,
+the tool registry, the trace file, and a task group that owns every background task of
+the session.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from harness.config import KeelConfig
+from harness.config import KeelConfig, resolve_principal
 from harness.errors import ConfigError
 from harness.events import TurnEnded
 from harness.loop._groups import single_error
@@ -38,6 +42,14 @@ from harness.loop.memory_bridge import (
     json_tool,
     memory_tool,
     provider_tools,
+)
+from harness.loop.scoped import (
+    curated_store,
+    session_user_ids,
+    shared_memory_store,
+    shared_skill_library,
+    skill_library,
+    trace_dir,
 )
 from harness.loop.session import Session, Spawn
 from harness.loop.settings import SessionSettings
@@ -57,9 +69,9 @@ from memory import (
     MemoryStore,
     MemoryTarget,
     MemoryTool,
-    SessionDB,
+    Principal,
     SessionSearchTool,
-    memories_dir,
+    SessionStore,
     memory_tool_schema,
     session_search_schema,
 )
@@ -89,8 +101,9 @@ class SessionHandles:
     """The parts `open_session` built, for callers that need them (CLI, experiments)."""
 
     home: Path
+    principal: Principal
     store: MemoryStore | None
-    db: SessionDB
+    db: SessionStore
     skills: SkillLibrary | None
     manager: MemoryManager
     trace_path: Path | None
@@ -138,20 +151,11 @@ async def _open_models(
     return model, summary
 
 
-def _curated(config: KeelConfig, home: Path) -> tuple[MemoryStore, MemoryTool] | None:
+def _curated(config: KeelConfig, home: Path, principal: Principal) -> tuple[MemoryStore, MemoryTool] | None:
     m = config.memory
     if not (m.memory_enabled or m.user_profile_enabled):
         return None
-    store = MemoryStore(
-        memories_dir(home, user_id=m.user_id),
-        memory_char_limit=m.memory_char_limit,
-        user_char_limit=m.user_char_limit,
-        policy=m.snapshot_policy,
-        overflow=m.overflow,
-        lock_timeout_s=m.lock_timeout_s,
-        memory_enabled=m.memory_enabled,
-        user_profile_enabled=m.user_profile_enabled,
-    )
+    store = curated_store(config, home, principal)
     return store, MemoryTool(store)
 
 
@@ -185,6 +189,7 @@ async def _open_manager(
     first_id: str,
     agent_context: AgentContext,
     provider: MemoryProvider | None,
+    principal: Principal,
 ) -> MemoryManager:
     m = config.memory
     manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
@@ -204,7 +209,11 @@ async def _open_manager(
             )
         )
     await manager.initialize(
-        first_id, agent_context=agent_context, home=home, platform=config.agent.platform, user_id=m.user_id
+        first_id,
+        agent_context=agent_context,
+        home=home,
+        platform=config.agent.platform,
+        user_id=principal.user_id,
     )
     stack.push_async_callback(manager.shutdown)
     return manager
@@ -214,10 +223,12 @@ def _tools(
     config: KeelConfig,
     *,
     curated: tuple[MemoryStore, MemoryTool] | None,
-    db: SessionDB,
+    db: SessionStore,
     skills: SkillLibrary | None,
+    shared_skills: SkillLibrary | None,
     manager: MemoryManager,
     ref: _SessionRef,
+    principal: Principal,
 ) -> ToolRegistry:
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     if curated is not None:
@@ -240,27 +251,41 @@ def _tools(
             summarize=ss.summarize,
             max_concurrency=ss.max_concurrency,
             default_limit=ss.default_limit,
+            user_ids=session_user_ids(config, principal),
         )
         registry.add(json_tool(session_search_schema(load_text("tool_session_search")), search.handle))
     if skills is not None:
-        registry.add(json_tool(skills_list_schema(load_text("tool_skills_list")), SkillsListTool(skills)))
-        registry.add(json_tool(skill_view_schema(load_text("tool_skill_view")), SkillViewTool(skills)))
-        registry.add(json_tool(skill_manage_schema(load_text("tool_skill_manage")), SkillManageTool(skills)))
+        shared = shared_skills
+        registry.add(
+            json_tool(
+                skills_list_schema(load_text("tool_skills_list")), SkillsListTool(skills, shared=shared)
+            )
+        )
+        registry.add(
+            json_tool(skill_view_schema(load_text("tool_skill_view")), SkillViewTool(skills, shared=shared))
+        )
+        registry.add(
+            json_tool(
+                skill_manage_schema(load_text("tool_skill_manage")), SkillManageTool(skills, shared=shared)
+            )
+        )
     for tool in provider_tools(manager):
         registry.add(tool)
     return registry
 
 
-def _skills(config: KeelConfig, home: Path) -> SkillLibrary | None:
+def _skills(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
     if not config.skills.enabled:
         return None
-    return SkillLibrary(home / "skills", guard_agent_created=config.skills.guard_agent_created)
+    return skill_library(config, home, principal)
 
 
-def _trace(config: KeelConfig, home: Path, trace_path: Path | None, first_id: str) -> TraceWriter | None:
+def _trace(
+    config: KeelConfig, home: Path, principal: Principal, trace_path: Path | None, first_id: str
+) -> TraceWriter | None:
     if not config.traces.enabled:
         return None
-    return TraceWriter(trace_path or (config.traces.dir or home / "traces") / f"{first_id}.jsonl")
+    return TraceWriter(trace_path or trace_dir(config, home, principal) / f"{first_id}.jsonl")
 
 
 def _spawner(
@@ -268,11 +293,13 @@ def _spawner(
     *,
     model: ModelClient,
     home: Path,
+    principal: Principal,
+    db: SessionStore,
     tokenizer: Tokenizer,
     cwd: Path | None,
     today: Callable[[], date],
 ) -> Spawn:
-    """How a session starts a subagent: a fresh session on the same model, as `subagent`."""
+    """How a session starts a subagent: a fresh session on the same model and principal, as `subagent`."""
 
     async def spawn(task: str) -> tuple[str, str]:
         async with open_session(
@@ -284,6 +311,9 @@ def _spawner(
             cwd=cwd,
             today=today,
             agent_context="subagent",
+            user_id=principal.user_id,
+            workspace=principal.workspace,
+            session_store=db,
         ) as child:
             async with child.run_turn(task) as events:
                 ended = [ev async for ev in events if isinstance(ev, TurnEnded)]
@@ -307,6 +337,9 @@ async def open_session(
     agent_context: AgentContext = "primary",
     provider: MemoryProvider | None = None,
     handles: list[SessionHandles] | None = None,
+    user_id: str | None = None,
+    workspace: str | None = None,
+    session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """Open a session as the config describes; close everything on exit.
 
@@ -322,6 +355,14 @@ async def open_session(
             memory providers from writing what this run says).
         provider: an external memory provider to use instead of the one `memory.provider` names.
         handles: if given, receives the parts built (for commands that need the store or db).
+        user_id: the user this session runs for (default: config `scope.user`, else the
+            deprecated `memory.user_id`, else the default user): their USER.md, sessions,
+            provider data and traces.
+        workspace: the workspace (default: config `scope.workspace`, else the user's own):
+            its MEMORY.md and skills.
+        session_store: an open session store to record into and search, shared by many
+            sessions of one process (a server); the caller opens and closes it. Default: the
+            session opens the configured store itself.
 
     Raises:
         ConfigError, LocalModelError: the configuration or the embedded model is unusable.
@@ -341,6 +382,9 @@ async def open_session(
             agent_context=agent_context,
             provider=provider,
             handles=handles,
+            user_id=user_id,
+            workspace=workspace,
+            session_store=session_store,
         ) as session:
             yield session
 
@@ -360,8 +404,13 @@ async def _open(
     agent_context: AgentContext,
     provider: MemoryProvider | None,
     handles: list[SessionHandles] | None,
+    user_id: str | None,
+    workspace: str | None,
+    session_store: SessionStore | None,
 ) -> AsyncIterator[Session]:
     env = os.environ if environ is None else environ
+    # First, so an unsafe id is refused before anything is created on disk.
+    principal = resolve_principal(config, user_id=user_id, workspace=workspace)
     home = (home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
     ref = _SessionRef(new_session_id())
@@ -371,15 +420,32 @@ async def _open(
         if model is None:
             model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
         tokenizer = tokenizer or await load_tokenizer(config.model.tokenizer)
-        curated = _curated(config, home)
-        db = await SessionDB.open(home / "state.db")
-        stack.push_async_callback(db.aclose)
+        curated = _curated(config, home, principal)
+        db = session_store
+        if db is None:
+            db = await stack.enter_async_context(config.sessions.open_store(home))
         manager = await _open_manager(
-            stack, config, home=home, first_id=first_id, agent_context=agent_context, provider=provider
+            stack,
+            config,
+            home=home,
+            first_id=first_id,
+            agent_context=agent_context,
+            provider=provider,
+            principal=principal,
         )
-        skills = _skills(config, home)
-        registry = _tools(config, curated=curated, db=db, skills=skills, manager=manager, ref=ref)
-        trace = _trace(config, home, trace_path, first_id)
+        skills = _skills(config, home, principal)
+        shared_skills = None if skills is None else shared_skill_library(config, home, principal)
+        registry = _tools(
+            config,
+            curated=curated,
+            db=db,
+            skills=skills,
+            shared_skills=shared_skills,
+            manager=manager,
+            ref=ref,
+            principal=principal,
+        )
+        trace = _trace(config, home, principal, trace_path, first_id)
         tg = await stack.enter_async_context(anyio.create_task_group())
         gather = static_slot_gatherer(
             config,
@@ -387,6 +453,7 @@ async def _open(
             tools=registry,
             manager=manager,
             skills=skills,
+            shared_skills=shared_skills,
             model_name=model.model_name,
             today=today,
             cwd=cwd or config.prompt.cwd or Path.cwd(),
@@ -398,20 +465,33 @@ async def _open(
             counter=TokenCounter(tokenizer),
             tools=registry,
             assembler=PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=tokenizer),
-            memory=None if curated is None else StoreMemory(*curated),
-            recorder=DbRecorder(db, source=source),
+            memory=None
+            if curated is None
+            else StoreMemory(*curated, shared=shared_memory_store(config, home, principal)),
+            recorder=DbRecorder(db, source=source, user_id=principal.session_user),
             providers=ManagerHooks(manager, tg, warm_wait_s=config.recall.warm_wait_s),
             background=tg,
             trace=trace,
             new_id=ref.next_id,
             today=today,
-            spawn=_spawner(config, model=model, home=home, tokenizer=tokenizer, cwd=cwd, today=today),
+            spawn=_spawner(
+                config,
+                model=model,
+                home=home,
+                principal=principal,
+                db=db,
+                tokenizer=tokenizer,
+                cwd=cwd,
+                today=today,
+            ),
         )
         ref.session = session
         if handles is not None:
             store = None if curated is None else curated[0]
             handles.append(
-                SessionHandles(home, store, db, skills, manager, None if trace is None else trace.path)
+                SessionHandles(
+                    home, principal, store, db, skills, manager, None if trace is None else trace.path
+                )
             )
         await session.start()
         for warning in [] if curated is None else _memory_warnings(curated[0]):

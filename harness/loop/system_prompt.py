@@ -118,6 +118,7 @@ def static_slot_gatherer(
     manager: MemoryManager,
     skills: SkillLibrary | None,
     model_name: str,
+    shared_skills: SkillLibrary | None = None,
     today: Callable[[], date],
     cwd: Path,
 ) -> StaticSlots:
@@ -162,7 +163,7 @@ def static_slot_gatherer(
             context = render_context_files(files)
         skills_index = ""
         if skills is not None and "skill_view" in tools:
-            skills_index = await load_skills_index(skills, load_text("skills_index"))
+            skills_index = await load_skills_index(skills, load_text("skills_index"), shared=shared_skills)
         return {
             "identity": identity,
             "tool_guidance": "\n\n".join(guidance),

@@ -117,15 +117,18 @@ def measure(target: MemoryTarget, entries: Sequence[str], limit: int) -> MemoryU
     return MemoryUsage(target=target, chars=chars, limit=limit, percent=percent, entry_count=len(entries))
 
 
-def render_block(target: MemoryTarget, entries: Sequence[str], usage: MemoryUsage) -> str:
+def render_block(
+    target: MemoryTarget, entries: Sequence[str], usage: MemoryUsage, *, title: str | None = None
+) -> str:
     """The prompt block: rule, header with the gauge, rule, entries. Empty store → `""`.
 
     `usage` is passed separately because the block may show sanitized entries while the
-    gauge always reports the real store.
+    gauge always reports the real store. `title` replaces the target's usual heading
+    (a shared workspace's MEMORY.md is shown under its own).
     """
     if not entries:
         return ""
-    header = f"{_HEADERS[target]} [{usage.gauge}]"
+    header = f"{title or _HEADERS[target]} [{usage.gauge}]"
     return f"{RULE}\n{header}\n{RULE}\n{serialize_entries(entries)}"
 
 

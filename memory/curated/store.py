@@ -65,6 +65,7 @@ from memory.scanner import (
     oversize_finding,
     scan,
 )
+from memory.scope import Principal
 
 __all__ = [
     "ARCHIVE_NAME",
@@ -119,19 +120,13 @@ class _Outcome:
 
 
 def memories_dir(home: Path, *, user_id: str | None = None) -> Path:
-    """`<home>/memories`, or `<home>/users/<user_id>/memories` for per-user scoping.
+    """`<home>/memories`, or `<home>/users/<user_id>/memories` for a user (see `memory.scope`).
 
     Raises:
-        ValueError: `user_id` is empty, `.`/`..`, or holds characters other than letters,
-            digits, `.`, `_` and `-` (it becomes a directory name).
+        ScopeError: `user_id` is not a safe directory name (a `ValueError`; see
+            `memory.scope.check_scope_id`).
     """
-    if user_id is None:
-        return home / "memories"
-    if user_id in {"", ".", ".."} or not all(c.isalnum() or c in "._-" for c in user_id):
-        raise ValueError(
-            f"memory.user_id {user_id!r} is not a safe directory name; use letters, digits, '.', '_' or '-'"
-        )
-    return home / "users" / user_id / "memories"
+    return Principal(user_id=user_id).user_memories_dir(home)
 
 
 def sanitize_entry(target: MemoryTarget, entry: str) -> str:
@@ -159,6 +154,11 @@ class MemoryStore:
 
     Args:
         directory: the memories directory (see `memories_dir`); created on the first write.
+            It holds MEMORY.md, its ARCHIVE.jsonl, and USER.md unless `user_directory` is given.
+        user_directory: where USER.md lives when it is not `directory` (a user's file beside a
+            workspace's MEMORY.md; see `memory.scope.Principal`). Each file has its own lock.
+        memory_title: the heading of the MEMORY.md block instead of the usual one (a shared
+            workspace's notes, shown read-only).
         memory_char_limit: budget of MEMORY.md in characters, delimiters included.
         user_char_limit: budget of USER.md.
         policy: when the prompt snapshot changes — `frozen` (only at `load()`),
@@ -184,6 +184,8 @@ class MemoryStore:
         memory_enabled: bool = True,
         user_profile_enabled: bool = True,
         clock: Callable[[], float] = time.time,
+        user_directory: Path | None = None,
+        memory_title: str | None = None,
     ) -> None:
         if memory_char_limit <= 0 or user_char_limit <= 0:
             raise ValueError("memory_char_limit and user_char_limit must be positive")
@@ -192,6 +194,8 @@ class MemoryStore:
         if overflow not in get_args(OverflowPolicy):
             raise ValueError(f"overflow {overflow!r} is unknown; use 'reject' or 'evict_oldest'")
         self._directory = directory
+        self._dirs: dict[MemoryTarget, Path] = {"memory": directory, "user": user_directory or directory}
+        self._titles: dict[MemoryTarget, str | None] = {"memory": memory_title, "user": None}
         self._limits: dict[MemoryTarget, int] = {"memory": memory_char_limit, "user": user_char_limit}
         self._enabled: dict[MemoryTarget, bool] = {"memory": memory_enabled, "user": user_profile_enabled}
         self._policy: SnapshotPolicy = policy
@@ -215,8 +219,12 @@ class MemoryStore:
 
     @property
     def archive_path(self) -> Path:
-        """Where `evict_oldest` appends evicted entries."""
+        """Where `evict_oldest` appends entries evicted from MEMORY.md (see `archive_path_of`)."""
         return self._directory / ARCHIVE_NAME
+
+    def archive_path_of(self, target: MemoryTarget) -> Path:
+        """Where evictions from `target` go: the ARCHIVE.jsonl beside its file."""
+        return self._dirs[target] / ARCHIVE_NAME
 
     @property
     def policy(self) -> SnapshotPolicy:
@@ -230,7 +238,7 @@ class MemoryStore:
 
     def path(self, target: MemoryTarget) -> Path:
         """The file of `target` (MEMORY.md or USER.md)."""
-        return self._directory / FILE_NAMES[target]
+        return self._dirs[target] / FILE_NAMES[target]
 
     def limit(self, target: MemoryTarget) -> int:
         """The character budget of `target`."""
@@ -275,8 +283,11 @@ class MemoryStore:
         if usage.over_budget:
             # A hand-edited file can be any size; the prompt shows what fits and says so.
             sanitize = functools.partial(sanitize_entry, target)
-            return render_block(target, fit_to_budget(target, raw, usage.limit, sanitize), usage)
-        return render_block(target, [sanitize_entry(target, e) for e in raw], usage)
+            shown = fit_to_budget(target, raw, usage.limit, sanitize)
+            return render_block(target, shown, usage, title=self._titles[target])
+        return render_block(
+            target, [sanitize_entry(target, e) for e in raw], usage, title=self._titles[target]
+        )
 
     async def load(self) -> None:
         """Read both files, de-duplicate, and freeze a new snapshot.
@@ -386,7 +397,7 @@ class MemoryStore:
         self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool, drift_check: bool
     ) -> _Outcome:
         path = self.path(target)
-        _disk.ensure_dir(self._directory)
+        _disk.ensure_dir(self._dirs[target])
         with _disk.locked(path, self._lock_timeout_s):
             _disk.remove_stale_temps(path)
             read = _disk.read_store_file(path)
@@ -408,7 +419,7 @@ class MemoryStore:
                 if plan.evicted:
                     stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
                     _disk.append_jsonl(
-                        self.archive_path,
+                        self.archive_path_of(target),
                         [{"target": target, "content": e, "evicted_at": stamp} for e in plan.evicted],
                     )
                 text = serialize_entries(plan.entries)

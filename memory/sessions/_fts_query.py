@@ -6,6 +6,10 @@ are column filters and grouping, and AND/OR/NOT are binary operators. Anything e
 syntax error, and `a-b` even means "column b" — so a model that searches for `chat-send`
 would get an exception, not results. Every function here is pure: no SQLite, no I/O.
 
+PostgreSQL's `websearch_to_tsquery` never raises, but reads `-word` as NOT and `or` as
+OR; `websearch_query` renders the same parse in its syntax so both stores read a query
+alike.
+
 Two renderings of one query:
 - `sanitize_fts_query` keeps what the user wrote (implicit AND, their OR/NOT, phrases and
   `prefix*`), only making it legal;
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,6 +33,8 @@ __all__ = [
     "has_cjk",
     "quote_term",
     "sanitize_fts_query",
+    "websearch_any_query",
+    "websearch_query",
 ]
 
 MAX_QUERY_CHARS = 2048
@@ -217,3 +224,42 @@ def extract_terms(raw: str) -> list[str]:
 def any_terms_query(terms: list[str]) -> str | None:
     """An FTS5 OR of `terms`, each quoted (so it is always legal); None for no terms."""
     return " OR ".join(quote_term(t) for t in terms) or None
+
+
+def _websearch_item(item: _Item, fold: Callable[[str], str] | None) -> str:
+    # Quoted text is a phrase to websearch_to_tsquery; a quote inside cannot occur (the
+    # parse splits on quotes). Words holding punctuation (`-x`, `a.b`) and words that
+    # websearch reads as syntax (`or`) are quoted so they stay words.
+    text = item.text if fold is None else " ".join(fold(item.text).split())
+    if fold is not None or item.kind == "phrase" or _needs_quotes(text) or text.lower() == "or":
+        return f'"{text}"'
+    return text
+
+
+def websearch_query(raw: str, *, fold: Callable[[str], str] | None = None) -> str | None:
+    """`raw` as PostgreSQL `websearch_to_tsquery` input that means what `sanitize_fts_query` does.
+
+    Implicit AND, `OR`, `NOT b` (as `-b`) and phrases carry over; a prefix star cannot be
+    expressed there and is dropped (stemming still matches most inflections). `fold`
+    rewrites each word and phrase as the index saw its text (each becomes a phrase).
+
+    Returns:
+        The text, or None when nothing searchable is left.
+    """
+    out: list[str] = []
+    negate = False
+    for item in _fix_operators(_items(raw)):
+        if item.kind == "op":
+            if item.text == "OR":
+                out.append("or")
+            negate = item.text == "NOT"
+            continue
+        out.append(("-" if negate else "") + _websearch_item(item, fold))
+        negate = False
+    return " ".join(out) or None
+
+
+def websearch_any_query(terms: list[str], *, fold: Callable[[str], str] | None = None) -> str | None:
+    """An OR of `terms` (each one phrase) as `websearch_to_tsquery` input; None for no terms."""
+    shown = [" ".join((t if fold is None else fold(t)).split()) for t in terms]
+    return " or ".join(f'"{t}"' for t in shown if t) or None

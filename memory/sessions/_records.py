@@ -105,11 +105,13 @@ class SessionRecord:
     """One row of the `sessions` table.
 
     Token counters follow `harness.types.Usage`: `input_tokens` counts uncached prompt
-    tokens only; cache reads and writes are separate.
+    tokens only; cache reads and writes are separate. `user_id` is the principal the
+    session ran for (`""`: the default single user).
     """
 
     id: str
     source: str
+    user_id: str
     model: str | None
     parent_session_id: str | None
     started_at: float

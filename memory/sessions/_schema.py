@@ -2,7 +2,8 @@
 
 Two kinds of schema objects, handled differently on purpose:
 
-- **Tables hold data** (`sessions`, `messages`, `flushes`, `state_meta`). They change only
+- **Tables hold data** (`sessions`, `messages`, `flushes`, `state_meta`; since migration 3
+  every session has a `user_id`, `''` for the default single user). They change only
   through numbered migrations, applied in order inside one write transaction and recorded
   in `schema_migrations`. A database newer than the code is refused, never downgraded.
 - **Full-text indexes are derived** (`messages_fts`, `messages_trigram`): every row can be
@@ -124,9 +125,17 @@ def _m2_flushes_and_activity(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX sessions_last_active ON sessions(last_active_at)")
 
 
+def _m3_user_scope(conn: sqlite3.Connection) -> None:
+    # Every existing session belonged to the one user a home had: the default principal ''.
+    conn.execute("ALTER TABLE sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''")
+    conn.execute("CREATE INDEX sessions_user_started ON sessions(user_id, started_at)")
+    conn.execute("CREATE INDEX sessions_user_last_active ON sessions(user_id, last_active_at)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base tables: sessions, messages, state_meta", _m1_base),
     Migration(2, "flushes; sessions.last_active_at", _m2_flushes_and_activity),
+    Migration(3, "sessions.user_id (the principal a session ran for)", _m3_user_scope),
 )
 
 

@@ -22,19 +22,26 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Sequence
 from typing import Literal, TypeAlias, cast
 
 from memory.sessions._fts_query import any_terms_query, extract_terms, has_cjk, quote_term, sanitize_fts_query
 from memory.sessions._records import SearchHit, SearchResult, SearchRoute, StoredRole
 from memory.sessions._schema import TOOL_PREFIX_CHARS, WORD_TOKENIZER, IndexFeatures
+from memory.sessions._sql import user_clause
 
 __all__ = [
     "RANK_BUDGET",
     "MatchMode",
     "choose_route",
+    "hit_from_row",
+    "idf_weights",
+    "like_pattern",
     "prepare_connection",
+    "rare_terms",
     "search_messages",
+    "substring_result",
     "term_doc_counts",
 ]
 
@@ -85,30 +92,41 @@ def search_messages(
     route: SearchRoute | None,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> SearchResult:
-    """The best `limit` messages for `query`, best first. No hits when nothing is searchable."""
+    """The best `limit` messages for `query`, best first. No hits when nothing is searchable.
+
+    `user_ids` keeps only messages of those users' sessions (None: no filter). Term weights
+    and the rare-term plan use counts over the whole index, not just the scope.
+    """
     chosen = route or choose_route(query, features)
     if (chosen == "fts" and not features.fts) or (chosen == "trigram" and not features.trigram):
         chosen = "like"
     terms = extract_terms(query)
     if chosen == "like":
-        rows = _like(conn, terms, match=match, roles=roles, limit=limit)
-        return _substring_result("like", terms, rows)
+        rows = _like(conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids)
+        return substring_result("like", terms, rows)
     if chosen == "trigram":
         terms = [t for t in terms if len(t) >= 3]
         fts_query = (" " if match == "all" else " OR ").join(quote_term(t) for t in terms) or None
         rows = (
-            [] if fts_query is None else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit)
+            []
+            if fts_query is None
+            else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit, user_ids=user_ids)
         )
-        return _substring_result("trigram", terms, rows)
+        return substring_result("trigram", terms, rows)
     tokens = _term_tokens(conn, terms)
     counts = _doc_counts(conn, tokens)
     fts_query = sanitize_fts_query(query) if match == "all" else _any_plan(terms, counts)
-    rows = [] if fts_query is None else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit)
+    rows = (
+        []
+        if fts_query is None
+        else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit, user_ids=user_ids)
+    )
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
-    hits = tuple(_hit(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
+    hits = tuple(hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
-    return SearchResult(route="fts", terms=tuple(terms), weights=_idf(terms, counts, int(total)), hits=hits)
+    return SearchResult(route="fts", terms=tuple(terms), weights=idf_weights(terms, counts, int(total)), hits=hits)
 
 
 def _row_id(row: tuple[object, ...]) -> int:
@@ -120,15 +138,15 @@ def _covered(terms: Sequence[str], tokens: Sequence[frozenset[str]], held: set[s
     return {t for t, toks in zip(terms, tokens, strict=True) if toks and toks <= held}
 
 
-def _idf(terms: Sequence[str], counts: Sequence[int], total: int) -> dict[str, float]:
+def idf_weights(terms: Sequence[str], counts: Sequence[int], total: int) -> dict[str, float]:
     # BM25's IDF: a term in half the history weighs ~0.7, one in a single message ~ln(N).
     return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in zip(terms, counts, strict=True)}
 
 
-def _substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
+def substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
     # LIKE and trigram match substrings, so a case-insensitive substring test says which
     # terms a message holds. No document counts here: every term weighs the same.
-    hits = tuple(_hit(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows)
+    hits = tuple(hit_from_row(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows)
     return SearchResult(route=route, terms=tuple(terms), weights=dict.fromkeys(terms, 1.0), hits=hits)
 
 
@@ -190,7 +208,7 @@ def _held_tokens(
         return held
     prefixes = "|".join(sorted({re.escape(w[:3]) for w in wanted}))
     pattern = re.compile(rf"(?<![^\W_])(?:{prefixes})[^\W_]*", re.IGNORECASE)
-    words = {_row_id(r): {w.lower() for w in pattern.findall(str(r[5]))} for r in rows}
+    words = {_row_id(r): {w.lower() for w in pattern.findall(_strip_marks(str(r[5])))} for r in rows}
     candidates = sorted(set().union(*words.values()))
     if not candidates:
         return held
@@ -202,18 +220,16 @@ def _held_tokens(
     return held
 
 
-def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
-    """An OR of the terms that occur at all — or, in a big history, of the rare ones only.
+def rare_terms(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """The terms that occur at all — or, in a big history, only the rare ones, in query order.
 
     BM25 must score every row a query matches, at a cost that grows with the number of
     terms, and an OR over common words matches a large part of a big history. Rare terms
     carry nearly all the weight, so once the document counts of all terms add up to more
-    than `RANK_BUDGET`, the query keeps only the rarest terms that fit (at least one).
-    Callers still see which dropped terms each hit holds (`SearchHit.terms`).
+    than `RANK_BUDGET`, only the rarest terms that fit are kept (at least one). Callers
+    still see which dropped terms each hit holds (`SearchHit.terms`).
     """
     live = [(t, n) for t, n in zip(terms, counts, strict=True) if n > 0]
-    if not live:
-        return None
     rare: list[str] = []
     total = 0
     for term, n in sorted(live, key=lambda pair: pair[1]):
@@ -222,7 +238,20 @@ def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
         rare.append(term)
         total += n
     keep = set(rare)
-    return any_terms_query([t for t, _ in live if t in keep])
+    return [t for t, _ in live if t in keep]
+
+
+def _strip_marks(text: str) -> str:
+    """`text` without combining marks: the word index removes diacritics, so `résumé` is
+    held as `resume`, and the prefix filter must see it that way too."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
+    """An FTS5 OR of `rare_terms`."""
+    return any_terms_query(rare_terms(terms, counts))
 
 
 def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
@@ -231,18 +260,43 @@ def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ..
     return f"m.role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def _rank_floor(conn: sqlite3.Connection, table: str, fts_query: str) -> int:
+def _matches(
+    table: str, user_ids: Sequence[str] | None, roles: Sequence[StoredRole] | None
+) -> tuple[str, tuple[str, ...]]:
+    """`FROM ... WHERE` selecting the rows of `table` that match `?` (bound first).
+
+    With a user filter the scope (and the role filter) is applied here, before any
+    ranking or limit, so rows of other users never take places in the budget.
+    """
+    if user_ids is None:
+        return f"FROM {table} WHERE {table} MATCH ?", ()
+    user_sql, user_args = user_clause("s.user_id", user_ids)
+    role_sql, role_args = _role_filter(roles)
+    return (
+        f"FROM {table} JOIN messages m ON m.id = {table}.rowid JOIN sessions s ON s.id = m.session_id "
+        f"WHERE {table} MATCH ? AND {user_sql}" + (f" AND {role_sql}" if role_sql else ""),
+        (*user_args, *role_args),
+    )
+
+
+def _rank_floor(
+    conn: sqlite3.Connection,
+    table: str,
+    fts_query: str,
+    *,
+    user_ids: Sequence[str] | None,
+    roles: Sequence[StoredRole] | None,
+) -> int:
     """The lowest rowid worth scoring: all matches if few, else the newest `RANK_BUDGET`."""
+    source, args = _matches(table, user_ids, roles)
     (count,) = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-        (fts_query, RANK_BUDGET + 1),
+        f"SELECT count(*) FROM (SELECT 1 {source} LIMIT ?)", (fts_query, *args, RANK_BUDGET + 1)
     ).fetchone()
     if int(count) <= RANK_BUDGET:
         return 0
     (floor,) = conn.execute(
-        f"SELECT min(rowid) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
-        "ORDER BY rowid DESC LIMIT ?)",
-        (fts_query, RANK_BUDGET),
+        f"SELECT min(rid) FROM (SELECT {table}.rowid AS rid {source} ORDER BY {table}.rowid DESC LIMIT ?)",
+        (fts_query, *args, RANK_BUDGET),
     ).fetchone()
     return int(floor)
 
@@ -254,23 +308,26 @@ def _fts(
     *,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> list[tuple[object, ...]]:
-    floor = _rank_floor(conn, table, fts_query)
-    role_sql, role_args = _role_filter(roles)
+    floor = _rank_floor(conn, table, fts_query, user_ids=user_ids, roles=roles)
+    source, args = _matches(table, user_ids, roles)
+    # Rank inside the FTS table alone (plus the scope, when there is one), then join the
+    # few winners; over-fetch when a role filter applied afterwards may discard some. The
+    # score is BM25 with its sign flipped: higher is better.
+    role_sql, role_args = _role_filter(roles) if user_ids is None else ("", ())
     where = f"WHERE {role_sql}" if role_sql else ""
-    # Rank inside the FTS table alone, then join the few winners; over-fetch when a role
-    # filter may discard some. The score is BM25 with its sign flipped: higher is better.
-    inner = limit * 2 if roles is not None else limit
+    inner = limit * 2 if role_sql else limit
     rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, -f.score FROM (SELECT rowid AS rid, rank AS score FROM {table} "
-        f"WHERE {table} MATCH ? AND rowid >= ? ORDER BY rank LIMIT ?) f "
+        f"SELECT {_HIT_COLUMNS}, -f.score FROM (SELECT {table}.rowid AS rid, {table}.rank AS score "
+        f"{source} AND {table}.rowid >= ? ORDER BY {table}.rank LIMIT ?) f "
         f"JOIN messages m ON m.id = f.rid {where} ORDER BY f.score, m.id DESC LIMIT ?",
-        (fts_query, floor, inner, *role_args, limit),
+        (fts_query, *args, floor, inner, *role_args, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
 
 
-def _like_pattern(term: str) -> str:
+def like_pattern(term: str) -> str:
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
@@ -282,25 +339,31 @@ def _like(
     match: MatchMode,
     roles: Sequence[StoredRole] | None,
     limit: int,
+    user_ids: Sequence[str] | None = None,
 ) -> list[tuple[object, ...]]:
     if not terms:
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
     matched = ["(m.content LIKE ? ESCAPE '\\')" for _ in terms]
-    patterns = tuple(_like_pattern(t) for t in terms)
+    patterns = tuple(like_pattern(t) for t in terms)
     role_sql, role_args = _role_filter(roles)
     where = f"({(' AND ' if match == 'all' else ' OR ').join(matched)})"
     if role_sql:
         where += f" AND {role_sql}"
+    user_sql, user_args = user_clause("s.user_id", user_ids)
+    join = ""
+    if user_sql:
+        where += f" AND {user_sql}"
+        join = "JOIN sessions s ON s.id = m.session_id "
     rows = conn.execute(
-        f"SELECT {_HIT_COLUMNS}, ({' + '.join(matched)}) AS score FROM messages m "
+        f"SELECT {_HIT_COLUMNS}, ({' + '.join(matched)}) AS score FROM messages m {join}"
         f"WHERE {where} ORDER BY score DESC, m.id DESC LIMIT ?",
-        (*patterns, *patterns, *role_args, limit),
+        (*patterns, *patterns, *role_args, *user_args, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
 
 
-def _hit(row: tuple[object, ...], *, route: SearchRoute, terms: set[str]) -> SearchHit:
+def hit_from_row(row: tuple[object, ...], *, route: SearchRoute, terms: set[str]) -> SearchHit:
     return SearchHit(
         message_id=int(cast(int, row[0])),
         session_id=str(row[1]),

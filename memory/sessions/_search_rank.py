@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from memory.sessions._records import SearchHit
-from memory.sessions.store import SessionDB
+from memory.sessions.contract import SessionStore
 
 __all__ = ["RankedSession", "SearchStrategy", "rank_sessions", "score_windows"]
 
@@ -79,7 +79,7 @@ def score_windows(
 
 
 async def rank_sessions(
-    db: SessionDB,
+    db: SessionStore,
     query: str,
     *,
     strategy: SearchStrategy,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -28,6 +28,9 @@ from memory.sessions._records import (
 )
 
 __all__ = [
+    "MESSAGE_COLUMNS",
+    "SESSION_COLUMNS",
+    "VISIBLE",
     "AnchoredView",
     "add_usage",
     "anchored_view",
@@ -37,31 +40,38 @@ __all__ = [
     "get_message",
     "get_messages",
     "get_session",
+    "json_safe",
     "lineage_roots",
     "list_flushes",
     "list_sessions",
+    "message_from_row",
     "record_flush",
+    "roots_from_parents",
+    "session_from_row",
+    "user_clause",
 ]
 
 _JSON = TypeAdapter(JsonValue)
 _MAX_LINEAGE_DEPTH = 10_000
 
-_SESSION_COLUMNS = (
+SESSION_COLUMNS = (
     "id, source, model, parent_session_id, started_at, ended_at, end_reason, title, message_count, "
     "COALESCE(last_active_at, started_at), input_tokens, output_tokens, cache_read_tokens, "
-    "cache_write_tokens, reasoning_tokens, api_call_count"
+    "cache_write_tokens, reasoning_tokens, api_call_count, user_id"
 )
-_MESSAGE_COLUMNS = (
+MESSAGE_COLUMNS = (
     "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
     "tool_name, token_count, summary"
 )
 
 
-def _session(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
+def session_from_row(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
+    """A `SessionRecord` from a row of `SESSION_COLUMNS` (any backend)."""
     r = tuple(row)
     return SessionRecord(
         id=str(r[0]),
         source=str(r[1]),
+        user_id=str(r[16]),
         model=None if r[2] is None else str(r[2]),
         parent_session_id=None if r[3] is None else str(r[3]),
         started_at=float(cast(float, r[4])),
@@ -79,7 +89,8 @@ def _session(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
     )
 
 
-def _message(row: tuple[object, ...]) -> MessageRecord:
+def message_from_row(row: tuple[object, ...]) -> MessageRecord:
+    """A `MessageRecord` from a row of `MESSAGE_COLUMNS` (any backend)."""
     r = row
     return MessageRecord(
         id=int(cast(int, r[0])),
@@ -118,15 +129,16 @@ def create_session(
     parent_session_id: str | None,
     title: str | None,
     started_at: float,
+    user_id: str = "",
 ) -> None:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
     if parent_session_id is not None:
         _require_session(conn, parent_session_id)
     conn.execute(
-        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (session_id, source, model, parent_session_id, started_at, title, started_at),
+        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
+        "user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
     )
 
 
@@ -191,14 +203,14 @@ def add_usage(
     )
 
 
-def _json_safe(value: JsonValue) -> JsonValue:
+def json_safe(value: JsonValue) -> JsonValue:
     # Lone surrogates would make JSON that strict parsers (pydantic's) refuse to read back.
     if isinstance(value, str):
         return utf8_safe(value)
     if isinstance(value, list):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, dict):
-        return {utf8_safe(k): _json_safe(v) for k, v in value.items()}
+        return {utf8_safe(k): json_safe(v) for k, v in value.items()}
     return value
 
 
@@ -219,8 +231,8 @@ def record_flush(
             session_id,
             timestamp,
             mode,
-            json.dumps(_json_safe(saved), ensure_ascii=False),
-            json.dumps(_json_safe(refused), ensure_ascii=False),
+            json.dumps(json_safe(saved), ensure_ascii=False),
+            json.dumps(json_safe(refused), ensure_ascii=False),
             reply,
         ),
     )
@@ -248,22 +260,42 @@ def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else _session(row)
+    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else session_from_row(row)
+
+
+def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
+    """`column IN (...)` for a user filter: ("", ()) for None, an always-false test for none."""
+    if user_ids is None:
+        return "", ()
+    if not user_ids:
+        return "0", ()
+    return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
 
 
 def list_sessions(
-    conn: sqlite3.Connection, *, limit: int, offset: int, order: str, exclude: Sequence[str]
+    conn: sqlite3.Connection,
+    *,
+    limit: int,
+    offset: int,
+    order: str,
+    exclude: Sequence[str],
+    user_ids: Sequence[str] | None = None,
 ) -> list[SessionRecord]:
     column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
-    marks = ",".join("?" * len(exclude))
-    where = f"WHERE id NOT IN ({marks})" if exclude else ""
+    tests: list[str] = []
+    if exclude:
+        tests.append(f"id NOT IN ({','.join('?' * len(exclude))})")
+    user_sql, user_args = user_clause("user_id", user_ids)
+    if user_sql:
+        tests.append(user_sql)
+    where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC "
+        f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC "
         "LIMIT ? OFFSET ?",
-        (*exclude, limit, offset),
+        (*exclude, *user_args, limit, offset),
     ).fetchall()
-    return [_session(r) for r in rows]
+    return [session_from_row(r) for r in rows]
 
 
 def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
@@ -284,17 +316,17 @@ def get_messages(
     role_sql, role_args = _role_clause(roles)
     direction = "DESC" if from_end else "ASC"
     rows = conn.execute(
-        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
         f"ORDER BY seq {direction} LIMIT ?",
         (session_id, start_seq, *role_args, -1 if limit is None else limit),
     ).fetchall()
-    records = [_message(tuple(r)) for r in rows]
+    records = [message_from_row(tuple(r)) for r in rows]
     return records[::-1] if from_end else records
 
 
 def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:
-    row = conn.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
-    return None if row is None else _message(tuple(row))
+    row = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else message_from_row(tuple(row))
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +355,7 @@ class AnchoredView:
     messages_after: int
 
 
-_VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
+VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
 
 
 def anchored_view(
@@ -334,19 +366,19 @@ def anchored_view(
         return None
     sid, seq = anchor.session_id, anchor.seq
     before = conn.execute(
-        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {_VISIBLE} "
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {VISIBLE} "
         "ORDER BY seq DESC LIMIT ?",
         (sid, seq, window),
     ).fetchall()
     after = conn.execute(
-        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {_VISIBLE} "
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {VISIBLE} "
         "ORDER BY seq ASC LIMIT ?",
         (sid, seq, window),
     ).fetchall()
     low = int(before[-1][2]) if before else seq
     high = int(after[-1][2]) if after else seq
     bookend_sql = (
-        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {_VISIBLE} AND summary = 0 "
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {VISIBLE} AND summary = 0 "
     )
     start = conn.execute(bookend_sql + "AND seq < ? ORDER BY seq ASC LIMIT ?", (sid, low, bookend)).fetchall()
     end = conn.execute(bookend_sql + "AND seq > ? ORDER BY seq DESC LIMIT ?", (sid, high, bookend)).fetchall()
@@ -357,10 +389,10 @@ def anchored_view(
     return AnchoredView(
         session=session,
         anchor=anchor,
-        before=tuple(_message(tuple(r)) for r in reversed(before)),
-        after=tuple(_message(tuple(r)) for r in after),
-        bookend_start=tuple(_message(tuple(r)) for r in start),
-        bookend_end=tuple(_message(tuple(r)) for r in reversed(end)),
+        before=tuple(message_from_row(tuple(r)) for r in reversed(before)),
+        after=tuple(message_from_row(tuple(r)) for r in after),
+        bookend_start=tuple(message_from_row(tuple(r)) for r in start),
+        bookend_end=tuple(message_from_row(tuple(r)) for r in reversed(end)),
         messages_before=low,
         messages_after=max(0, total - high - 1),
     )
@@ -392,6 +424,11 @@ def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[
         for sid in frontier:
             parents[sid] = fetched.get(sid)
         frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
+    return roots_from_parents(session_ids, parents)
+
+
+def roots_from_parents(session_ids: Sequence[str], parents: Mapping[str, str | None]) -> dict[str, str]:
+    """The lineage root of each id, given the parent link of every session reachable from them."""
     roots: dict[str, str] = {}
     for start in session_ids:
         if start in roots:

@@ -17,13 +17,11 @@ cancellation is delivered.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeVar, get_args
+from typing import Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -47,6 +45,16 @@ from memory.sessions._records import (
 from memory.sessions._schema import IndexFeatures, migrate, probe_features, reconcile_indexes
 from memory.sessions._search_index import MatchMode
 from memory.sessions._sql import AnchoredView
+from memory.sessions._validate import (
+    check_end_reason,
+    check_flush_mode,
+    check_id,
+    check_time,
+    check_usage,
+    check_user_id,
+    check_user_ids,
+    checked_message,
+)
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
 
@@ -54,41 +62,6 @@ T = TypeVar("T")
 
 STATE_DB_NAME = "state.db"
 """The session store's file name inside the keel home."""
-
-_ROLES = frozenset(get_args(StoredRole))
-_END_REASONS = frozenset(get_args(EndReason))
-_FLUSH_MODES = frozenset(get_args(FlushMode))
-
-
-def _check_id(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value or len(value) > 256:
-        raise ValueError(f"{what} must be a non-empty string of at most 256 characters, not {value!r}")
-
-
-def _check_time(value: float, what: str) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite Unix time in seconds, not {value!r}")
-
-
-def _checked_message(message: StoredMessage) -> StoredMessage:
-    if message.role not in _ROLES:
-        raise ValueError(f"message role {message.role!r} is unknown; use one of {sorted(_ROLES)}")
-    _check_time(message.timestamp, "message timestamp")
-
-    # SQLite stores UTF-8; a lone surrogate (from a broken decode upstream) cannot be
-    # stored, and refusing the message would lose the rest of it.
-    def fix(value: str | None) -> str | None:
-        return None if value is None else utf8_safe(value)
-
-    return replace(
-        message,
-        content=utf8_safe(message.content),
-        api_content=fix(message.api_content),
-        tool_calls=fix(message.tool_calls),
-        tool_call_id=fix(message.tool_call_id),
-        tool_name=fix(message.tool_name),
-    )
-
 
 def _open_connection(
     path: Path, *, fts: bool | None, trigram: bool | None, retry: LockRetryPolicy
@@ -166,6 +139,11 @@ class SessionDB:
         return self._conn.path
 
     @property
+    def location(self) -> str:
+        """The database file, as text (the `SessionStore` protocol's name for where it lives)."""
+        return str(self._conn.path)
+
+    @property
     def features(self) -> IndexFeatures:
         """The full-text indexes this connection searches with (`fts`, `trigram`)."""
         return self._features
@@ -202,6 +180,7 @@ class SessionDB:
         model: str | None = None,
         parent_session_id: str | None = None,
         title: str | None = None,
+        user_id: str = "",
     ) -> None:
         """Record a new session.
 
@@ -213,16 +192,19 @@ class SessionDB:
             parent_session_id: the session this one continues (compression) or branches
                 from; it must exist. Lineage is followed through this link.
             title: a human-readable title.
+            user_id: the principal the session runs for (`""`: the default user). The
+                store keeps what it is given; a child session should get its parent's.
 
         Raises:
             SessionConflictError: the id is taken.
             SessionNotFoundError: the parent does not exist.
         """
-        _check_id(session_id, "session_id")
-        _check_id(source, "source")
-        _check_time(started_at, "started_at")
+        check_id(session_id, "session_id")
+        check_id(source, "source")
+        check_time(started_at, "started_at")
         if parent_session_id is not None:
-            _check_id(parent_session_id, "parent_session_id")
+            check_id(parent_session_id, "parent_session_id")
+        check_user_id(user_id)
         await self._run(
             lambda: self._conn.write(
                 lambda c: _sql.create_session(
@@ -233,6 +215,7 @@ class SessionDB:
                     parent_session_id=parent_session_id,
                     title=None if title is None else utf8_safe(title),
                     started_at=started_at,
+                    user_id=utf8_safe(user_id),
                 )
             )
         )
@@ -243,9 +226,8 @@ class SessionDB:
         Raises:
             SessionNotFoundError: no such session.
         """
-        if reason not in _END_REASONS:
-            raise ValueError(f"end reason {reason!r} is unknown; use one of {sorted(_END_REASONS)}")
-        _check_time(ended_at, "ended_at")
+        check_end_reason(reason)
+        check_time(ended_at, "ended_at")
         return await self._run(
             lambda: self._conn.write(
                 lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
@@ -263,7 +245,7 @@ class SessionDB:
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); return their ids in order."""
-        batch = tuple(_checked_message(m) for m in messages)
+        batch = tuple(checked_message(m) for m in messages)
         return await self._run(
             lambda: self._conn.write(lambda c: _sql.append_messages(c, session_id, batch))
         )
@@ -285,9 +267,7 @@ class SessionDB:
         """
         values = {"input": input, "output": output, "cache_read": cache_read}
         values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
-        for name, value in values.items():
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"usage {name} must be a non-negative int, not {value!r}")
+        check_usage(values)
         await self._run(
             lambda: self._conn.write(
                 lambda c: _sql.add_usage(
@@ -314,9 +294,8 @@ class SessionDB:
         reply: str,
     ) -> int:
         """Log a memory flush: what it saved, what was refused (JSON), the reply text."""
-        if mode not in _FLUSH_MODES:
-            raise ValueError(f"flush mode {mode!r} is unknown; use one of {sorted(_FLUSH_MODES)}")
-        _check_time(timestamp, "timestamp")
+        check_flush_mode(mode)
+        check_time(timestamp, "timestamp")
         return await self._run(
             lambda: self._conn.write(
                 lambda c: _sql.record_flush(
@@ -344,13 +323,23 @@ class SessionDB:
         *,
         order: Literal["started", "last_active"] = "started",
         exclude: Sequence[str] = (),
+        user_ids: Sequence[str] | None = None,
     ) -> list[SessionRecord]:
-        """Sessions, newest first by start time (or by last activity)."""
+        """Sessions, newest first by start time (or by last activity).
+
+        `user_ids`: only sessions of these users (None: everyone's, the operator's view).
+        """
         excluded = tuple(exclude)
+        users = check_user_ids(user_ids)
         return await self._run(
             lambda: self._conn.read(
                 lambda c: _sql.list_sessions(
-                    c, limit=max(0, limit), offset=max(0, offset), order=order, exclude=excluded
+                    c,
+                    limit=max(0, limit),
+                    offset=max(0, offset),
+                    order=order,
+                    exclude=excluded,
+                    user_ids=users,
                 )
             )
         )
@@ -425,6 +414,7 @@ class SessionDB:
         route: SearchRoute | None = None,
         roles: Sequence[StoredRole] | None = ("user", "assistant"),
         limit: int = 300,
+        user_ids: Sequence[str] | None = None,
     ) -> SearchResult:
         """Messages matching `query`, best first (message level; no grouping).
 
@@ -437,8 +427,11 @@ class SessionDB:
                 index this database lacks falls back to LIKE.
             roles: only messages with these roles (None: all).
             limit: at most this many hits.
+            user_ids: only messages of these users' sessions (None: everyone's). The
+                filter is part of the query, so other users' rows never take up places.
         """
         role_list = None if roles is None else tuple(roles)
+        users = check_user_ids(user_ids)
         features = self._features
         return await self._run(
             lambda: self._conn.read(
@@ -450,6 +443,7 @@ class SessionDB:
                     route=route,
                     roles=role_list,
                     limit=max(1, limit),
+                    user_ids=users,
                 )
             )
         )

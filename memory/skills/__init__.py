@@ -25,7 +25,7 @@ from memory.skills._format import (
     parse_skill_md,
 )
 from memory.skills._guard import GuardFinding, GuardReport, Verdict, blocks, scan_skill, scan_text, verdict_of
-from memory.skills._index import load_skills_index, render_skills_index
+from memory.skills._index import load_skills_index, render_skills_index, visible_shared
 from memory.skills._library import SkillLibrary
 from memory.skills._rules import GuardCategory, Severity
 from memory.skills._schemas import (
@@ -102,4 +102,5 @@ __all__ = [
     "skill_view_schema",
     "skills_list_schema",
     "verdict_of",
+    "visible_shared",
 ]

@@ -14,9 +14,9 @@ import anyio.to_thread
 
 from memory.skills._format import one_line
 from memory.skills._library import SkillLibrary
-from memory.skills._types import Skill
+from memory.skills._types import Skill, SkillScan
 
-__all__ = ["load_skills_index", "render_skills_index"]
+__all__ = ["load_skills_index", "render_skills_index", "visible_shared"]
 
 _log = logging.getLogger("memory.skills")
 
@@ -40,14 +40,25 @@ def render_skills_index(skills: Iterable[Skill], header: str) -> str:
     return header.rstrip("\n") + "\n\n" + "\n".join(lines)
 
 
-async def load_skills_index(library: SkillLibrary, header: str) -> str:
+async def load_skills_index(library: SkillLibrary, header: str, *, shared: SkillLibrary | None = None) -> str:
     """Scan the library from disk (in a worker thread) and render its index.
 
     Invalid skills and skills the guard blocks for their trust tier are left out, each
-    with a warning on the `memory.skills` logger (`skills_list` reports them too).
+    with a warning on the `memory.skills` logger (`skills_list` reports them too). A
+    `shared` (read-only) library's skills are listed too, unless one of `library` hides them.
     """
-    scan = await anyio.to_thread.run_sync(library.scan)
-    for problem in scan.problems:
+    scan, shared_scan = await anyio.to_thread.run_sync(
+        lambda: (library.scan(), None if shared is None else shared.scan())
+    )
+    for problem in (*scan.problems, *(() if shared_scan is None else shared_scan.problems)):
         # Once per prompt build, so a broken skill is visible in the logs without spamming them.
         _log.warning("skill %s left out of the index (%s): %s", problem.path, problem.problem, problem.reason)
-    return render_skills_index(scan.skills, header)
+    return render_skills_index([*scan.skills, *visible_shared(scan, shared_scan)], header)
+
+
+def visible_shared(own: SkillScan, shared: SkillScan | None) -> list[Skill]:
+    """The shared library's skills that no skill of the principal's own library hides."""
+    if shared is None:
+        return []
+    taken = {(s.category, s.name) for s in own.skills}
+    return [s for s in shared.skills if (s.category, s.name) not in taken]

@@ -16,12 +16,13 @@ from typing import Final, TypeVar
 import anyio.to_thread
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from memory.errors import SkillBlockedError, SkillError, SkillInputError
+from memory.errors import SkillBlockedError, SkillError, SkillInputError, SkillNotFoundError
 from memory.skills._format import check_name
 from memory.skills._guard import GuardFinding, GuardReport
+from memory.skills._index import visible_shared
 from memory.skills._library import SkillLibrary
 from memory.skills._schemas import JsonObject, SkillManageArgs, SkillsListArgs, SkillViewArgs
-from memory.skills._types import SkillChange
+from memory.skills._types import SkillCategory, SkillChange, SkillScan
 
 __all__ = ["SkillManageTool", "SkillViewTool", "SkillsListTool"]
 
@@ -39,12 +40,15 @@ class SkillsListTool:
 
     Args:
         library: the skill library to list.
+        shared: a read-only library listed too (a shared workspace's); a skill of `library`
+            with the same category and name hides the shared one.
     """
 
     name: Final = "skills_list"
 
-    def __init__(self, library: SkillLibrary) -> None:
+    def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library
+        self._shared = shared
 
     async def __call__(self, arguments: JsonValue) -> str:
         """Run the tool; `arguments` is a JSON object or its raw JSON text."""
@@ -53,20 +57,39 @@ class SkillsListTool:
     async def _run(self, args: SkillsListArgs) -> JsonObject:
         if args.category is not None:
             check_name(args.category, what="category")
-        scan = await anyio.to_thread.run_sync(self._library.scan)
-        skills = [s for s in scan.skills if args.category is None or s.category == args.category]
+        scan, shared_scan = await anyio.to_thread.run_sync(
+            lambda: (self._library.scan(), None if self._shared is None else self._shared.scan())
+        )
+        own = [s for s in scan.skills if args.category is None or s.category == args.category]
+        shared = [
+            s
+            for s in visible_shared(scan, shared_scan)
+            if args.category is None or s.category == args.category
+        ]
+        skills = [*own, *shared]
+        listed: list[JsonValue] = [
+            {"name": s.name, "category": s.category, "description": s.description, "files": len(s.files)}
+            for s in own
+        ]
+        listed += [
+            {
+                "name": s.name,
+                "category": s.category,
+                "description": s.description,
+                "files": len(s.files),
+                "shared": True,
+            }
+            for s in shared
+        ]
         reply: JsonObject = {
             "success": True,
             "count": len(skills),
-            "skills": [
-                {"name": s.name, "category": s.category, "description": s.description, "files": len(s.files)}
-                for s in skills
-            ],
+            "skills": listed,
             "categories": [
                 {"name": c.name, "description": c.description, "count": c.count}
                 if c.description
                 else {"name": c.name, "count": c.count}
-                for c in scan.categories
+                for c in _merged_categories(scan, shared_scan)
             ],
         }
         if scan.problems:
@@ -86,22 +109,33 @@ class SkillViewTool:
 
     Args:
         library: the skill library to read.
+        shared: a read-only library read when `library` has no such skill.
     """
 
     name: Final = "skill_view"
 
-    def __init__(self, library: SkillLibrary) -> None:
+    def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library
+        self._shared = shared
 
     async def __call__(self, arguments: JsonValue) -> str:
         """Run the tool; `arguments` is a JSON object or its raw JSON text."""
         return await _guarded(self.name, arguments, SkillViewArgs, self._run)
 
     async def _run(self, args: SkillViewArgs) -> JsonObject:
-        view = await anyio.to_thread.run_sync(
-            functools.partial(self._library.view, args.name, args.file_path)
-        )
-        return {
+        shared = False
+        try:
+            view = await anyio.to_thread.run_sync(
+                functools.partial(self._library.view, args.name, args.file_path)
+            )
+        except SkillNotFoundError:
+            if self._shared is None:
+                raise
+            view = await anyio.to_thread.run_sync(
+                functools.partial(self._shared.view, args.name, args.file_path)
+            )
+            shared = True
+        reply: JsonObject = {
             "success": True,
             "name": view.skill.name,
             "category": view.skill.category,
@@ -110,6 +144,12 @@ class SkillViewTool:
             "files": list(view.skill.files),
             "directory": str(view.skill.directory),
         }
+        if shared:
+            reply["shared"] = True
+            reply["note"] = (
+                "This skill belongs to the shared workspace: read it, but it cannot be changed from here."
+            )
+        return reply
 
 
 class SkillManageTool:
@@ -121,19 +161,29 @@ class SkillManageTool:
 
     Args:
         library: the skill library to change.
+        shared: a read-only library: changing one of its skills is refused with a clear error.
     """
 
     name: Final = "skill_manage"
 
-    def __init__(self, library: SkillLibrary) -> None:
+    def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library
+        self._shared = shared
 
     async def __call__(self, arguments: JsonValue) -> str:
         """Run the tool; `arguments` is a JSON object or its raw JSON text."""
         return await _guarded(self.name, arguments, SkillManageArgs, self._run)
 
     async def _run(self, args: SkillManageArgs) -> JsonObject:
-        change = await anyio.to_thread.run_sync(self._operation(args))
+        try:
+            change = await anyio.to_thread.run_sync(self._operation(args))
+        except SkillNotFoundError as exc:
+            if self._shared is not None and await anyio.to_thread.run_sync(self._in_shared, args.name):
+                raise SkillInputError(
+                    f"skill {args.name!r} belongs to the shared workspace and is read-only here; "
+                    "create a skill of your own instead (action='create'), which takes precedence"
+                ) from exc
+            raise
         reply: JsonObject = {
             "success": True,
             "action": change.action,
@@ -147,6 +197,14 @@ class SkillManageTool:
         if change.action == "create":
             reply["hint"] = _CREATE_HINT
         return reply
+
+    def _in_shared(self, ref: str) -> bool:
+        assert self._shared is not None
+        try:
+            self._shared.view(ref)
+        except SkillError:
+            return False
+        return True
 
     def _operation(self, args: SkillManageArgs) -> Callable[[], SkillChange]:
         lib = self._library
@@ -178,6 +236,22 @@ class SkillManageTool:
 
 
 # -------------------------------------------------------------------- shared plumbing
+
+
+def _merged_categories(own: SkillScan, shared: SkillScan | None) -> list[SkillCategory]:
+    if shared is None:
+        return list(own.categories)
+    merged = {c.name: c for c in own.categories}
+    for c in shared.categories:
+        mine = merged.get(c.name)
+        merged[c.name] = (
+            c
+            if mine is None
+            else SkillCategory(
+                name=c.name, description=mine.description or c.description, count=mine.count + c.count
+            )
+        )
+    return [merged[name] for name in sorted(merged)]
 
 
 async def _guarded(

@@ -167,3 +167,28 @@ def test_validation_errors_quote_long_values_shortened_and_cap_the_list(tmp_path
     assert "zzzz" in message
     assert len(message) < 5_000
     assert "more problems" in message
+
+
+def test_a_postgres_backend_needs_a_postgresql_url_and_errors_never_echo_its_password() -> None:
+    with pytest.raises(ConfigError, match=r"sessions: .*backend postgres needs sessions\.url"):
+        load_config(None, environ={"KEEL_SESSIONS__BACKEND": "postgres"})
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, environ={"KEEL_SESSIONS__URL": "mysql://root:hunter2@db/keel"})
+    assert "sessions.url" in str(caught.value) and "not a PostgreSQL URL" in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+    assert "mysql://root:***@db/keel" in str(caught.value)
+    with pytest.raises(ConfigError, match=r"sessions\.pg_schema"):
+        load_config(None, environ={"KEEL_SESSIONS__PG_SCHEMA": "Bad-Name"})
+
+
+def test_the_session_store_url_can_come_from_the_environment(tmp_path: Path) -> None:
+    cfg = load_config(
+        None,
+        environ={
+            "KEEL_SESSIONS__BACKEND": "postgres",
+            "KEEL_SESSIONS__URL": "postgresql://keel:pw@db.internal:5433/keel",
+        },
+    )
+    assert (cfg.sessions.backend, cfg.sessions.url) == ("postgres", "postgresql://keel:pw@db.internal:5433/keel")
+    assert cfg.sessions.location(tmp_path) == "postgresql://keel:***@db.internal:5433/keel (schema keel)"
+    assert KeelConfig().sessions.location(tmp_path) == str(tmp_path / "state.db")

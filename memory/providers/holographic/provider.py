@@ -26,6 +26,7 @@ from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
 from memory.providers.holographic._tools import FactTools, tool_schemas
 from memory.providers.holographic.retrieval import RetrievalWeights, Retriever, ScoredFact
 from memory.providers.holographic.store import Category, FactStore
+from memory.scope import Principal
 
 __all__ = ["HOLOGRAPHIC_PROMPT_BLOCK", "HolographicProvider", "render_recall"]
 
@@ -102,6 +103,7 @@ class HolographicProvider(MemoryProvider):
         self._retriever: Retriever | None = None
         self._tools: FactTools | None = None
         self._agent_context: AgentContext = "primary"
+        self._user_id: str | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -114,12 +116,16 @@ class HolographicProvider(MemoryProvider):
     def retriever(self) -> Retriever | None:
         return self._retriever
 
-    def resolve_path(self, home: Path) -> Path:
-        """Where the fact database lives for this keel home."""
-        if self._db_path is None:
-            return home / "memory_store.db"
-        path = self._db_path.expanduser()
-        return path if path.is_absolute() else home / path
+    def resolve_path(self, home: Path, *, user_id: str | None = None) -> Path:
+        """Where the fact database lives for this keel home and user.
+
+        Facts are kept per user: the default user's file is `<home>/memory_store.db` (or the
+        configured `db_path`, relative to the home); user `u`'s is the same name under a
+        `users/u/` directory beside it, so one user's facts are never recalled for another.
+        """
+        base = home / "memory_store.db" if self._db_path is None else self._db_path.expanduser()
+        path = base if base.is_absolute() else home / base
+        return path if user_id is None else Principal(user_id=user_id).user_dir(path.parent) / path.name
 
     def is_available(self) -> bool:
         # SQLite ships with Python; only an explicit demand for numpy can make us unavailable.
@@ -139,10 +145,17 @@ class HolographicProvider(MemoryProvider):
     ) -> None:
         self._agent_context = agent_context
         if self._store is not None:
+            if user_id != self._user_id:
+                # One instance holds one user's facts; reusing it for another would leak them.
+                raise ValueError(
+                    f"this holographic provider is open for user {self._user_id!r}, not {user_id!r}; "
+                    "give each user's session its own provider"
+                )
             return
+        self._user_id = user_id
         opener = partial(
             FactStore.open,
-            self.resolve_path(home),
+            self.resolve_path(home, user_id=user_id),
             dim=self._dim,
             default_trust=self._default_trust,
             use_numpy=self._use_numpy,

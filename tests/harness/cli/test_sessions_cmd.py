@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,28 +12,30 @@ import anyio
 import pytest
 
 from harness.cli import main
-from memory import StoredMessage, open_session_db
+from memory import PgSessionStore, SessionStore, StoredMessage, open_session_db
 
 REPO = Path(__file__).resolve().parents[3]
 T0 = 1_700_000_000.0
 
 
+async def write_history(db: SessionStore) -> None:
+    await db.create_session("alpha", source="cli", model="gpt-5", started_at=T0)
+    await db.append_messages(
+        "alpha",
+        [
+            StoredMessage(role="user", content="plan the zeppelin trip", timestamp=T0 + 1),
+            StoredMessage(role="assistant", content="Booked for May.", timestamp=T0 + 2),
+        ],
+    )
+    await db.end_session("alpha", reason="compression", ended_at=T0 + 3)
+    await db.create_session("beta", source="cli", model="gpt-5", started_at=T0 + 4, parent_session_id="alpha")
+    await db.append_message("beta", StoredMessage(role="user", content="unrelated", timestamp=T0 + 5))
+
+
 def seed(home: Path) -> None:
     async def write() -> None:
         async with open_session_db(home / "state.db") as db:
-            await db.create_session("alpha", source="cli", model="gpt-5", started_at=T0)
-            await db.append_messages(
-                "alpha",
-                [
-                    StoredMessage(role="user", content="plan the zeppelin trip", timestamp=T0 + 1),
-                    StoredMessage(role="assistant", content="Booked for May.", timestamp=T0 + 2),
-                ],
-            )
-            await db.end_session("alpha", reason="compression", ended_at=T0 + 3)
-            await db.create_session(
-                "beta", source="cli", model="gpt-5", started_at=T0 + 4, parent_session_id="alpha"
-            )
-            await db.append_message("beta", StoredMessage(role="user", content="unrelated", timestamp=T0 + 5))
+            await write_history(db)
 
     anyio.run(write)
 
@@ -111,3 +114,50 @@ def test_the_installed_entry_point_lists_sessions(home: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "alpha" in done.stdout
     assert "beta" in done.stdout
+
+
+def test_every_verb_works_on_a_postgresql_store_named_in_the_config(
+    home: Path, tmp_path: Path, postgres_url: str, pg_schema: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def write() -> None:
+        async with await PgSessionStore.open(postgres_url, schema=pg_schema) as db:
+            await write_history(db)
+
+    anyio.run(write)
+    cfg = tmp_path / "keel.yaml"
+    cfg.write_text(
+        f"sessions:\n  backend: postgres\n  url: {postgres_url}\n  pg_schema: {pg_schema}\n", encoding="utf-8"
+    )
+
+    def pg(*argv: str) -> int:
+        return main(["--config", str(cfg), "--home", str(home), *argv])
+
+    assert pg("sessions", "list") == 0
+    out = capsys.readouterr().out
+    assert out.index("beta") < out.index("alpha")
+    assert pg("sessions", "show", "alpha") == 0
+    assert "Booked for May." in capsys.readouterr().out
+    assert pg("sessions", "search", "zeppelin", "trip") == 0
+    assert "1. session alpha" in capsys.readouterr().out
+    assert pg("sessions", "path") == 0
+    assert capsys.readouterr().out.strip() == f"{postgres_url} (schema {pg_schema})"
+    assert not (home / "state.db").exists()
+
+
+def test_a_postgresql_server_that_does_not_answer_exits_2_naming_the_url_without_its_password(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = tmp_path / "keel.yaml"
+    cfg.write_text(
+        "sessions:\n  backend: postgres\n"
+        f"  url: postgresql://keel:secret@127.0.0.1:{port}/keel\n  connect_timeout_s: 2\n",
+        encoding="utf-8",
+    )
+    assert main(["--config", str(cfg), "--home", str(home), "sessions", "list"]) == 2
+    err = capsys.readouterr().err
+    assert f"postgresql://keel:***@127.0.0.1:{port}/keel" in err
+    assert "secret" not in err
+    assert not (home / "state.db").exists()

@@ -619,7 +619,7 @@ async def test_empty_content_and_empty_old_text_are_refused(tmp_path: Path) -> N
 def test_memories_dir_scopes_per_user_and_rejects_unsafe_ids(tmp_path: Path) -> None:
     assert memories_dir(tmp_path) == tmp_path / "memories"
     assert memories_dir(tmp_path, user_id="ada-1") == tmp_path / "users" / "ada-1" / "memories"
-    for bad in ("", "..", "a/b", "x y"):
+    for bad in ("", "..", "a/b", "x y", ".hidden"):
         with pytest.raises(ValueError, match="not a safe directory name"):
             memories_dir(tmp_path, user_id=bad)
 
@@ -627,3 +627,40 @@ def test_memories_dir_scopes_per_user_and_rejects_unsafe_ids(tmp_path: Path) -> 
 def test_the_constructor_rejects_unknown_policies(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="policy 'sometimes'"):
         MemoryStore(tmp_path, policy="sometimes")  # type: ignore[arg-type]  # the point of the test
+
+
+async def test_a_user_directory_keeps_user_md_its_lock_and_its_evictions_apart(tmp_path: Path) -> None:
+    workspace, user = tmp_path / "ws" / "memories", tmp_path / "users" / "ada" / "memories"
+    store = MemoryStore(
+        workspace, user_directory=user, user_char_limit=28, overflow="evict_oldest", clock=FakeClock()
+    )
+    await store.add("memory", "project uses uv")
+    await store.add("user", "Ada likes tea")
+    await store.add("user", "Ada is in Oslo")  # over 28 chars together: the tea entry is evicted
+    assert (workspace / "MEMORY.md").read_text(encoding="utf-8") == "project uses uv\n"
+    assert (user / "USER.md").read_text(encoding="utf-8") == "Ada is in Oslo\n"
+    assert not (workspace / "USER.md").exists()
+    # the user's evicted entry lands beside USER.md, never in the shared workspace's archive
+    assert not (workspace / "ARCHIVE.jsonl").exists()
+    archived = [
+        json.loads(line) for line in (user / "ARCHIVE.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert [a["content"] for a in archived] == ["Ada likes tea"]
+    assert store.archive_path_of("user") == user / "ARCHIVE.jsonl"
+    assert (user / "USER.md.lock").exists() and not (workspace / "USER.md.lock").exists()
+    # a lock held on the workspace's MEMORY.md does not hold up the user's USER.md
+    with FileLock(str(workspace / "MEMORY.md.lock")):
+        await store.add("user", "Ada: hi")
+    reread = MemoryStore(workspace, user_directory=user)
+    await reread.load()
+    assert reread.entries("user") == ("Ada is in Oslo", "Ada: hi")
+    assert reread.entries("memory") == ("project uses uv",)
+
+
+async def test_a_memory_title_renames_only_the_memory_block(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path, memory_title="SHARED MEMORY (workspace team, read-only)")
+    await store.add("memory", "deploys go through CI")
+    await store.add("user", "Name is Ada")
+    await store.load()
+    assert store.snapshot("memory").splitlines()[1].startswith("SHARED MEMORY (workspace team, read-only) [")
+    assert store.snapshot("user").splitlines()[1].startswith("USER PROFILE (who the user is) [")

@@ -112,3 +112,56 @@ async def test_a_database_from_a_newer_keel_is_refused_untouched(tmp_path: Path)
         async with open_session_db(path):
             pass
     assert versions(path) == [1, 99]  # nothing applied, nothing dropped
+
+
+# The schema as migrations 1 and 2 left it (keel before user scopes), again by hand.
+V2_SCHEMA = (
+    V1_SCHEMA
+    + """
+CREATE TABLE flushes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    timestamp REAL NOT NULL, mode TEXT NOT NULL, saved TEXT NOT NULL, refused TEXT NOT NULL,
+    reply TEXT NOT NULL);
+CREATE INDEX flushes_session ON flushes(session_id, timestamp);
+ALTER TABLE sessions ADD COLUMN last_active_at REAL;
+UPDATE sessions SET last_active_at = started_at;
+CREATE INDEX sessions_last_active ON sessions(last_active_at);
+INSERT INTO schema_migrations VALUES (2, 'flushes; sessions.last_active_at', 1600000001.0);
+INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply)
+    VALUES ('old', 1600000030.0, 'cache_safe', '["lighthouse"]', '[]', 'saved one');
+"""
+)
+
+
+def table_rows(path: Path, table: str) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return [tuple(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY 1")]
+    finally:
+        conn.close()
+
+
+async def test_a_single_user_home_gains_user_scopes_in_place_and_keeps_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(V2_SCHEMA)
+    conn.commit()
+    conn.close()
+    before = {t: table_rows(path, t) for t in ("sessions", "messages", "flushes")}
+    async with open_session_db(path) as db:
+        sessions = await db.list_sessions()
+        assert {s.id for s in sessions} == {"old", "older-child"}
+        assert {s.user_id for s in sessions} == {""}
+        # The default user sees all of it; another user sees none of it.
+        assert len(await db.list_sessions(user_ids=[""])) == 2
+        assert await db.list_sessions(user_ids=["alice"]) == []
+        assert len((await db.search("lighthouse", user_ids=[""])).hits) == 2
+        assert (await db.search("lighthouse", user_ids=["alice"])).hits == ()
+        assert [f.reply for f in await db.list_flushes("old")] == ["saved one"]
+    after = {t: table_rows(path, t) for t in ("sessions", "messages", "flushes")}
+    assert after["messages"] == before["messages"]
+    assert after["flushes"] == before["flushes"]
+    # Every session row is unchanged, with user_id '' appended as the last column.
+    assert after["sessions"] == [(*row, "") for row in before["sessions"]]
+    assert versions(path) == [m.version for m in MIGRATIONS]

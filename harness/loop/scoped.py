@@ -1,0 +1,88 @@
+"""The principal's own stores, built from the config: one place that knows the scope layout.
+
+`open_session`, the `keel memory|skills|sessions` commands and the experiments all build the
+curated store, the skill library, the trace directory and the session filter here, so every
+one of them sees the same principal's files (`memory.scope` draws the layout).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.config import KeelConfig
+from memory import MemoryStore, Principal, SnapshotPolicy
+from memory.skills import SkillLibrary
+
+__all__ = [
+    "curated_store",
+    "session_user_ids",
+    "shared_memory_store",
+    "shared_skill_library",
+    "skill_library",
+    "trace_dir",
+]
+
+
+def curated_store(
+    config: KeelConfig, home: Path, principal: Principal, *, policy: SnapshotPolicy | None = None
+) -> MemoryStore:
+    """The principal's MEMORY.md (its workspace) and USER.md (its user), with the config's limits.
+
+    Each file keeps its own budget and its own sidecar lock, so two principals never wait on
+    or count against each other's files.
+    """
+    m = config.memory
+    return MemoryStore(
+        principal.workspace_memories_dir(home),
+        user_directory=principal.user_memories_dir(home),
+        memory_char_limit=m.memory_char_limit,
+        user_char_limit=m.user_char_limit,
+        policy=m.snapshot_policy if policy is None else policy,
+        overflow=m.overflow,
+        lock_timeout_s=m.lock_timeout_s,
+        memory_enabled=m.memory_enabled,
+        user_profile_enabled=m.user_profile_enabled,
+    )
+
+
+def skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary:
+    """The principal's workspace skill library."""
+    return SkillLibrary(principal.skills_dir(home), guard_agent_created=config.skills.guard_agent_created)
+
+
+def _shared_principal(config: KeelConfig, principal: Principal) -> Principal | None:
+    name = config.scope.shared_workspace
+    if name is None or name == principal.workspace:
+        return None  # none named, or it is the principal's own workspace (read-write)
+    return Principal(workspace=name)
+
+
+def shared_memory_store(config: KeelConfig, home: Path, principal: Principal) -> MemoryStore | None:
+    """The shared workspace's MEMORY.md, read-only (shown under its own heading), if the config names one."""
+    shared = _shared_principal(config, principal)
+    if shared is None or not config.memory.memory_enabled:
+        return None
+    return MemoryStore(
+        shared.workspace_memories_dir(home),
+        memory_char_limit=config.memory.memory_char_limit,
+        policy="frozen",
+        user_profile_enabled=False,
+        memory_title=f"SHARED MEMORY (workspace {shared.workspace}, read-only)",
+    )
+
+
+def shared_skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
+    """The shared workspace's skills (listed and viewable, never changed), if the config names one."""
+    shared = _shared_principal(config, principal)
+    return None if shared is None else skill_library(config, home, shared)
+
+
+def trace_dir(config: KeelConfig, home: Path, principal: Principal) -> Path:
+    """Where the principal's request traces go: `<traces>/users/<user>` (`<traces>` by default)."""
+    return principal.traces_dir(config.traces.dir or home / "traces")
+
+
+def session_user_ids(config: KeelConfig, principal: Principal) -> tuple[str, ...]:
+    """The users whose sessions the principal may search and read: itself, then `scope.shared_users`."""
+    own = principal.session_user
+    return (own, *(u for u in config.scope.shared_users if u != own))

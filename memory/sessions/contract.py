@@ -1,0 +1,196 @@
+"""`SessionStore`: what the harness and the session_search tool need of a session store.
+
+Two backends implement it: `SessionDB` (SQLite with FTS5, `<home>/state.db`, the embedded
+default) and `PgSessionStore` (PostgreSQL through psycopg 3). Code outside
+`memory.sessions` should name this protocol, never a backend, so either can be plugged in.
+
+Every session carries a `user_id` (the principal it ran for; `""` is the default
+single-user principal). `list_sessions` and `search` take `user_ids`: `None` means no
+filter (the operator's view), otherwise only sessions of those users are returned, and the
+filter is applied inside the query, before any limit, so another user's rows can neither
+show up nor crowd the caller's own out. Point reads (`get_session`, `get_messages`, ...)
+are by id and not filtered: a caller that hands out ids checks `SessionRecord.user_id`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Literal, Protocol, Self
+
+from pydantic import JsonValue
+
+from memory.sessions._records import (
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    MessageRecord,
+    SearchResult,
+    SearchRoute,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+)
+from memory.sessions._schema import IndexFeatures
+from memory.sessions._search_index import MatchMode
+from memory.sessions._sql import AnchoredView
+
+__all__ = ["SessionStore"]
+
+
+class SessionStore(Protocol):
+    """A session store: sessions with lineage and a user scope, messages, usage, flushes, search.
+
+    Methods are coroutines. Errors are `memory.errors.SessionStoreError` subclasses;
+    invalid arguments (an unknown role, an empty id) raise `ValueError` before anything
+    is written. See `SessionDB` for the full description of each method.
+    """
+
+    @property
+    def features(self) -> IndexFeatures:
+        """The indexes searches can use (`trigram` gates the substring pass of `best`)."""
+        ...
+
+    @property
+    def location(self) -> str:
+        """Where the store lives, for messages: a file path, or a URL without its password."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection(s); calls already running finish first."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    # ------------------------------------------------------------------ writes
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        source: str,
+        started_at: float,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        user_id: str = "",
+    ) -> None:
+        """Record a new session for `user_id` (a child session is given its parent's user)."""
+        ...
+
+    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+        """Mark a session ended; False (changing nothing) if it had already ended."""
+        ...
+
+    async def append_message(self, session_id: str, message: StoredMessage) -> int:
+        """Append one message; return its id (unique in the store, increasing with time)."""
+        ...
+
+    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+        """Append several messages in one transaction (all or none); return their ids."""
+        ...
+
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input: int = 0,
+        output: int = 0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        reasoning: int = 0,
+        api_calls: int = 1,
+    ) -> None:
+        """Add one reply's usage to the session's counters."""
+        ...
+
+    async def record_flush(
+        self,
+        session_id: str,
+        *,
+        timestamp: float,
+        mode: FlushMode,
+        saved: JsonValue,
+        refused: JsonValue,
+        reply: str,
+    ) -> int:
+        """Log a memory flush; return its id."""
+        ...
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None."""
+        ...
+
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        order: Literal["started", "last_active"] = "started",
+        exclude: Sequence[str] = (),
+        user_ids: Sequence[str] | None = None,
+    ) -> list[SessionRecord]:
+        """Sessions newest first; only those of `user_ids` unless it is None."""
+        ...
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        start_seq: int = 0,
+        limit: int | None = None,
+        from_end: bool = False,
+        roles: Sequence[StoredRole] | None = None,
+    ) -> list[MessageRecord]:
+        """A session's messages in order."""
+        ...
+
+    async def get_message(self, message_id: int) -> MessageRecord | None:
+        """One message by id, or None."""
+        ...
+
+    async def anchored_view(
+        self, message_id: int, *, window: int = 5, bookend: int = 3
+    ) -> AnchoredView | None:
+        """A message with its neighbours and its session's bookends, or None."""
+        ...
+
+    async def anchored_views(
+        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> list[AnchoredView | None]:
+        """`anchored_view` for several messages in one call."""
+        ...
+
+    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+        """A session's flush records, oldest first."""
+        ...
+
+    async def lineage_root(self, session_id: str) -> str:
+        """The first ancestor of `session_id` (itself if it has no parent)."""
+        ...
+
+    async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """`lineage_root` for many sessions in one call."""
+        ...
+
+    async def search(
+        self,
+        query: str,
+        *,
+        match: MatchMode = "all",
+        route: SearchRoute | None = None,
+        roles: Sequence[StoredRole] | None = ("user", "assistant"),
+        limit: int = 300,
+        user_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        """Messages matching `query`, best first; any text is accepted as a query.
+
+        `user_ids` keeps only messages of those users' sessions (None: everyone's).
+        """
+        ...

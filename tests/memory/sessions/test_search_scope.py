@@ -1,0 +1,86 @@
+"""`session_search` for one principal (on each backend): another user's sessions can be neither found, browsed,
+read nor scrolled, and their ids answer exactly like ids that do not exist."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory import SessionSearchTool, SessionStore, StoredMessage
+
+T0 = 1_700_000_000.0
+
+
+def msg(text: str, at: float, role: str = "user") -> StoredMessage:
+    return StoredMessage(role=role, content=text, timestamp=at)  # type: ignore[arg-type]  # literal roles
+
+
+async def seed(db: SessionStore) -> None:
+    """Alice talks about lighthouses a lot, and recently; bob once; a team session once."""
+    for i in range(40):
+        sid = f"alice-{i:02d}"
+        await db.create_session(sid, source="cli", started_at=T0 + 100 + i, user_id="alice")
+        await db.append_messages(
+            sid,
+            [
+                msg(f"the lighthouse lens number {i}", T0 + 100 + i),
+                msg("Polish it.", T0 + 100.5 + i, "assistant"),
+            ],
+        )
+    await db.create_session("bob-1", source="cli", started_at=T0, user_id="bob")
+    await db.append_messages(
+        "bob-1", [msg("a lighthouse on bob's island", T0 + 1), msg("Nice.", T0 + 2, "assistant")]
+    )
+    await db.create_session("team-1", source="cli", started_at=T0 + 3, user_id="team")
+    await db.append_messages("team-1", [msg("the team's lighthouse runbook", T0 + 4)])
+
+
+async def call(tool: SessionSearchTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    reply = json.loads(await tool.handle(arguments))
+    assert isinstance(reply, dict)
+    return reply
+
+
+def bobs(db: SessionStore, *extra: str) -> SessionSearchTool:
+    return SessionSearchTool(db, current_session_id=lambda: None, user_ids=("bob", *extra), default_limit=10)
+
+
+async def test_discover_finds_the_users_own_session_however_many_of_another_users_match(
+    store: SessionStore,
+) -> None:
+    await seed(store)
+    found = await call(bobs(store), {"query": "lighthouse", "limit": 10})
+    assert [r["session_id"] for r in found["results"]] == ["bob-1"]
+    assert "lens" not in json.dumps(found)
+
+
+async def test_browse_lists_only_the_users_sessions(store: SessionStore) -> None:
+    await seed(store)
+    browse = await call(bobs(store), {"limit": 10})
+    assert [s["session_id"] for s in browse["sessions"]] == ["bob-1"]
+
+
+async def test_reading_or_scrolling_another_users_session_answers_like_a_missing_one(
+    store: SessionStore,
+) -> None:
+    await seed(store)
+    tool = bobs(store)
+    alice_msg = (await store.get_messages("alice-07"))[0].id
+    read = await call(tool, {"session_id": "alice-07"})
+    missing = await call(tool, {"session_id": "nobody-07"})
+    assert read["success"] is False and read["error"] == missing["error"].replace("nobody-07", "alice-07")
+    scroll = await call(tool, {"session_id": "alice-07", "around_message_id": alice_msg})
+    gone = await call(tool, {"session_id": "alice-07", "around_message_id": 10**9})
+    assert scroll["success"] is False and scroll["error"] == gone["error"].replace(str(10**9), str(alice_msg))
+    bare = await call(tool, {"around_message_id": alice_msg})
+    assert bare["success"] is False and "lens" not in json.dumps(bare)
+    # bob's own session reads fine
+    assert (await call(tool, {"session_id": "bob-1"}))["success"] is True
+
+
+async def test_shared_users_are_readable_and_no_filter_is_the_operators_view(store: SessionStore) -> None:
+    await seed(store)
+    found = await call(bobs(store, "team"), {"query": "lighthouse", "limit": 10})
+    assert sorted(r["session_id"] for r in found["results"]) == ["bob-1", "team-1"]
+    everyone = SessionSearchTool(store, current_session_id=lambda: None, default_limit=10)
+    assert len((await call(everyone, {"query": "lighthouse", "limit": 10}))["results"]) == 10
