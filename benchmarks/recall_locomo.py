@@ -7,7 +7,7 @@ pointing at its evidence turns). Then, for every QA question that names evidence
 the question is the query and a hit means the top-k facts include at least one evidence
 turn. Three rankings run over the same store, side by side:
 
-- holographic: the provider's hybrid ranking (0.4 FTS + 0.3 Jaccard + 0.3 HRR), exactly
+- holographic: the provider's hybrid ranking (0.40 HRR + 0.35 FTS + 0.25 Jaccard), exactly
   what `HolographicProvider.prefetch` uses;
 - lexical: the no-numpy fallback (0.6 FTS + 0.4 Jaccard);
 - fts-only: plain bm25 order.

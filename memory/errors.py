@@ -27,9 +27,15 @@
     │   ├── SkillConflictError           the name is taken, or a bare name is ambiguous (caller)
     │   ├── SkillBlockedError            the security guard refused the content; carries the report (caller)
     │   └── SkillStorageError            the disk or the writer lock failed (operator)
-    └── HolographicError             the holographic provider
-        ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
-        └── FactStoreError               the fact database could not be opened or used (operator)
+    ├── HolographicError             the holographic provider
+    │   ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
+    │   │   └── FactBlockedError             the write scanner refused the fact; carries `findings`
+    │   └── FactStoreError               the fact database could not be opened or used (operator)
+    └── SemanticError                the semantic provider
+        ├── SemanticInputError           empty or blocked content, an unknown memory id (caller)
+        │   └── SemanticBlockedError         the write scanner refused the memory; carries `findings`
+        ├── SemanticStoreError           the memory database could not be opened or used (operator)
+        └── EmbedderError                the embedding model is missing, altered or failed (operator)
 
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
 can report a stable machine-readable cause next to the human message. Third-party errors
@@ -52,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AmbiguousMatchError",
     "DriftError",
+    "EmbedderError",
+    "FactBlockedError",
     "FactInputError",
     "FactStoreError",
     "HolographicError",
@@ -60,6 +68,10 @@ __all__ = [
     "NoMatchError",
     "RefusalReason",
     "ScanBlockedError",
+    "SemanticBlockedError",
+    "SemanticError",
+    "SemanticInputError",
+    "SemanticStoreError",
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionQueryError",
@@ -189,6 +201,7 @@ class DriftError(StoreIOError):
         super().__init__(message)
         self.backup = backup
 
+
 class SessionStoreError(MemoryLayerError):
     """Root of every error the session store raises on purpose."""
 
@@ -255,3 +268,35 @@ class FactInputError(HolographicError):
 
 class FactStoreError(HolographicError):
     """The fact database failed; the message says which file and what to do."""
+
+
+class FactBlockedError(FactInputError):
+    """The write scanner flagged the fact (content or tags); `findings` says what it found."""
+
+    def __init__(self, message: str, *, findings: Sequence[Finding]) -> None:
+        super().__init__(message)
+        self.findings: tuple[Finding, ...] = tuple(findings)
+
+
+class SemanticError(MemoryLayerError):
+    """Root of the semantic provider's errors."""
+
+
+class SemanticInputError(SemanticError):
+    """A request to the semantic memory that cannot be carried out as asked; nothing changed."""
+
+
+class SemanticBlockedError(SemanticInputError):
+    """The write scanner flagged the memory; `findings` says what it found."""
+
+    def __init__(self, message: str, *, findings: Sequence[Finding]) -> None:
+        super().__init__(message)
+        self.findings: tuple[Finding, ...] = tuple(findings)
+
+
+class SemanticStoreError(SemanticError):
+    """The semantic memory database failed; the message says which file and what to do."""
+
+
+class EmbedderError(SemanticError):
+    """The embedding model is not installed, its files do not match their pinned hashes, or it failed."""
