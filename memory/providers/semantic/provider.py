@@ -116,7 +116,6 @@ class SemanticProvider(MemoryProvider):
             raise ValueError(f"prefetch_limit must be at least 1, got {prefetch_limit!r}")
         self._completer = completer
         self._prompts = (extract_prompt, reconcile_prompt)
-        self._custom_embedder = embedder is not None
         self._embedder: Embedder = embedder if embedder is not None else MiniLmEmbedder()
         self._db_path = db_path
         self._prefetch_limit = prefetch_limit
@@ -147,7 +146,8 @@ class SemanticProvider(MemoryProvider):
 
     def unavailable_reason(self) -> str | None:
         """Why the provider cannot run here (the fix included), or None."""
-        return None if self._custom_embedder else embedder_unavailable_reason()
+        # Only the built-in model has files to install; an embedder passed in is the caller's.
+        return embedder_unavailable_reason() if isinstance(self._embedder, MiniLmEmbedder) else None
 
     def is_available(self) -> bool:
         reason = self.unavailable_reason()
