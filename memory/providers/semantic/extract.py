@@ -75,6 +75,7 @@ class Decision:
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)]|fact\s*\d*\s*:)\s*", re.IGNORECASE)
+_ROLE_LABEL = re.compile(r"^(?:user|assistant|system)\s*:", re.IGNORECASE)
 _NOTHING = re.compile(r"^\W*(?:none|nothing|no (?:new |durable )?facts?)\b", re.IGNORECASE)
 _DECISION = re.compile(
     r"\b(ADD|UPDATE|DELETE|NONE)\b(?:\s*(?:#|no\.?|number)?\s*\[?(\d{1,2})\]?)?", re.IGNORECASE
@@ -86,13 +87,16 @@ MAX_FACT_CHARS = 500
 def parse_candidates(reply: str, *, limit: int = 8) -> list[str]:
     """The facts in an extraction reply: one per line, bullets and numbering stripped.
 
-    "none" (or an empty reply) means nothing; lines that are questions, headings or too long
-    to be one fact are dropped; duplicates collapse. At most `limit` facts.
+    "none" (or an empty reply) means nothing; lines that are questions, headings, transcript
+    echoes (`User: ...`) or too long to be one fact are dropped; duplicates collapse. At most
+    `limit` facts.
     """
     out: dict[str, str] = {}
     for raw in reply.splitlines():
         line = _BULLET.sub("", raw).strip().strip('"').strip()
         if not line or _NOTHING.match(line) or line.endswith(("?", ":")) or line.startswith("#"):
+            continue
+        if _ROLE_LABEL.match(line):  # the transcript echoed back, not a fact
             continue
         if len(line) > MAX_FACT_CHARS or len(line.split()) < 2:
             continue

@@ -202,3 +202,34 @@ async def test_a_non_primary_agent_never_learns(home: Path) -> None:
         assert completer.prompts == [] and contents(provider) == []
     finally:
         await provider.shutdown()
+
+
+def test_extraction_replies_are_read_line_by_line_and_noise_is_dropped() -> None:
+    from memory.providers.semantic import parse_candidates
+
+    reply = (
+        "Here are the facts:\n"
+        "- The user deploys on Fridays.\n"
+        "2. The user's sister Ana lives in Lisbon\n"
+        "* the user deploys on fridays\n"
+        "User: Hi, I'm Sam\n"
+        "Does the user like tea?\n"
+        "ok\n"
+        "- " + "x " * 300 + "\n"
+    )
+    assert parse_candidates(reply) == [
+        "The user deploys on Fridays.",
+        "The user's sister Ana lives in Lisbon",
+    ]
+    assert parse_candidates("none") == [] and parse_candidates("None.") == [] and parse_candidates("") == []
+    assert len(parse_candidates("\n".join(f"- fact number {i}" for i in range(20)))) == 8
+
+
+def test_decisions_are_read_from_the_first_valid_verb() -> None:
+    from memory.providers.semantic import Decision, parse_decision
+
+    assert parse_decision("UPDATE 2", related=3) == Decision("update", 2)
+    assert parse_decision("I would say delete [1].", related=1) == Decision("delete", 1)
+    assert parse_decision("UPDATE 7 ... no wait, NONE", related=2) == Decision("none")
+    assert parse_decision("ADD — it is different", related=2) == Decision("add")
+    assert parse_decision("It depends.", related=2) is None
