@@ -20,6 +20,7 @@ prints the table); they are data in `SearchTuning`, not constants in the code.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -65,19 +66,86 @@ class Hit:
     kind: Literal["semantic_hit"] = "semantic_hit"
 
 
+def _top_neighbours(
+    rows: NDArray[np.float32], matrix: NDArray[np.float32], offset: int, k: int
+) -> NDArray[np.float32]:
+    """For `rows` (which are `matrix[offset:offset + len(rows)]`), the `k` largest similarities to other rows."""
+    sims = rows @ matrix.T
+    index = np.arange(sims.shape[0])
+    sims[index, index + offset] = -np.inf  # not its own neighbour
+    n = matrix.shape[0]
+    top: NDArray[np.float32] = np.partition(sims, n - k, axis=1)[:, n - k :]
+    return top
+
+
+def _all_top(matrix: NDArray[np.float32], k: int) -> NDArray[np.float32]:
+    n = matrix.shape[0]
+    parts = [
+        _top_neighbours(matrix[start : start + _HUB_CHUNK], matrix, start, k)
+        for start in range(0, n, _HUB_CHUNK)
+    ]
+    return np.concatenate(parts) if parts else np.zeros((0, k), dtype=np.float32)
+
+
 def hubness(matrix: NDArray[np.float32], neighbors: int) -> NDArray[np.float32]:
     """Each row's mean similarity to its `neighbors` most similar other rows (0 when alone)."""
     n = matrix.shape[0]
     k = min(neighbors, n - 1)
-    out = np.zeros(n, dtype=np.float32)
     if k < 1:
-        return out
-    for start in range(0, n, _HUB_CHUNK):
-        sims = matrix[start : start + _HUB_CHUNK] @ matrix.T
-        rows = np.arange(sims.shape[0])
-        sims[rows, rows + start] = -np.inf  # not its own neighbour
-        top = np.partition(sims, n - k, axis=1)[:, n - k :]
-        out[start : start + sims.shape[0]] = top.mean(axis=1)
+        return np.zeros(n, dtype=np.float32)
+    return _means(_all_top(matrix, k))
+
+
+class _HubIndex:
+    """Hubness kept up to date as memories are added: O(added × N) instead of O(N²) per write.
+
+    It keeps each row's `k` best neighbour similarities. When the new matrix is the old one
+    with rows appended (new memories get the largest ids), only the new rows are compared
+    with everything; any other change (an update, a delete) recomputes from scratch.
+    """
+
+    def __init__(self, neighbors: int) -> None:
+        self._lock = threading.Lock()  # searches run in worker threads, sometimes two at once
+        self._k = neighbors
+        self._ids: list[int] = []
+        self._matrix: NDArray[np.float32] | None = None
+        self._top: NDArray[np.float32] | None = None
+
+    def values(self, ids: list[int], matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+        with self._lock:
+            return self._values(ids, matrix)
+
+    def _values(self, ids: list[int], matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+        n = matrix.shape[0]
+        k = min(self._k, n - 1)
+        if k < 1:
+            return np.zeros(n, dtype=np.float32)
+        old, top = self._matrix, self._top
+        if old is matrix and top is not None:
+            return _means(top)
+        m = 0 if old is None else old.shape[0]
+        appended = (
+            old is not None
+            and top is not None
+            and top.shape[1] == k
+            and 0 < m < n
+            and ids[:m] == self._ids
+            and np.array_equal(old, matrix[:m])
+        )
+        if appended and old is not None and top is not None:
+            fresh = matrix[m:]
+            # old rows: merge their k best with their similarities to the new rows
+            merged = np.concatenate([top, (fresh @ old.T).T], axis=1)
+            kept = np.partition(merged, merged.shape[1] - k, axis=1)[:, merged.shape[1] - k :]
+            new_top = np.concatenate([kept, _top_neighbours(fresh, matrix, m, k)])
+        else:
+            new_top = _all_top(matrix, k)
+        self._ids, self._matrix, self._top = list(ids), matrix, new_top
+        return _means(new_top)
+
+
+def _means(top: NDArray[np.float32]) -> NDArray[np.float32]:
+    out: NDArray[np.float32] = top.mean(axis=1).astype(np.float32)
     return out
 
 
@@ -90,16 +158,8 @@ class Ranker:
         self._store = store
         self._embedder = embedder
         self.tuning = tuning or SearchTuning()
-        # The store hands out the same matrix object until something is written, so holding
-        # it here and comparing identity is the invalidation.
-        self._hub_cache: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None
-
-    def _hubness(self, matrix: NDArray[np.float32]) -> NDArray[np.float32]:
-        if self._hub_cache is not None and self._hub_cache[0] is matrix:
-            return self._hub_cache[1]
-        values = hubness(matrix, self.tuning.hub_neighbors)
-        self._hub_cache = (matrix, values)
-        return values
+        # The store hands out the same matrix object until something is written.
+        self._hubs = _HubIndex(self.tuning.hub_neighbors)
 
     def _lexical_terms(self, query: str, total: int) -> list[str]:
         limit = self.tuning.common_term_ratio * total
@@ -114,7 +174,7 @@ class Ranker:
             return []
         q = self._embedder.embed([query])[0]
         sims = matrix @ q
-        adjusted = sims - self.tuning.hub_penalty * self._hubness(matrix)
+        adjusted = sims - self.tuning.hub_penalty * self._hubs.values(ids, matrix)
         row_of = {memory_id: row for row, memory_id in enumerate(ids)}
         dense = [int(r) for r in np.argsort(-adjusted, kind="stable")[: self.tuning.dense_pool]]
         lexical_raw = self._store.lexical(

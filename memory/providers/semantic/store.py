@@ -227,7 +227,7 @@ class SemanticStore:
                 (content, key, origin, now, now, model_id, _blob(vector)),
             )
             memory_id = int(cursor.lastrowid or 0)
-            self._log(conn, memory_id, "add", None, content, session_id)
+            self._log(conn, memory_id, "add", None, content, session_id, now)
             return Memory(memory_id, content, origin, now, now), True
 
     def update(
@@ -259,7 +259,7 @@ class SemanticStore:
                 "WHERE memory_id = ?",
                 (content, key, now, model_id, _blob(vector), memory_id),
             )
-            self._log(conn, memory_id, "update", old.content, content, session_id)
+            self._log(conn, memory_id, "update", old.content, content, session_id, now)
             return Memory(memory_id, content, old.origin, old.created_at, now)
 
     def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
@@ -267,7 +267,7 @@ class SemanticStore:
         with self._db(write=True) as conn:
             old = self._get(conn, memory_id)
             conn.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
-            self._log(conn, memory_id, "delete", old.content, None, session_id)
+            self._log(conn, memory_id, "delete", old.content, None, session_id, self._now())
             return old
 
     def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
@@ -286,10 +286,11 @@ class SemanticStore:
         old: str | None,
         new: str | None,
         session_id: str,
+        at: float,
     ) -> None:
         conn.execute(
             "INSERT INTO history(memory_id, event, old_content, new_content, at, session_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (memory_id, event, old, new, time.time(), session_id),
+            (memory_id, event, old, new, at, session_id),
         )
 
     # ------------------------------------------------------------------ reads

@@ -78,3 +78,19 @@ async def test_a_word_shared_by_most_memories_does_not_decide_the_order(home: Pa
         assert reply["results"][0]["content"] == "strict mode in typescript"
     finally:
         await provider.shutdown()
+
+
+def test_hubness_kept_up_to_date_as_rows_are_added_equals_a_fresh_computation() -> None:
+    from memory.providers.semantic.search import _HubIndex
+
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((60, 16)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    index = _HubIndex(5)
+    for n in (3, 8, 20, 21, 40, 60):  # too few for k first, then appends of 1 to 20 rows
+        matrix = rows[:n].copy()
+        got = index.values(list(range(n)), matrix)
+        assert np.allclose(got, hubness(matrix, 5), atol=1e-6)
+    changed = rows[:60].copy()
+    changed[10] = rows[59]  # an update in place: recomputed, still exact
+    assert np.allclose(index.values(list(range(60)), changed), hubness(changed, 5), atol=1e-6)
