@@ -98,7 +98,7 @@ def parse_candidates(reply: str, *, limit: int = 8) -> list[str]:
             continue
         if _ROLE_LABEL.match(line):  # the transcript echoed back, not a fact
             continue
-        if len(line) > MAX_FACT_CHARS or len(line.split()) < 2:
+        if len(line) > MAX_FACT_CHARS or len(line.split()) < 3:  # "The user" alone says nothing
             continue
         out.setdefault(line.casefold().rstrip("."), line)
         if len(out) >= limit:

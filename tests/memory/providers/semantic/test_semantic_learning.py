@@ -215,6 +215,7 @@ def test_extraction_replies_are_read_line_by_line_and_noise_is_dropped() -> None
         "User: Hi, I'm Sam\n"
         "Does the user like tea?\n"
         "ok\n"
+        "- The user\n"
         "- " + "x " * 300 + "\n"
     )
     assert parse_candidates(reply) == [
