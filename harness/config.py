@@ -59,6 +59,7 @@ __all__ = [
     "RecallConfig",
     "RetryConfig",
     "ScopeConfig",
+    "SemanticConfig",
     "SessionSearchConfig",
     "SessionsConfig",
     "SkillsConfig",
@@ -146,6 +147,30 @@ class HolographicConfig(_Section):
     prefetch_limit: int = Field(5, ge=1, le=50)
 
 
+class SemanticConfig(_Section):
+    """The semantic provider (`memory.provider: semantic`; needs `pip install -e '.[semantic]'`)."""
+
+    db_path: Path | None = None
+    learn: bool = True
+    """Extract facts from each exchange with the session's model, in the background."""
+    learn_max_tokens: int = Field(256, ge=16, le=4096)
+    learn_timeout_s: float = Field(180.0, gt=0)
+    """The bound on one turn's learning (extraction + reconciliation calls)."""
+    prefetch_limit: int = Field(5, ge=1, le=50)
+    min_similarity: float = Field(0.25, ge=-1, le=1)
+    duplicate_similarity: float = Field(0.95, ge=0, le=1)
+    related_similarity: float = Field(0.5, ge=0, le=1)
+    breaker_failures: int = Field(5, ge=1)
+    breaker_pause_s: float = Field(120.0, ge=0)
+    embedder_threads: int = Field(1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _bands(self) -> SemanticConfig:
+        if self.related_similarity > self.duplicate_similarity:
+            raise ValueError("related_similarity must not exceed duplicate_similarity")
+        return self
+
+
 class MemoryConfig(_Section):
     memory_enabled: bool = True
     user_profile_enabled: bool = True
@@ -156,8 +181,9 @@ class MemoryConfig(_Section):
     lock_timeout_s: float = Field(10.0, gt=0)
     user_id: str | None = None
     """Deprecated spelling of `scope.user` (same meaning, same files); kept so old configs work."""
-    provider: Literal["none", "holographic"] = "none"
+    provider: Literal["none", "holographic", "semantic"] = "none"
     holographic: HolographicConfig = HolographicConfig()
+    semantic: SemanticConfig = SemanticConfig()
 
 
 class ScopeConfig(_Section):

@@ -30,7 +30,13 @@
     │   └── SkillStorageError            the disk or the writer lock failed (operator)
     ├── HolographicError             the holographic provider
     │   ├── FactInputError               empty content, unknown fact id, a duplicate on update (caller)
+    │   │   └── FactBlockedError             the write scanner refused the fact; carries `findings`
     │   └── FactStoreError               the fact database could not be opened or used (operator)
+    ├── SemanticError                the semantic provider
+    │   ├── SemanticInputError           empty or blocked content, an unknown memory id (caller)
+    │   │   └── SemanticBlockedError         the write scanner refused the memory; carries `findings`
+    │   ├── SemanticStoreError           the memory database could not be opened or used (operator)
+    │   └── EmbedderError                the embedding model is missing, altered or failed (operator)
     └── ScopeError                   a user or workspace id is not a safe directory name (operator)
 
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
@@ -55,6 +61,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AmbiguousMatchError",
     "DriftError",
+    "EmbedderError",
+    "FactBlockedError",
     "FactInputError",
     "FactStoreError",
     "HolographicError",
@@ -64,6 +72,10 @@ __all__ = [
     "RefusalReason",
     "ScanBlockedError",
     "ScopeError",
+    "SemanticBlockedError",
+    "SemanticError",
+    "SemanticInputError",
+    "SemanticStoreError",
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionQueryError",
@@ -270,3 +282,35 @@ class FactStoreError(HolographicError):
 
 class ScopeError(MemoryLayerError, ValueError):
     """A user or workspace id cannot name a directory; nothing was read or written."""
+
+
+class FactBlockedError(FactInputError):
+    """The write scanner flagged the fact (content or tags); `findings` says what it found."""
+
+    def __init__(self, message: str, *, findings: Sequence[Finding]) -> None:
+        super().__init__(message)
+        self.findings: tuple[Finding, ...] = tuple(findings)
+
+
+class SemanticError(MemoryLayerError):
+    """Root of the semantic provider's errors."""
+
+
+class SemanticInputError(SemanticError):
+    """A request to the semantic memory that cannot be carried out as asked; nothing changed."""
+
+
+class SemanticBlockedError(SemanticInputError):
+    """The write scanner flagged the memory; `findings` says what it found."""
+
+    def __init__(self, message: str, *, findings: Sequence[Finding]) -> None:
+        super().__init__(message)
+        self.findings: tuple[Finding, ...] = tuple(findings)
+
+
+class SemanticStoreError(SemanticError):
+    """The semantic memory database failed; the message says which file and what to do."""
+
+
+class EmbedderError(SemanticError):
+    """The embedding model is not installed, its files do not match their pinned hashes, or it failed."""

@@ -13,16 +13,20 @@ Synchronise on these events, never on sleeps.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
+import numpy as np
+from numpy.typing import NDArray
 from pydantic import JsonValue
 
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, SwitchReason, TurnMessage
 
-__all__ = ["ProviderFailure", "ScriptedProvider"]
+__all__ = ["ProviderFailure", "ScriptedCompleter", "ScriptedProvider", "WordHashEmbedder"]
 
 
 class ProviderFailure(RuntimeError):
@@ -172,3 +176,58 @@ class ScriptedProvider(MemoryProvider):
 
     async def shutdown(self) -> None:
         await self._enter("shutdown")
+
+
+class ScriptedCompleter:
+    """A `Completer` (the semantic provider's model) that answers from a script.
+
+    Each call pops the next reply; an exception in the script is raised instead; a callable
+    is called with the prompt. Every prompt is kept in `prompts`. Raises `ProviderFailure`
+    when the script runs out, so a test notices an unexpected call.
+    """
+
+    def __init__(self, replies: Iterable[str | BaseException | Callable[[str], str]] = ()) -> None:
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+
+    async def complete(self, messages: Sequence[TurnMessage]) -> str:
+        prompt = "\n\n".join(m.content for m in messages)
+        self.prompts.append(prompt)
+        if not self.replies:
+            raise ProviderFailure(f"the scripted completer has no reply left for: {prompt[:80]!r}")
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply(prompt) if callable(reply) else reply
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class WordHashEmbedder:
+    """A deterministic stand-in `Embedder`: texts sharing words get similar vectors.
+
+    Each lower-cased word maps to a fixed pseudo-random unit vector (from its SHA-256); a
+    text is the normalized sum of its words'. It knows no meaning — "pytest" and "testing"
+    are unrelated to it — so tests of *meaning* use the real model; this one is for the
+    plumbing (storage, scopes, reconciliation rules, the breaker) without installing it.
+    """
+
+    model_id = "word-hash-64"
+    dim = 64
+
+    def _word(self, word: str) -> NDArray[np.float32]:
+        seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+        vector = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        unit: NDArray[np.float32] = vector / np.linalg.norm(vector)
+        return unit
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                out[row] += self._word(word)
+            norm = float(np.linalg.norm(out[row]))
+            if norm > 0:
+                out[row] /= norm
+        return out

@@ -51,6 +51,7 @@ from harness.loop.scoped import (
     skill_library,
     trace_dir,
 )
+from harness.loop.semantic_wiring import semantic_provider
 from harness.loop.session import Session, Spawn
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
@@ -61,7 +62,7 @@ from harness.models.retry import RetryAttempt
 from harness.tokens import TokenCounter, Tokenizer, load_tokenizer
 from harness.tools import ToolRegistry
 from harness.trace import TraceWriter
-from harness.types import Message, ModelRequest
+from harness.types import Message, ModelReply, ModelRequest
 from memory import (
     AgentContext,
     MemoryManager,
@@ -122,6 +123,13 @@ class _SessionRef:
 
     def current_id(self) -> str:
         return self.first_id if self.session is None else self.session.session_id
+
+    async def send(self, request: ModelRequest) -> ModelReply:
+        """A side call (semantic memory's learning) through the session's traced model calls."""
+        if self.session is None:
+            raise ConfigError("the session is not open yet; no model call can be made through it")
+        reply, _ = await self.session.calls.send(request)
+        return reply
 
     def on_retry(self, attempt: RetryAttempt) -> None:
         if self.session is not None:
@@ -190,9 +198,14 @@ async def _open_manager(
     agent_context: AgentContext,
     provider: MemoryProvider | None,
     principal: Principal,
+    ref: _SessionRef,
 ) -> MemoryManager:
     m = config.memory
-    manager = MemoryManager(_Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s)
+    # Learning (semantic) runs model calls inside sync_turn: bound hooks by its own limit.
+    bound = max(30.0, m.semantic.learn_timeout_s) if m.provider == "semantic" else 30.0
+    manager = MemoryManager(
+        _Builtin(), clock=time.monotonic, recall_wait_s=config.recall.wait_s, call_timeout_s=bound
+    )
     if agent_context == "subagent":
         pass  # subagents run without external providers; the parent hears `on_delegation`
     elif provider is not None:
@@ -208,6 +221,12 @@ async def _open_manager(
                 prefetch_limit=h.prefetch_limit,
             )
         )
+    elif m.provider == "semantic":
+        semantic = semantic_provider(config, send=ref.send)
+        reason = semantic.unavailable_reason()
+        if reason is not None:
+            raise ConfigError(f"memory.provider is 'semantic' but {reason}; or set memory.provider: none")
+        manager.add_provider(semantic)
     await manager.initialize(
         first_id,
         agent_context=agent_context,
@@ -432,6 +451,7 @@ async def _open(
             agent_context=agent_context,
             provider=provider,
             principal=principal,
+            ref=ref,
         )
         skills = _skills(config, home, principal)
         shared_skills = None if skills is None else shared_skill_library(config, home, principal)

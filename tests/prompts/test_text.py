@@ -8,7 +8,14 @@ import pytest
 
 from prompts import load_text, text_names
 
-TEMPLATES = {"summarize", "summarize_update", "search_summary", "summary_identifiers"}
+TEMPLATES = {
+    "summarize",
+    "summarize_update",
+    "search_summary",
+    "summary_identifiers",
+    "semantic_extract",
+    "semantic_reconcile",
+}
 TEMPLATE_FIELDS = {
     "date": "2026-11-22",
     "target_tokens": "2,000",
@@ -18,6 +25,10 @@ TEMPLATE_FIELDS = {
     "topic": "tea",
     "transcript": "[USER]: hi",
     "identifiers": "JIRA-4312; ./deploy.sh",
+    "user": "We ship every Friday.",
+    "assistant": "Noted.",
+    "existing": "[1] The user deploys on Fridays",
+    "candidate": "The user deploys on Thursdays now",
 }
 
 

@@ -7,7 +7,7 @@
 # Its exceptions are in `memory.errors`.
 # Importing this package does not import numpy; `memory.providers.holographic.hrr` does.
 
-from memory.errors import FactInputError, FactStoreError, HolographicError
+from memory.errors import FactBlockedError, FactInputError, FactStoreError, HolographicError
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._tools import (
     FACT_FEEDBACK_DESCRIPTION,
@@ -46,6 +46,7 @@ __all__ = [
     "Contradiction",
     "ExtractedEntity",
     "Fact",
+    "FactBlockedError",
     "FactInputError",
     "FactStore",
     "FactStoreError",

@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 from pydantic import JsonValue
 
+from memory.providers._guard import recall_safe
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
 from memory.providers.holographic._tools import FactTools, tool_schemas
 from memory.providers.holographic.retrieval import RetrievalWeights, Retriever, ScoredFact
@@ -46,11 +47,21 @@ RECALL_HEADING = "## Holographic Memory"
 
 
 def render_recall(hits: list[ScoredFact]) -> str:
-    """Recalled facts as `## Holographic Memory` and one `- [trust] content` line each."""
+    """Recalled facts as `## Holographic Memory` and one `- [trust] content` line each.
+
+    A fact the write scanner objects to (stored before writes were scanned, or by another
+    program) is shown as a `[BLOCKED: ...]` placeholder, never as itself.
+    """
     if not hits:
         return ""
     lines = [RECALL_HEADING]
-    lines.extend(f"- [{hit.fact.trust:.1f}] {' '.join(hit.fact.content.split())}" for hit in hits)
+    for hit in hits:
+        text = recall_safe(
+            " ".join(hit.fact.content.split()),
+            source=f"fact {hit.fact.fact_id}",
+            remedy=f"Delete it with fact_store(action='remove', fact_id={hit.fact.fact_id}).",
+        )
+        lines.append(f"- [{hit.fact.trust:.1f}] {text}")
     return "\n".join(lines)
 
 
@@ -66,7 +77,7 @@ class HolographicProvider(MemoryProvider):
         prefetch_limit: facts recalled per turn.
         use_numpy: True to require numpy (HRR), False for the lexical-only path, None to
             use numpy when it is installed.
-        weights: relevance weights with HRR (default 0.4 FTS / 0.3 Jaccard / 0.3 HRR).
+        weights: relevance weights with HRR (default 0.40 HRR / 0.35 FTS / 0.25 Jaccard).
         half_life_days: temporal decay of scores; 0 (the default) turns it off.
         now: wall-clock seconds for timestamps and decay.
     """

@@ -3,7 +3,7 @@
 `search` takes FTS5 candidates (the query's content words OR-joined; CJK through a
 substring supplement), then scores each one
 
-    relevance = w_fts · fts + w_jaccard · jaccard + w_hrr · hrr       (default 0.4 / 0.3 / 0.3)
+    relevance = w_hrr · hrr + w_fts · fts + w_jaccard · jaccard       (default 0.40 / 0.35 / 0.25)
     score     = relevance × trust × decay
 
 where `fts` is the bm25 rank scaled so the best candidate is 1, `jaccard` the token overlap
@@ -45,11 +45,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class RetrievalWeights:
-    """How much each signal counts in `search` relevance."""
+    """How much each signal counts in `search` relevance.
 
-    fts: float = 0.4
-    jaccard: float = 0.3
-    hrr: float = 0.3
+    The defaults are the described design — 40 HRR / 35 FTS / 25 Jaccard: meaning-ish
+    similarity of the HRR text vectors first, then bm25, then plain token overlap.
+    """
+
+    fts: float = 0.35
+    jaccard: float = 0.25
+    hrr: float = 0.4
     kind: Literal["retrieval_weights"] = "retrieval_weights"
 
     def __post_init__(self) -> None:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
-from memory.errors import FactInputError, FactStoreError
+from memory.errors import FactBlockedError, FactInputError, FactStoreError
+from memory.providers._guard import blocked_write_message, write_findings
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS, split_sql
 
@@ -119,6 +120,13 @@ def load_codec(dim: int, use_numpy: bool | None) -> HrrCodec | None:
 
 def _clamp(value: float) -> float:
     return round(min(1.0, max(0.0, value)), 6)
+
+
+def _scanned(content: str, tags: str) -> None:
+    """Refuse content or tags the write scanner objects to: recall replays them into turns."""
+    findings = write_findings(content) + write_findings(tags)
+    if findings:
+        raise FactBlockedError(blocked_write_message("fact", findings), findings=findings)
 
 
 def _category(value: str) -> Category:
@@ -320,12 +328,14 @@ class FactStore:
         """Store a fact; identical content returns the existing id unchanged.
 
         Raises:
+            FactBlockedError: the write scanner objects to the content or the tags.
             FactInputError: empty content or an unknown category.
         """
         content = content.strip()
         if not content:
             raise FactInputError("fact content is empty; say what should be remembered")
         _category(category)
+        _scanned(content, tags)
         entities = extract_entities(content)
         with self._db(write=True) as conn:
             row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
@@ -362,10 +372,12 @@ class FactStore:
         """Change a fact's content, category, tags or trust (clamped to [0, 1]).
 
         Raises:
+            FactBlockedError: the write scanner objects to the new content or tags.
             FactInputError: unknown id, empty content, or content another fact already has.
         """
         if category is not None:
             _category(category)
+        _scanned(content or "", tags or "")
         with self._db(write=True) as conn:
             old = self._facts(conn, [self._row(conn, fact_id)])[0]
             new_content = old.content if content is None else content.strip()
@@ -446,7 +458,9 @@ class FactStore:
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
     ) -> list[Fact]:
         """Facts by trust, highest first."""
-        return self._select("f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
+        return self._select(
+            "f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit
+        )
 
     def recent_facts(
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500

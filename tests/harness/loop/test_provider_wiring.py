@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from harness.errors import ModelServerError
@@ -197,3 +198,25 @@ async def test_a_delegated_task_runs_as_a_subagent_and_the_parents_providers_hea
     finally:
         await db.aclose()
     assert row is not None and row.source == "subagent"
+
+
+async def test_a_warm_turn_waits_only_warm_wait_s_for_a_prefetch_still_running(home: Path) -> None:
+    gates: list[anyio.Event] = []
+
+    def recall(query: str) -> str:
+        if not gates:  # after the first (cold) prefetch, every later one blocks until released
+            gates.append(provider.hold("prefetch"))
+        return f"recalled for {query}"
+
+    provider = ScriptedProvider("p", recall=recall)
+    model = ScriptedModel([say("a"), say("b")])
+    # A cold wait of 600 s would outlast the test's own timeout: only the warm bound lets turn 2 go on.
+    cfg = config(recall__wait_s="600", recall__warm_wait_s="0")
+    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), provider=provider) as s:
+        first = await run_turn(s, "alpha question")
+        await run_turn(s, "beta question")
+        gates[0].set()
+    assert any(isinstance(e, RecallAttached) for e in first)
+    # turn 2 went ahead without the prefetch that was still running for it
+    assert "recalled for" not in (model.requests[1].messages[-1].api_content or "")
+    assert [args[0] for args in _calls(provider, "prefetch")][:2] == ["alpha question", "alpha question"]

@@ -65,7 +65,7 @@ def test_without_numpy_the_weights_fall_back_to_lexical(tmp_path: Path) -> None:
     try:
         assert Retriever(plain).weights == LEXICAL_WEIGHTS
         assert not Retriever(plain).uses_hrr
-        assert Retriever(vectors).weights == RetrievalWeights(fts=0.4, jaccard=0.3, hrr=0.3)
+        assert Retriever(vectors).weights == RetrievalWeights(fts=0.35, jaccard=0.25, hrr=0.4)
         assert Retriever(vectors).uses_hrr
         # The lexical ranking is the same whether numpy is off or merely weighted out.
         query = "Alice Smith at Acme"
@@ -190,3 +190,28 @@ def test_tokenizers() -> None:
     assert fts_terms('"OR" NEAR AND') == ["near"]  # operators are just words once quoted
     assert jaccard_tokens("用户喜欢 tea") == {"用户", "户喜", "喜欢", "tea"}
     assert cjk_like_terms("项目数据库 and 茶") == ["项目数", "目数据", "数据库"]
+
+
+def test_the_hybrid_score_is_40_hrr_35_fts_25_jaccard(tmp_path: Path) -> None:
+    store = filled(tmp_path / "memory_store.db", use_numpy=True)
+    try:
+        retriever = Retriever(store)
+        assert retriever.weights == RetrievalWeights(hrr=0.4, fts=0.35, jaccard=0.25)
+        query = "where does Alice Smith work and live?"
+
+        def scores(weights: RetrievalWeights) -> dict[int, float]:
+            return {h.fact.fact_id: h.score for h in Retriever(store, weights=weights).search(query, limit=7)}
+
+        fused = scores(retriever.weights)
+        hrr = scores(RetrievalWeights(fts=0.0, jaccard=0.0, hrr=1.0))
+        fts = scores(RetrievalWeights(fts=1.0, jaccard=0.0, hrr=0.0))
+        overlap = scores(RetrievalWeights(fts=0.0, jaccard=1.0, hrr=0.0))
+        assert len(fused) >= 3
+        for fact_id, score in fused.items():
+            expected = 0.4 * hrr[fact_id] + 0.35 * fts[fact_id] + 0.25 * overlap[fact_id]
+            assert score == pytest.approx(expected, rel=1e-9)
+        # the signals rank the facts differently, so the weights are what decides the order
+        orders = {tuple(sorted(s, key=s.__getitem__, reverse=True)) for s in (hrr, fts, overlap)}
+        assert len(orders) >= 2
+    finally:
+        store.close()

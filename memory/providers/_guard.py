@@ -1,0 +1,42 @@
+"""The write scanner as every external provider applies it.
+
+Whatever a provider stores is recalled into later turns (fenced onto the user message), so
+a poisoned fact would be replayed into every conversation it matches — the same risk as a
+poisoned MEMORY.md line. Providers run every write through `write_findings` (strict scope,
+like the curated store) and refuse on a hit; on the way out, `recall_safe` re-checks what
+they recall, so rows written before the check existed (or by another program) never reach
+the prompt as they are.
+"""
+
+from __future__ import annotations
+
+from memory.scanner import (
+    SCAN_WINDOW,
+    Finding,
+    blocked_placeholder,
+    describe_findings,
+    oversize_finding,
+    scan,
+)
+
+__all__ = ["blocked_write_message", "recall_safe", "write_findings"]
+
+
+def write_findings(text: str) -> tuple[Finding, ...]:
+    """What the strict scan finds in `text`; text too long to scan whole is a finding itself."""
+    if len(text) > SCAN_WINDOW:
+        return (oversize_finding(len(text)),)
+    return scan(text, "strict")
+
+
+def blocked_write_message(what: str, findings: tuple[Finding, ...]) -> str:
+    """The refusal for a blocked write, e.g. `"fact not stored: Blocked: ... Save a plain ..."`."""
+    return f"{what} not stored: {describe_findings(findings)}"
+
+
+def recall_safe(text: str, *, source: str, remedy: str) -> str:
+    """`text` itself, or a `[BLOCKED: ...]` placeholder when the strict scan objects to it."""
+    findings = write_findings(text)
+    if not findings:
+        return text
+    return blocked_placeholder(source, findings, remedy=remedy)

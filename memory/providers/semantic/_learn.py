@@ -1,0 +1,199 @@
+"""Learning from a finished turn: extract candidate facts, reconcile each, apply.
+
+`Learner.learn_turn` is what the provider's `sync_turn` runs in the background. Model calls
+go through the provider's circuit breaker (5 failures in a row → 2 minutes without model
+calls); while it is open, turns are not learned from (search and the tools keep working).
+Every candidate passes the write scanner before anything is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
+
+import anyio
+import numpy as np
+from numpy.typing import NDArray
+
+from memory.errors import SemanticInputError
+from memory.providers._breaker import CircuitBreaker
+from memory.providers._guard import write_findings
+from memory.providers.contract import TurnMessage
+from memory.providers.semantic.embedder import Embedder
+from memory.providers.semantic.extract import (
+    Completer,
+    Decision,
+    Reconciliation,
+    parse_candidates,
+    parse_decision,
+    render_related,
+)
+from memory.providers.semantic.search import Ranker
+from memory.providers.semantic.store import Memory, SemanticStore
+
+__all__ = ["Learned", "Learner", "TurnReport"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What happened to one candidate fact."""
+
+    candidate: str
+    action: Literal["add", "update", "delete", "none", "blocked"]
+    memory_id: int | None
+    decided_by: Literal["similarity", "model", "fallback", "scanner"]
+    kind: Literal["learned"] = "learned"
+
+
+@dataclass
+class TurnReport:
+    """One turn's learning: candidates, outcomes, model calls and time spent."""
+
+    model_calls: int = 0
+    seconds: float = 0.0
+    skipped: Literal["", "paused", "model_failed"] = ""
+    learned: list[Learned] = field(default_factory=list)
+
+
+class _ModelDown(Exception):
+    """The completer failed or the breaker is open; the rest of the turn is not learned."""
+
+
+class Learner:
+    """Turns exchanges into stored memories. Owned by the provider; one turn at a time."""
+
+    def __init__(
+        self,
+        *,
+        store: SemanticStore,
+        ranker: Ranker,
+        embedder: Embedder,
+        completer: Completer,
+        extract_prompt: str,
+        reconcile_prompt: str,
+        reconciliation: Reconciliation,
+        breaker: CircuitBreaker,
+        max_turn_chars: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._ranker = ranker
+        self._embedder = embedder
+        self._completer = completer
+        self._extract_prompt = extract_prompt
+        self._reconcile_prompt = reconcile_prompt
+        self._rules = reconciliation
+        self._breaker = breaker
+        self._max_chars = max_turn_chars
+        self._clock = clock
+
+    async def _ask(self, prompt: str, report: TurnReport) -> str:
+        if not self._breaker.acquire():
+            raise _ModelDown("paused")
+        report.model_calls += 1
+        try:
+            reply = await self._completer.complete([TurnMessage("user", prompt)])
+        except Exception as exc:
+            opened = self._breaker.failed()
+            _log.warning(
+                "semantic memory: the extraction model failed (%r)%s", exc, "; pausing" if opened else ""
+            )
+            raise _ModelDown("model_failed") from exc
+        except BaseException:
+            self._breaker.abandoned()
+            raise
+        self._breaker.succeeded()
+        return reply
+
+    async def learn_turn(self, user: str, assistant: str, *, session_id: str) -> TurnReport:
+        """Extract, reconcile and apply the facts of one exchange; never raises for model trouble."""
+        report = TurnReport()
+        started = time.perf_counter()
+        try:
+            prompt = self._extract_prompt.format(
+                user=_clip(user, self._max_chars), assistant=_clip(assistant, self._max_chars)
+            )
+            candidates = parse_candidates(await self._ask(prompt, report))
+            for candidate in candidates:
+                report.learned.append(await self._reconcile(candidate, report, session_id))
+        except _ModelDown as down:
+            report.skipped = "paused" if str(down) == "paused" else "model_failed"
+        report.seconds = time.perf_counter() - started
+        return report
+
+    async def _reconcile(self, candidate: str, report: TurnReport, session_id: str) -> Learned:
+        if write_findings(candidate):
+            _log.warning("semantic memory: an extracted fact was refused by the write scanner")
+            return Learned(candidate, "blocked", None, "scanner")
+        vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
+        nearest = await anyio.to_thread.run_sync(
+            partial(self._ranker.nearest, vector, limit=self._rules.related_limit)
+        )
+        if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
+            return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
+        related = [(m, s) for m, s in nearest if s >= self._rules.related_similarity]
+        if not related:
+            return await self._apply(candidate, vector, Decision("add"), [], "similarity", session_id)
+        prompt = self._reconcile_prompt.format(
+            existing=render_related([m.content for m, _ in related]), candidate=candidate
+        )
+        decision = parse_decision(await self._ask(prompt, report), related=len(related))
+        if decision is None:
+            # An answer we cannot read must not lose the fact: keep it beside the others.
+            return await self._apply(candidate, vector, Decision("add"), [], "fallback", session_id)
+        return await self._apply(candidate, vector, decision, [m for m, _ in related], "model", session_id)
+
+    async def _apply(
+        self,
+        candidate: str,
+        vector: NDArray[np.float32],
+        decision: Decision,
+        related: list[Memory],
+        decided_by: Literal["similarity", "model", "fallback"],
+        session_id: str,
+    ) -> Learned:
+        store, model_id = self._store, self._embedder.model_id
+        target = None if decision.target is None else related[decision.target - 1]
+        try:
+            if decision.action == "add":
+                memory, _ = await anyio.to_thread.run_sync(
+                    partial(
+                        store.add,
+                        candidate,
+                        vector,
+                        model_id=model_id,
+                        origin="extracted",
+                        session_id=session_id,
+                    )
+                )
+                return Learned(candidate, "add", memory.memory_id, decided_by)
+            if decision.action == "update" and target is not None:
+                await anyio.to_thread.run_sync(
+                    partial(
+                        store.update,
+                        target.memory_id,
+                        candidate,
+                        vector,
+                        model_id=model_id,
+                        session_id=session_id,
+                    )
+                )
+                return Learned(candidate, "update", target.memory_id, decided_by)
+            if decision.action == "delete" and target is not None:
+                await anyio.to_thread.run_sync(partial(store.delete, target.memory_id, session_id=session_id))
+                return Learned(candidate, "delete", target.memory_id, decided_by)
+        except SemanticInputError as exc:
+            # e.g. the update would duplicate another memory, or the target is gone already
+            _log.info("semantic memory: %s; the candidate was left out", exc)
+        return Learned(candidate, "none", None if target is None else target.memory_id, decided_by)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " […]"
