@@ -8,7 +8,15 @@ import pytest
 
 from prompts import load_text, text_names
 
-TEMPLATES = {"summarize", "summarize_update", "search_summary", "summary_identifiers"}
+TEMPLATES = {
+    "summarize",
+    "summarize_update",
+    "search_summary",
+    "summary_identifiers",
+    "retention_question",
+    "retention_hint_choice",
+    "retention_roles",
+}
 TEMPLATE_FIELDS = {
     "date": "2026-11-22",
     "target_tokens": "2,000",
@@ -18,6 +26,12 @@ TEMPLATE_FIELDS = {
     "topic": "tea",
     "transcript": "[USER]: hi",
     "identifiers": "JIRA-4312; ./deploy.sh",
+    "question": "When did Dana move?",
+    "hint": "",
+    "first": "Not mentioned in the conversation",
+    "second": "in May",
+    "user": "Dana",
+    "assistant": "Sam",
 }
 
 
