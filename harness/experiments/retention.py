@@ -53,6 +53,7 @@ __all__ = [
     "RetentionResult",
     "ScoredQuestion",
     "arm_overrides",
+    "model_config",
     "run_retention",
     "where_counts",
 ]
@@ -164,6 +165,22 @@ def arm_overrides(
     }
 
 
+def model_config(config: KeelConfig, options: RetentionOptions) -> KeelConfig:
+    """The config the model is opened with for a run: a window the ceiling fits in (the
+    embedded server is started with it) and a generation cap that leaves the flush and the
+    summary their own budgets (turns and answers ask for less)."""
+    m = config.model
+    return apply_overrides(
+        config,
+        {
+            "model": {
+                "context_window": max(options.window, options.ceiling_window),
+                "max_output_tokens": max(m.max_output_tokens, config.compression.flush_max_tokens),
+            }
+        },
+    )
+
+
 def _score(run: ArmRun) -> tuple[ScoredQuestion, ...]:
     sources: dict[RetentionSource, str] = {
         "memory": run.memory_text,
@@ -196,7 +213,7 @@ async def run_retention(
     root: Path,
     arms: Sequence[RetentionArmName] = RETENTION_ARMS,
     options: RetentionOptions = RetentionOptions(),
-    on_step: Callable[[RetentionArmName, str], None] = lambda _a, _s: None,
+    on_step: Callable[[RetentionArmName, str, int, int], None] = lambda _a, _s, _d, _n: None,
 ) -> RetentionResult:
     """Run every arm in its own fresh home under `root`, score it and meter its trace.
 
@@ -219,10 +236,11 @@ async def run_retention(
                 arm, home, status=f"n/a: does not fit ({need:,} > {options.ceiling_window:,} tokens)"
             )
             done.append(RetentionArm(arm, run, (), CompressionCosts(None, None, None)))
+            on_step(arm, run.status or "", 0, 0)
             continue
 
-        def step(text: str, name: RetentionArmName = arm) -> None:
-            on_step(name, text)
+        def step(text: str, done: int, total: int, name: RetentionArmName = arm) -> None:
+            on_step(name, text, done, total)
 
         run, made = await run_arm(
             arm,
@@ -240,7 +258,6 @@ async def run_retention(
         plan = plan or made
         costs, _ = await compression_costs(run.trace_path, tokenizer=tokenizer, sims=options.sims)
         done.append(RetentionArm(arm, run, _score(run), costs))
-        on_step(arm, "done")
     assert plan is not None  # run_arm raises before a run without one
     return RetentionResult(replay.name, plan, options, tuple(done))
 

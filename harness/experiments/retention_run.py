@@ -224,7 +224,7 @@ async def run_arm(
     answer_tokens: int,
     max_questions: int = 0,
     replay_lines: bool = True,
-    on_step: Callable[[str], None] = lambda _: None,
+    on_step: Callable[[str, int, int], None] = lambda _t, _d, _n: None,
 ) -> tuple[ArmRun, ReplayPlan | None]:
     """Run one arm in `home` (fresh); returns what it did and the plan (made here if None).
 
@@ -232,7 +232,8 @@ async def run_arm(
         window: the context window whose compression threshold decides the turns.
         max_questions: when this arm makes the plan, keep at most this many questions (0: all).
         replay_lines: False for the `floor` arm (no history at all).
-        on_step: told about each step (replay, compression, question n of m).
+        on_step: told about each step: (what, questions answered, questions in all; 0 while
+            the conversation replays).
 
     Raises:
         ConfigError: the conversation is too short for the window, or no plan exists for a
@@ -246,7 +247,7 @@ async def run_arm(
         cfg, model=model, home=home, trace_path=run.trace_path, source="eval", handles=handles
     ) as session:
         if replay_lines:
-            on_step("replaying the conversation")
+            on_step("replaying and compressing", 0, 0)
             plan, events = await _replay(session, replay, plan, threshold, cfg, max_questions)
             found = compression_runs(events, after_turn=session.turn - 1, forced=False, wall_s=0.0)
             run.compression = next((c for c in found if c.skipped is None), found[-1] if found else None)
@@ -254,8 +255,10 @@ async def run_arm(
         if plan is None:
             raise ConfigError("the floor arm needs a replaying arm before it to choose the questions")
         _visible(run, session)
-        for n, q in enumerate(plan.questions, 1):
-            on_step(f"question {n}/{len(plan.questions)}")
+        total = len(plan.questions)
+        for n, q in enumerate(plan.questions):
+            on_step("asking", n, total)
             run.answers.append(Answer(q, await ask(session, question_prompt(q), max_tokens=answer_tokens)))
+        on_step("done", total, total)
     run.wall_s = time.monotonic() - started
     return run, plan
