@@ -45,6 +45,7 @@ from harness.experiments.runner import apply_overrides
 from harness.models.base import ModelClient
 
 __all__ = [
+    "EVAL_TIMEOUT_S",
     "FLUSH_ARMS",
     "RETENTION_ARMS",
     "RetentionArm",
@@ -65,6 +66,8 @@ RETENTION_ARMS: tuple[RetentionArmName, ...] = get_args(RetentionArmName)
 FLUSH_ARMS: tuple[RetentionArmName, ...] = ("memory_only", "cache_safe", "forced", "memory_only_no_index")
 """The arms whose flush runs (the retention gain compares the best of them with `off`)."""
 _COMPRESSING = ("off", *FLUSH_ARMS)
+EVAL_TIMEOUT_S = 1800.0
+"""The shortest request timeout an eval run uses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +170,10 @@ def arm_overrides(
 
 def model_config(config: KeelConfig, options: RetentionOptions) -> KeelConfig:
     """The config the model is opened with for a run: a window the ceiling fits in (the
-    embedded server is started with it) and a generation cap that leaves the flush and the
-    summary their own budgets (turns and answers ask for less)."""
+    embedded server is started with it), a generation cap that leaves the flush and the
+    summary their own budgets (turns and answers ask for less), and a request timeout of at
+    least `EVAL_TIMEOUT_S` (a small CPU model on a busy machine can take minutes for one
+    full prefill; a timeout would only retry it)."""
     m = config.model
     return apply_overrides(
         config,
@@ -176,6 +181,7 @@ def model_config(config: KeelConfig, options: RetentionOptions) -> KeelConfig:
             "model": {
                 "context_window": max(options.window, options.ceiling_window),
                 "max_output_tokens": max(m.max_output_tokens, config.compression.flush_max_tokens),
+                "timeout_s": max(m.timeout_s, EVAL_TIMEOUT_S),
             }
         },
     )
