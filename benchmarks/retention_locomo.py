@@ -14,7 +14,7 @@ over the conversations' questions:
 - flush re-prefill: prompt tokens of the flush request the simulator could not reuse
   (`--sim`, default llamacpp: what the embedded server's single slot does).
 
-The default run (one conversation, at most 8 questions, a 3,072-token window, Qwen2.5-Coder-1.5B)
+The default run (one conversation, at most 8 questions, a 3,584-token window, Qwen2.5-Coder-1.5B)
 is sized to finish within 30 minutes on a busy 2-core machine; widen it with
 `--conversations`, `--questions`, `--window`. The last line is
 `retention_gain <answer retained of the best flush arm minus off>`.
@@ -57,7 +57,7 @@ from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
 
 DEFAULT_QUESTIONS = 8
-DEFAULT_WINDOW = 3072
+DEFAULT_WINDOW = 3584
 
 
 def _mean(values: list[float]) -> float | None:

@@ -49,7 +49,7 @@ async def tiny_model(models_dir: Path, tmp_path: Path) -> AsyncIterator[LocalMod
     # A server of its own with a 32-token cap, so the summary and the flush stay short.
     async with start_local_model(
         model="smollm2-135m",
-        n_ctx=2048,
+        n_ctx=3072,
         max_tokens=32,
         models_dir=models_dir,
         log_path=tmp_path / "server.log",
@@ -75,7 +75,7 @@ async def test_every_arm_runs_on_the_real_model_and_compresses_for_real(
             model=model,
             root=tmp_path / "eval",
             options=RetentionOptions(
-                window=1400, ceiling_window=2048, questions=2, answer_tokens=12, turn_tokens=12
+                window=2200, ceiling_window=3072, questions=2, answer_tokens=12, turn_tokens=12
             ),
         )
     assert [a.name for a in result.arms] == list(RETENTION_ARMS)
