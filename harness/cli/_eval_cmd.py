@@ -17,6 +17,7 @@ from rich.table import Table
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.config import KeelConfig
 from harness.errors import ConfigError
+from harness.experiments.locomo import LOCOMO_CATEGORIES
 from harness.experiments.retention import (
     RETENTION_ARMS,
     RetentionArmName,
@@ -30,7 +31,7 @@ from harness.experiments.retention_scores import RETENTION_SOURCES
 from harness.experiments.retention_script import load_replay
 from harness.models.factory import open_model
 
-__all__ = ["default_sim", "register", "retention_table"]
+__all__ = ["category_table", "default_sim", "register", "retention_table"]
 
 
 def default_sim(config: KeelConfig) -> str:
@@ -82,6 +83,20 @@ def retention_table(result: RetentionResult, sim: str) -> Table:
             _num(f.first_turn_s, ".1f"),
             f"{f.saved}/{f.claimed}" if arm.run.compression is not None else "-",
         )
+    return table
+
+
+def category_table(result: RetentionResult) -> Table:
+    """Answer retained / F1 per LoCoMo category (rows) and arm (columns)."""
+    table = Table(title="per category: answer retained / F1 (questions)")
+    table.add_column("category")
+    ran = [a for a in result.arms if a.ran]
+    for arm in ran:
+        table.add_column(arm.name, justify="right")
+    for cat in sorted({q.category for q in result.plan.questions}):
+        n = sum(1 for q in result.plan.questions if q.category == cat)
+        cells = [f"{_num(a.retained(cat), '.0%')} / {_num(a.f1(cat), '.2f')}" for a in ran]
+        table.add_row(f"{LOCOMO_CATEGORIES.get(cat, str(cat))} ({n})", *cells)
     return table
 
 
@@ -162,6 +177,7 @@ async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
                 replay, cfg, model=model, root=root, arms=arms, options=options, on_step=step
             )
     console.print(retention_table(result, sim))
+    console.print(category_table(result))
     gain = result.retention_gain()
     console.print(
         "retained: share of each gold answer's (stemmed) tokens still visible after compression; F1: LoCoMo's "

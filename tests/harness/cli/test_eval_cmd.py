@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli import main
-from harness.cli._eval_cmd import retention_table
+from harness.cli._eval_cmd import category_table, retention_table
 from harness.experiments.retention import RetentionOptions, run_retention
 from harness.experiments.retention_script import Question, RetentionReplay, ScriptLine
 from harness.testing import ScriptedModel, config, say
@@ -57,3 +57,5 @@ async def test_the_table_shows_every_arm_and_the_ceiling_that_did_not_fit(tmp_pa
     for name in ("off", "ceiling", "floor"):
         assert name in text
     assert "n/a: does not fit" in text
+    console.print(category_table(result))
+    assert "single-hop (1)" in console.export_text()
