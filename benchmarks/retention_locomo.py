@@ -45,6 +45,7 @@ from harness.experiments.locomo import load_locomo
 from harness.experiments.retention import (
     FLUSH_ARMS,
     RETENTION_ARMS,
+    RetentionArm,
     RetentionArmName,
     RetentionOptions,
     RetentionResult,
@@ -123,6 +124,18 @@ async def _run(
                     if args.verbose:
                         print(f"  {sid} {arm}: {text} {done}/{total}", file=sys.stderr, flush=True)
 
+                def arm_done(arm: RetentionArm, sid: str = conv.sample_id) -> None:
+                    f = arm_figures(arm, args.sim)
+                    print(
+                        f"  {sid} {arm.name}: {f.status or ''} retained {_fmt(f.retained, '.3f')} "
+                        f"F1 {_fmt(f.f1, '.3f')} kept {_fmt(f.tokens_retained, ',')} flush re-prefill "
+                        f"{_fmt(f.flush_reprefilled, ',')} flush {_fmt(f.flush_s, '.0f')} s summary "
+                        f"{_fmt(f.summary_s, '.0f')} s 1st turn {_fmt(f.first_turn_s, '.0f')} s, "
+                        f"arm {arm.run.wall_s:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+
                 result = await run_retention(
                     replay_locomo(conv),
                     cfg,
@@ -131,6 +144,7 @@ async def _run(
                     arms=arms,
                     options=options,
                     on_step=step,
+                    on_arm=arm_done,
                 )
                 results.append(result)
                 print(

@@ -220,8 +220,11 @@ async def run_retention(
     arms: Sequence[RetentionArmName] = RETENTION_ARMS,
     options: RetentionOptions = RetentionOptions(),
     on_step: Callable[[RetentionArmName, str, int, int], None] = lambda _a, _s, _d, _n: None,
+    on_arm: Callable[[RetentionArm], None] = lambda _a: None,
 ) -> RetentionResult:
     """Run every arm in its own fresh home under `root`, score it and meter its trace.
+
+    `on_step` hears each arm's progress; `on_arm` gets each arm as soon as it is scored.
 
     Raises:
         ConfigError: the conversation is too short for the window, or only the floor was asked.
@@ -243,6 +246,7 @@ async def run_retention(
             )
             done.append(RetentionArm(arm, run, (), CompressionCosts(None, None, None)))
             on_step(arm, run.status or "", 0, 0)
+            on_arm(done[-1])
             continue
 
         def step(text: str, done: int, total: int, name: RetentionArmName = arm) -> None:
@@ -264,6 +268,7 @@ async def run_retention(
         plan = plan or made
         costs, _ = await compression_costs(run.trace_path, tokenizer=tokenizer, sims=options.sims)
         done.append(RetentionArm(arm, run, _score(run), costs))
+        on_arm(done[-1])
     assert plan is not None  # run_arm raises before a run without one
     return RetentionResult(replay.name, plan, options, tuple(done))
 
