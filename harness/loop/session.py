@@ -143,6 +143,18 @@ class Session:
         self._transcript.replace(messages)
         self.estimator.invalidate()
 
+    async def inject(self, messages: Sequence[Message]) -> None:
+        """Append recorded messages to the transcript as if they had been said: persisted and
+        searchable like any other, but no model call is made (replaying a conversation).
+
+        Raises:
+            SessionError: a turn is running.
+        """
+        if self._busy:
+            raise SessionError("cannot add messages while a turn is running")
+        for message in messages:
+            await self._transcript.append(message)
+
     def warn(self, text: str) -> None:
         """Show a warning to the user: in the running turn's events, else with the next turn's."""
         if self._events is not None:

@@ -15,6 +15,9 @@ TEMPLATES = {
     "summary_identifiers",
     "semantic_extract",
     "semantic_reconcile",
+    "retention_question",
+    "retention_hint_choice",
+    "retention_roles",
 }
 TEMPLATE_FIELDS = {
     "date": "2026-11-22",
@@ -29,6 +32,10 @@ TEMPLATE_FIELDS = {
     "assistant": "Noted.",
     "existing": "[1] The user deploys on Fridays",
     "candidate": "The user deploys on Thursdays now",
+    "question": "When did Dana move?",
+    "hint": "",
+    "first": "Not mentioned in the conversation",
+    "second": "in May",
 }
 
 

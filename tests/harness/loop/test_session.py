@@ -36,7 +36,7 @@ from harness.testing import (
 )
 from harness.tools import RawTool, ToolOutput
 from harness.trace import TraceWriter, read_trace
-from harness.types import ToolSpec, Usage
+from harness.types import Message, ToolSpec, Usage
 
 
 async def test_a_turn_streams_text_and_ends_with_the_final_answer() -> None:
@@ -240,3 +240,24 @@ async def test_connection_errors_are_not_swallowed() -> None:
             await run_turn(session, "hello")
         assert [m.role for m in session.transcript] == ["user"]
         assert json.dumps([m.content for m in session.transcript]) == '["hello"]'
+
+
+async def test_injected_messages_are_persisted_sent_next_turn_and_refused_mid_turn() -> None:
+    recorder = RecordingRecorder()
+    model = ScriptedModel([say("noted")])
+    recorded = [Message("user", "Ana: I adopted a cat."), Message("assistant", "Ben: Lovely!")]
+    async with make_session(model, recorder=recorder) as session:
+        await session.inject(recorded)
+        assert session.transcript == tuple(recorded)
+        assert recorder.messages[session.session_id] == recorded
+        assert model.requests == []  # no model call
+        async with session.run_turn("And you?") as events:
+            with pytest.raises(SessionError, match="turn is running"):
+                await session.inject([Message("user", "too late")])
+            async for _ in events:
+                pass
+    assert [m.content for m in model.requests[0].messages] == [
+        "Ana: I adopted a cat.",
+        "Ben: Lovely!",
+        "And you?",
+    ]

@@ -1,0 +1,234 @@
+"""`keel eval retention SOURCE`: facts across compression, arm by arm, on the configured model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from harness.cli._common import Subparsers, config_from_args, console, err_console
+from harness.config import KeelConfig
+from harness.errors import ConfigError
+from harness.experiments.locomo import LOCOMO_CATEGORIES
+from harness.experiments.retention import (
+    RETENTION_ARMS,
+    RetentionArmName,
+    RetentionOptions,
+    RetentionResult,
+    model_config,
+    run_retention,
+)
+from harness.experiments.retention_report import ArmFigures, arm_figures, retention_json
+from harness.experiments.retention_scores import RETENTION_SOURCES
+from harness.experiments.retention_script import load_replay
+from harness.models.factory import open_model
+
+__all__ = ["category_table", "default_sim", "register", "retention_table"]
+
+
+def default_sim(config: KeelConfig) -> str:
+    """The simulator that matches the configured provider's cache."""
+    return {"local": "llamacpp", "openai": "openai", "anthropic": "anthropic"}[config.model.provider]
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def retention_table(result: RetentionResult, sim: str) -> Table:
+    """The per-arm table: scores, where answers survived, and the compression's costs."""
+    table = Table(
+        title=f"retention on {result.replay}: {len(result.plan.questions)} questions whose evidence was "
+        f"compressed; window {result.options.window:,}; costs under '{sim}'"
+    )
+    for col in (
+        "arm",
+        "retained",
+        "F1",
+        "in mem/sum/tail",
+        "tokens kept",
+        "flush re-prefill",
+        "flush reuse",
+        "1st turn re-prefill",
+        "flush s",
+        "summary s",
+        "1st turn s",
+        "saved/claimed",
+    ):
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for arm in result.arms:
+        f: ArmFigures = arm_figures(arm, sim)
+        if f.status is not None:
+            table.add_row(f.name, escape(f.status), *["" for _ in range(10)])
+            continue
+        table.add_row(
+            f.name,
+            _num(f.retained, ".0%"),
+            _num(f.f1, ".2f"),
+            "/".join(str(f.where[s]) for s in RETENTION_SOURCES),
+            _num(f.tokens_retained, ","),
+            _num(f.flush_reprefilled, ","),
+            _num(f.flush_reusable_share, ".0%"),
+            _num(f.first_turn_reprefilled, ","),
+            _num(f.flush_s, ".1f"),
+            _num(f.summary_s, ".1f"),
+            _num(f.first_turn_s, ".1f"),
+            f"{f.saved}/{f.claimed}" if arm.run.compression is not None else "-",
+        )
+    return table
+
+
+def category_table(result: RetentionResult) -> Table:
+    """Answer retained / F1 per LoCoMo category (rows) and arm (columns)."""
+    table = Table(title="per category: answer retained / F1 (questions)")
+    table.add_column("category")
+    ran = [a for a in result.arms if a.ran]
+    for arm in ran:
+        table.add_column(arm.name, justify="right")
+    for cat in sorted({q.category for q in result.plan.questions}):
+        n = sum(1 for q in result.plan.questions if q.category == cat)
+        cells = [f"{_num(a.retained(cat), '.0%')} / {_num(a.f1(cat), '.2f')}" for a in ran]
+        table.add_row(f"{LOCOMO_CATEGORIES.get(cat, str(cat))} ({n})", *cells)
+    return table
+
+
+def _plot(path: Path, result: RetentionResult, sim: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for arm in result.arms:
+        f = arm_figures(arm, sim)
+        if f.tokens_retained is None or f.retained is None:
+            continue
+        ax.scatter([f.tokens_retained], [f.retained * 100])
+        ax.annotate(f.name, (f.tokens_retained, f.retained * 100), textcoords="offset points", xytext=(5, 4))
+    ax.set_xlabel("prompt tokens the questions were asked from")
+    ax.set_ylabel("answer retained (%)")
+    ax.set_title(f"retention on {result.replay}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _arms(text: str) -> list[RetentionArmName]:
+    chosen: list[RetentionArmName] = []
+    for name in (a.strip() for a in text.split(",") if a.strip()):
+        match = next((a for a in RETENTION_ARMS if a == name), None)
+        if match is None:
+            raise ConfigError(f"unknown arm {name!r}; choose from {', '.join(RETENTION_ARMS)}")
+        chosen.append(match)
+    if not chosen:
+        raise ConfigError(f"--arms is empty; choose from {', '.join(RETENTION_ARMS)}")
+    return chosen
+
+
+def _data(args: argparse.Namespace) -> Path | None:
+    if args.data:
+        return Path(args.data)
+    env = os.environ.get("KEEL_DATA_DIR")
+    return Path(env) / "locomo-dev.json" if env else None
+
+
+async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
+    replay = await anyio.to_thread.run_sync(
+        lambda: load_replay(args.source, data=_data(args), conversation=args.conversation)
+    )
+    arms = _arms(args.arms)
+    options = RetentionOptions(
+        window=args.window,
+        ceiling_window=args.ceiling_window or cfg.model.context_window,
+        questions=args.questions,
+        answer_tokens=args.answer_tokens,
+    )
+    root = (
+        Path(args.out)
+        if args.out
+        else cfg.resolved_home() / "evals" / f"retention-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    sim = args.sim or default_sim(cfg)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    ) as progress:
+        tasks: dict[str, TaskID] = {a: progress.add_task(f"{a}: waiting", total=None) for a in arms}
+
+        def step(arm: str, text: str, done: int, total: int) -> None:
+            progress.update(tasks[arm], description=f"{arm}: {text}", completed=done, total=total or None)
+
+        async with open_model(model_config(cfg, options), home=root) as model:
+            result = await run_retention(
+                replay, cfg, model=model, root=root, arms=arms, options=options, on_step=step
+            )
+    console.print(retention_table(result, sim))
+    console.print(category_table(result))
+    gain = result.retention_gain()
+    console.print(
+        "retained: share of each gold answer's (stemmed) tokens still visible after compression; F1: LoCoMo's "
+        "answer score; in mem/sum/tail: answers that survived in memory, the summary, the kept messages"
+    )
+    if gain is not None:
+        console.print(f"retention gain (best flush arm − off): {gain * 100:+.1f} points")
+    console.print(f"[dim]homes and traces under {escape(str(root))}[/]")
+    if args.json:
+        text = json.dumps(retention_json(result), indent=2) + "\n"
+        await anyio.Path(args.json).write_text(text, encoding="utf-8")
+        console.print(f"JSON: {escape(args.json)}")
+    if args.plot:
+        if await anyio.to_thread.run_sync(_plot, Path(args.plot), result, sim):
+            console.print(f"plot: {escape(args.plot)}")
+        else:
+            err_console.print("no plot: matplotlib is not installed (pip install -e '.[plot]')")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    return anyio.run(_retention, config_from_args(args), args)
+
+
+def register(sub: Subparsers) -> None:
+    ev = sub.add_parser("eval", help="evaluations on the configured model")
+    kinds = ev.add_subparsers(title="evaluations", metavar="KIND", required=True)
+    p = kinds.add_parser(
+        "retention",
+        help="does the flush keep what matters? replay a conversation, compress, ask what was compressed",
+    )
+    p.add_argument(
+        "source",
+        help="a LoCoMo-format file (e.g. ../shared/data/locomo-dev.json), a conversation id (with --data), "
+        "a scenario file or a built-in scenario (keel scenario list)",
+    )
+    p.add_argument("--data", metavar="PATH", help="the LoCoMo file a conversation id is looked up in")
+    p.add_argument(
+        "--conversation", metavar="ID", help="which conversation of a LoCoMo file (default: the first)"
+    )
+    p.add_argument("--arms", default=",".join(RETENTION_ARMS), help="comma-separated arms (default: all)")
+    p.add_argument("--window", type=int, default=4096, help="context window of the compressing arms")
+    p.add_argument(
+        "--ceiling-window", type=int, help="window the ceiling may fill (default: model.context_window)"
+    )
+    p.add_argument("--questions", type=int, default=12, help="at most this many questions (0: all eligible)")
+    p.add_argument("--answer-tokens", type=int, default=32, help="output cap of each answer")
+    p.add_argument("--sim", help="cache simulator for the cost columns (default: the provider's)")
+    p.add_argument("--out", metavar="DIR", help="where the arms' homes go (default <home>/evals/...)")
+    p.add_argument("--json", metavar="OUT", help="write every number (and each answer) as JSON")
+    p.add_argument(
+        "--plot", metavar="OUT", help="write a PNG: answer retained vs tokens kept, one point per arm"
+    )
+    p.set_defaults(handler=_run)
