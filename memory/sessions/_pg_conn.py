@@ -133,7 +133,6 @@ async def open_pool(
             timeout=timeout_s,
             open=False,
             name=f"keel-sessions-{target.schema}",
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
         )
     )
     try:

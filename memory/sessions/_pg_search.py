@@ -149,15 +149,15 @@ async def _fts(
     # BM25 does on SQLite); then say which terms each message holds.
     cur = await conn.execute(
         f"WITH q AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %s) AS q), "
-        f"cand AS (SELECT m.id FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} "
-        f"ORDER BY m.id DESC LIMIT {RANK_BUDGET}), "
+        "cand AS MATERIALIZED (SELECT m.id, m.session_id, m.seq, m.role, m.timestamp, m.search_tsv "
+        f"FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} ORDER BY m.id DESC LIMIT {RANK_BUDGET}), "
         f"terms AS (SELECT phraseto_tsquery('{TS_CONFIG}', t) AS tq, w, i "
         "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY u(t, w, i)) "
-        f"SELECT {_HIT_COLUMNS}, "
-        f"(SELECT COALESCE(sum(terms.w * ts_rank_cd(m.search_tsv, terms.tq, {_RANK_NORMALIZATION})), 0) "
+        "SELECT c.id, c.session_id, c.seq, c.role, c.timestamp, '', "
+        f"(SELECT COALESCE(sum(terms.w * ts_rank_cd(c.search_tsv, terms.tq, {_RANK_NORMALIZATION})), 0) "
         "FROM terms) AS score, "
-        "ARRAY(SELECT m.search_tsv @@ terms.tq FROM terms ORDER BY terms.i) "
-        "FROM cand JOIN messages m ON m.id = cand.id ORDER BY score DESC, m.id DESC LIMIT %s",
+        "ARRAY(SELECT c.search_tsv @@ terms.tq FROM terms ORDER BY terms.i) "
+        "FROM cand c ORDER BY score DESC, c.id DESC LIMIT %s",
         (pg_text(text), *args, terms, list(weights.values()), limit),
     )
     return [tuple(r) for r in await cur.fetchall()]

@@ -150,23 +150,17 @@ def _row(mid: int, session_id: str, seq: int, m: StoredMessage) -> tuple[object,
 
 
 async def append_messages(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    if len(messages) < COPY_THRESHOLD:
+        return await _append_small(conn, session_id, messages)
     count, last_active = await _lock_session(conn, session_id)
-    if not messages:
-        return []
     cur = await conn.execute(
         "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, %s)",
         (len(messages),),
     )
     ids = sorted(int(r[0]) for r in await cur.fetchall())
-    rows = [_row(mid, session_id, count + i, m) for i, (mid, m) in enumerate(zip(ids, messages, strict=True))]
-    if len(rows) >= COPY_THRESHOLD:
-        async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
-            for row in rows:
-                await copy.write_row(row)
-    else:
-        await conn.cursor().executemany(
-            f"INSERT INTO messages ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows
-        )
+    async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
+        for i, (mid, m) in enumerate(zip(ids, messages, strict=True)):
+            await copy.write_row(_row(mid, session_id, count + i, m))
     last_active = max([last_active, *(m.timestamp for m in messages)])
     await conn.execute(
         "UPDATE sessions SET message_count = %s, last_active_at = %s WHERE id = %s",
@@ -175,6 +169,38 @@ async def append_messages(conn: Conn, session_id: str, messages: Sequence[Stored
     return ids
 
 
+async def _append_small(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    """Lock the session, insert the rows and move its counters in one statement (one round trip)."""
+    if not messages:
+        await _lock_session(conn, session_id)
+        return []
+    columns = list(zip(*(_row(0, session_id, 0, m)[3:] for m in messages), strict=True))
+    cur = await conn.execute(
+        "WITH s AS (SELECT message_count FROM sessions WHERE id = %s FOR UPDATE), "
+        "ins AS (INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, "
+        "tool_call_id, tool_name, timestamp, token_count, summary) "
+        "SELECT %s, s.message_count + u.i - 1, u.role, u.content, u.api_content, u.tool_calls, "
+        "u.tool_call_id, u.tool_name, u.ts, u.token_count, u.summary FROM s, "
+        "unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::float8[], %s::int[], %s::bool[]) WITH ORDINALITY "
+        "u(role, content, api_content, tool_calls, tool_call_id, tool_name, ts, token_count, summary, i) "
+        "ORDER BY u.i RETURNING id, seq), "
+        "upd AS (UPDATE sessions SET message_count = message_count + %s, "
+        "last_active_at = greatest(last_active_at, %s) WHERE id = %s AND EXISTS (SELECT 1 FROM s)) "
+        "SELECT id FROM ins ORDER BY seq",
+        (
+            session_id,
+            session_id,
+            *(list(c) for c in columns),
+            len(messages),
+            max(m.timestamp for m in messages),
+            session_id,
+        ),
+    )
+    ids = [int(r[0]) for r in await cur.fetchall()]
+    if not ids:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return ids
 async def add_usage(conn: Conn, session_id: str, *, values: dict[str, int]) -> None:
     cur = await conn.execute(
         "UPDATE sessions SET input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
