@@ -8,8 +8,9 @@ PostgreSQL server (`--postgres-url`, default `$KEEL_TEST_POSTGRES_URL` or
 postgresql://postgres@127.0.0.1:5432/test; dropped afterwards) — with `--messages`
 messages (default 100,000; `--messages 1000000` for the full-size run) spread over
 `--sessions` sessions (default messages / 50), alternating user/assistant turns. With
-`--backend both` the two stores get the same messages (same seed) and are measured one
-after the other. Text is realistic: every message is one or two
+`--backend both` the two stores get the same messages (same seed), and the queries are
+measured interleaved (each query on one store, then the other) so a busy machine slows
+both alike. Text is realistic: every message is one or two
 sentences drawn at random from all LoCoMo dialog turns (read at run time); without the
 data a synthetic generator (Zipf-distributed words) stands in.
 
@@ -18,8 +19,8 @@ on PostgreSQL a batch that size goes in by COPY), single-message append throughp
 uses, one transaction each, measured on a sample), and session_search discover latency
 (the full tool path: sanitize, full-text search, lineage grouping, hydration, JSON) over
 `--queries` realistic queries (LoCoMo questions, or synthetic ones) for each strategy.
-On PostgreSQL the tables are ANALYZEd after the load (autovacuum would do the same a
-little later), so the planner knows how common each word is.
+On PostgreSQL the tables are VACUUM ANALYZEd after the load (autovacuum would do the
+same a little later), so the planner knows how common each word is.
 
 The last lines are `name value`: per backend `sqlite_*` / `pg_*` figures for the default
 (`best`) strategy — `..._search_p50_ms`, `..._search_p99_ms`, `..._bulk_msg_per_s` — and,
@@ -37,7 +38,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -127,15 +128,28 @@ async def single_appends(db: SessionStore, sentences: list[str], rng: random.Ran
     return _SINGLE_APPENDS / (time.perf_counter() - started)
 
 
-async def measure(db: SessionStore, queries: list[str], strategy: SearchStrategy) -> list[float]:
-    tool = SessionSearchTool(db, current_session_id=lambda: None, strategy=strategy)
-    samples: list[float] = []
+async def measure_one(tool: SessionSearchTool, query: str) -> float:
+    started = time.perf_counter()
+    reply = await tool.handle({"query": query})
+    elapsed = (time.perf_counter() - started) * 1000
+    if not json.loads(reply).get("success"):
+        raise RuntimeError(f"query {query!r} failed: {reply}")
+    return elapsed
+
+
+async def measure(
+    stores: dict[Backend, SessionStore], queries: list[str], strategy: SearchStrategy
+) -> dict[Backend, list[float]]:
+    """Latency per query on each store, interleaved (query 1 on each, query 2 on each, ...)
+    so a busy machine slows every backend alike."""
+    tools = {
+        b: SessionSearchTool(db, current_session_id=lambda: None, strategy=strategy)
+        for b, db in stores.items()
+    }
+    samples: dict[Backend, list[float]] = {b: [] for b in stores}
     for query in queries:
-        started = time.perf_counter()
-        reply = await tool.handle({"query": query})
-        samples.append((time.perf_counter() - started) * 1000)
-        if not json.loads(reply).get("success"):
-            raise RuntimeError(f"query {query!r} failed: {reply}")
+        for backend, tool in tools.items():
+            samples[backend].append(await measure_one(tool, query))
     return samples
 
 
@@ -144,10 +158,10 @@ def _size_mb(folder: Path) -> float:
 
 
 def _pg_analyze_and_size(url: str, schema: str) -> float:
-    """ANALYZE the store's tables; their total size (tables, indexes, TOAST) in MB."""
+    """VACUUM ANALYZE the store's tables (what autovacuum does after a load); their size in MB."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'ANALYZE "{schema}".sessions')
-        conn.execute(f'ANALYZE "{schema}".messages')
+        conn.execute(f'VACUUM (ANALYZE) "{schema}".sessions')
+        conn.execute(f'VACUUM (ANALYZE) "{schema}".messages')
         row = conn.execute(
             "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
@@ -169,43 +183,54 @@ async def fresh_store(backend: Backend, url: str) -> AsyncIterator[tuple[Session
             yield pg, schema
 
 
-async def run(args: argparse.Namespace, backend: Backend) -> dict[str, float]:
-    rng = random.Random(args.seed)
-    sentences, questions = load_corpus(args.data, rng)
+async def build_store(
+    backend: Backend, db: SessionStore, where: str, args: argparse.Namespace
+) -> dict[str, float]:
+    rng = random.Random(args.seed)  # the same messages on every backend
+    sentences, _ = load_corpus(args.data, rng)
     sessions = args.sessions or max(1, args.messages // 50)
-    queries = rng.sample(questions, min(args.queries, len(questions)))
-    async with fresh_store(backend, args.postgres_url) as (db, where):
-        print(f"[{backend}] building {args.messages:,} messages in {sessions:,} sessions at {db.location}")
-        started = time.perf_counter()
-        bulk = await build(db, sentences, messages=args.messages, sessions=sessions, rng=rng)
-        single = await single_appends(db, sentences, rng)
-        if backend == "sqlite":
-            size_mb = await anyio.to_thread.run_sync(_size_mb, Path(where))
-        else:
-            size_mb = await anyio.to_thread.run_sync(_pg_analyze_and_size, args.postgres_url, where)
-        print(
-            f"[{backend}] insert: bulk {bulk:,.0f} msg/s (one transaction per session); "
-            f"single append {single:,.0f} msg/s; store {size_mb:,.0f} MB; "
-            f"built in {time.perf_counter() - started:,.0f} s"
-        )
-        await measure(db, queries[:20], "best")  # warm the caches
-        best: list[float] = []
+    print(f"[{backend}] building {args.messages:,} messages in {sessions:,} sessions at {db.location}")
+    started = time.perf_counter()
+    bulk = await build(db, sentences, messages=args.messages, sessions=sessions, rng=rng)
+    single = await single_appends(db, sentences, rng)
+    if backend == "sqlite":
+        size_mb = await anyio.to_thread.run_sync(_size_mb, Path(where))
+    else:
+        size_mb = await anyio.to_thread.run_sync(_pg_analyze_and_size, args.postgres_url, where)
+    print(
+        f"[{backend}] insert: bulk {bulk:,.0f} msg/s (one transaction per session); "
+        f"single append {single:,.0f} msg/s; store {size_mb:,.0f} MB; "
+        f"built in {time.perf_counter() - started:,.0f} s"
+    )
+    return {"bulk_msg_per_s": bulk, "single_append_msg_per_s": single, "store_mb": size_mb}
+
+
+async def run(args: argparse.Namespace, backends: list[Backend]) -> dict[Backend, dict[str, float]]:
+    rng = random.Random(args.seed)
+    _, questions = load_corpus(args.data, rng)
+    queries = random.Random(args.seed + 1).sample(questions, min(args.queries, len(questions)))
+    results: dict[Backend, dict[str, float]] = {}
+    async with AsyncExitStack() as stack:
+        stores: dict[Backend, SessionStore] = {}
+        for backend in backends:
+            db, where = await stack.enter_async_context(fresh_store(backend, args.postgres_url))
+            results[backend] = await build_store(backend, db, where, args)
+            stores[backend] = db
+        await measure(stores, queries[:20], "best")  # warm the caches
         for strategy in STRATEGIES:
-            samples = await measure(db, queries, strategy)
-            print(
-                f"[{backend}] {strategy:<10} {len(samples)} queries  p50 {median(samples):7.2f} ms  "
-                f"p95 {percentile(samples, 95):7.2f} ms  p99 {percentile(samples, 99):7.2f} ms  "
-                f"max {max(samples):7.2f} ms"
-            )
-            if strategy == "best":
-                best = samples
-    return {
-        "search_p50_ms": median(best),
-        "search_p99_ms": percentile(best, 99),
-        "bulk_msg_per_s": bulk,
-        "single_append_msg_per_s": single,
-        "store_mb": size_mb,
-    }
+            samples = await measure(stores, queries, strategy)
+            for backend, values in samples.items():
+                print(
+                    f"[{backend}] {strategy:<10} {len(values)} queries  p50 {median(values):7.2f} ms  "
+                    f"p95 {percentile(values, 95):7.2f} ms  p99 {percentile(values, 99):7.2f} ms  "
+                    f"max {max(values):7.2f} ms"
+                )
+                if strategy == "best":
+                    results[backend] |= {
+                        "search_p50_ms": median(values),
+                        "search_p99_ms": percentile(values, 99),
+                    }
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres-url", default=postgres_url_default(), help="the PostgreSQL server")
     args = parser.parse_args(argv)
     backends: list[Backend] = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
-    results = {backend: anyio.run(run, args, backend) for backend in backends}
+    results = anyio.run(run, args, backends)
     if len(results) == 2:
         print()
         print(f"{'best strategy':<26}{'sqlite':>12}{'postgres':>12}")

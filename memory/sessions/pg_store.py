@@ -317,11 +317,7 @@ class PgSessionStore:
     ) -> list[AnchoredView | None]:
         """`anchored_view` for several messages in one transaction."""
         ids = tuple(message_ids)
-
-        async def views(c: Conn) -> list[AnchoredView | None]:
-            return [await _pg_sql.anchored_view(c, i, window=window, bookend=bookend) for i in ids]
-
-        return await self._tx(views)
+        return await self._tx(lambda c: _pg_sql.anchored_views(c, ids, window=window, bookend=bookend))
 
     async def list_flushes(self, session_id: str) -> list[FlushRecord]:
         """A session's flush records, oldest first."""
