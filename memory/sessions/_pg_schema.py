@@ -23,12 +23,20 @@ import psycopg.errors
 from memory.errors import SessionSchemaError
 from memory.sessions._schema import TOOL_PREFIX_CHARS, IndexFeatures
 
-__all__ = ["PG_MIGRATIONS", "PUNCTUATION", "TSV_MAX_CHARS", "TS_CONFIG", "PgMigration", "fold_punctuation", "migrate_pg"]
+__all__ = [
+    "PG_MIGRATIONS",
+    "PUNCTUATION",
+    "TSV_MAX_CHARS",
+    "TS_CONFIG",
+    "PgMigration",
+    "fold_punctuation",
+    "migrate_pg",
+]
 
 TS_CONFIG = "english"
 """The text-search configuration: Snowball English stemming, English stopwords dropped."""
 
-TSV_MAX_CHARS = 200_000
+TSV_MAX_CHARS = 100_000
 """A message's word index covers its first this many characters (a tsvector holds at most
 1 MB; SQLite indexes all of it). Tool output is cut at `TOOL_PREFIX_CHARS` as in SQLite."""
 
@@ -205,6 +213,7 @@ async def _reconcile_trigram(conn: Conn, schema: str, wanted: bool | None) -> bo
             psycopg.errors.FeatureNotSupported,
             psycopg.errors.InsufficientPrivilege,
             psycopg.errors.UndefinedFile,
+            psycopg.errors.InvalidSchemaName,
             psycopg.errors.UniqueViolation,
         ) as exc:
             if wanted:

@@ -181,3 +181,18 @@ async def test_a_closed_store_says_so(postgres_url: str, pg_schema: str) -> None
     await store.aclose()  # twice is fine
     with pytest.raises(Exception, match="is closed; open it again"):
         await store.get_session("s")
+
+
+async def test_a_huge_message_of_distinct_words_is_stored_whole_and_its_start_is_searchable(
+    postgres_url: str, pg_schema: str
+) -> None:
+    # A tsvector holds at most 1 MB; the word index covers the first TSV_MAX_CHARS
+    # characters, so no message is ever refused for its size.
+    words = [f"w{i:x}q{i * 7919 % 100003:x}" for i in range(120_000)]
+    text = "灯台 " + " ".join(words)
+    async with await PgSessionStore.open(postgres_url, schema=pg_schema) as store:
+        await store.create_session("s", source="cli", started_at=T0)
+        mid = await store.append_message("s", StoredMessage(role="user", content=text, timestamp=T0))
+        record = await store.get_message(mid)
+        assert record is not None and record.message.content == text
+        assert [h.message_id for h in (await store.search(words[10])).hits] == [mid]
