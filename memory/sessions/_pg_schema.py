@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import psycopg
 import psycopg.errors
+from psycopg.rows import TupleRow
 
 from memory.errors import SessionSchemaError
 from memory.sessions._schema import TOOL_PREFIX_CHARS, IndexFeatures
@@ -58,7 +59,7 @@ def _folded(expr: str) -> str:
     return f"translate({expr}, '{quoted}', '{' ' * len(PUNCTUATION)}')"
 
 
-Conn = psycopg.AsyncConnection[tuple[object, ...]]
+Conn = psycopg.AsyncConnection[TupleRow]
 
 
 @dataclass(frozen=True, slots=True)
