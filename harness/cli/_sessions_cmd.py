@@ -31,7 +31,6 @@ T = TypeVar("T")
 _NO_SESSIONS = "No sessions yet: {path} does not exist. Sessions are recorded as you chat with keel."
 
 
-
 def _where(args: argparse.Namespace) -> str:
     config = config_from_args(args)
     return config.sessions.location(config.resolved_home(os.environ))
