@@ -2,9 +2,10 @@
 
 The PostgreSQL twins of `_sql.py`, returning the same records. Appending locks the
 session row (`FOR UPDATE`), so concurrent appends to one session get consecutive `seq`
-numbers; message ids are taken from the identity sequence in one call and written with
-the rows (by `COPY` for large batches), so ids increase within a batch. Across
-concurrent transactions ids follow the order ids were drawn, not commit order.
+numbers. A small batch is one statement (lock, insert in order, move the counters: one
+round trip); a large one draws its ids from the identity sequence and streams the rows
+by `COPY`. Ids increase within a batch; across concurrent transactions they follow the
+order they were drawn in, not commit order.
 
 PostgreSQL text cannot hold NUL characters: `pg_text` turns them into U+FFFD, on writes
 and on id lookups alike, so nothing is refused and ids still match.
