@@ -21,7 +21,8 @@ sent must be stored and no "database is locked" error may reach a session.
 PostgreSQL: `--url`, else `$KEEL_TEST_POSTGRES_URL`, else
 postgresql://postgres@127.0.0.1:5432/test; the run creates its own schema and drops it.
 Ends with `name value` lines (`sessions_turns_per_s`, `cross_user_leaks`, `lost_messages`,
-and the same per backend); exits 1 when a leak, a miss, a lost message or a lock error is seen.
+and the same per backend); exits 1 when a leak, a miss, a failed search (the store refused,
+e.g. no pooled PostgreSQL connection within `--pg-wait-s`), a lost message or a lock error is seen.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ class Tally:
     sent: int = 0
     leaks: int = 0
     misses: int = 0
+    search_errors: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -136,11 +138,15 @@ def check_searches(results: list[ToolResultReady], user: str, tally: Tally) -> N
         return
     foreign, mine = (json.loads(r.content) for r in results)
     for reply in (foreign, mine):
+        if reply.get("success") is False:  # the store failed (e.g. overloaded): not a miss, not a pass
+            tally.search_errors.append(str(reply.get("error")))
         shown = json.dumps(reply.get("results", []), ensure_ascii=False)
         owners = {tally.owners.get(str(r.get("session_id")), user) for r in reply.get("results", [])}
         if owners - {user} or any(word != own for word in STATED.findall(shown)):
             tally.leaks += 1
-    if f"{STATEMENT} {own}" not in json.dumps(mine.get("results", []), ensure_ascii=False):
+    if mine.get("success") is not False and f"{STATEMENT} {own}" not in json.dumps(
+        mine.get("results", []), ensure_ascii=False
+    ):
         tally.misses += 1
 
 
@@ -200,7 +206,9 @@ async def stored_messages(store: SessionStore, session_ids: list[str]) -> int:
 
 
 @asynccontextmanager
-async def open_store(backend: str, home: Path, url: str) -> AsyncIterator[SessionStore]:
+async def open_store(
+    backend: str, home: Path, url: str, *, pool_size: int, wait_s: float
+) -> AsyncIterator[SessionStore]:
     """The backend's store, one for every session of the run; a PostgreSQL schema of its own."""
     if backend == "sqlite":
         db = await SessionDB.open(home / "state.db")
@@ -213,7 +221,9 @@ async def open_store(backend: str, home: Path, url: str) -> AsyncIterator[Sessio
 
     schema = f"keel_bench_{os.getpid()}_{int(time.time())}"
     try:
-        async with open_session_store("postgres", url=url, pg_schema=schema, pool_size=8) as pg:
+        async with open_session_store(
+            "postgres", url=url, pg_schema=schema, pool_size=pool_size, connect_timeout_s=wait_s
+        ) as pg:
             yield pg
     finally:
         await drop_schema(url, schema)
@@ -226,13 +236,15 @@ async def drop_schema(url: str, schema: str) -> None:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-async def run_backend(backend: str, sessions: int, turns: int, users: int, url: str) -> dict[str, float]:
+async def run_backend(
+    backend: str, sessions: int, turns: int, users: int, url: str, pool_size: int, wait_s: float
+) -> dict[str, float]:
     cfg = bench_config()
     tokenizer = await load_tiktoken()
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix=f"keel-bench-{backend}-") as tmp:
         home = Path(tmp)
-        async with open_store(backend, home, url) as store:
+        async with open_store(backend, home, url, pool_size=pool_size, wait_s=wait_s) as store:
             # One session alone first: the harness's own time per turn, with no one to wait behind.
             solo = Tally()
             await one_session(
@@ -286,8 +298,11 @@ def report(backend: str, tally: Tally, *, wall: float, stored: int, solo: list[f
     )
     print(
         f"{backend}: messages sent {tally.sent}, stored {stored}; cross-user leaks {tally.leaks}, "
-        f"own-word misses {tally.misses}, session errors {len(tally.errors)}"
+        f"own-word misses {tally.misses}, failed searches {len(tally.search_errors)}, "
+        f"session errors {len(tally.errors)}"
     )
+    if tally.search_errors:
+        print(f"  first failed search: {tally.search_errors[0][:400]}")
     return {
         "turns_per_s": rate,
         "turn_p50_ms": p50,
@@ -299,6 +314,7 @@ def report(backend: str, tally: Tally, *, wall: float, stored: int, solo: list[f
         "lost_messages": tally.sent - stored,
         "cross_user_leaks": tally.leaks,
         "own_word_misses": tally.misses,
+        "search_errors": len(tally.search_errors),
         "session_errors": len(tally.errors),
         "wall_s": wall,
     }
@@ -433,6 +449,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--process-sessions", type=int, default=10, help="sessions per process")
     parser.add_argument("--process-turns", type=int, default=20, help="turns per session in each process")
+    parser.add_argument("--pg-pool-size", type=int, default=8, help="PostgreSQL connections in the pool")
+    parser.add_argument(
+        "--pg-wait-s",
+        type=float,
+        default=10.0,
+        help="how long a call waits for a pooled connection (sessions.connect_timeout_s; default 10)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="a small run: 40 sessions × 6 turns, 2 processes"
     )
@@ -456,6 +479,7 @@ def headline(results: Mapping[str, Mapping[str, float]], procs: Mapping[str, flo
     leaks = sum(r["cross_user_leaks"] for r in results.values()) + (procs["leaks"] if procs else 0)
     lost = sum(r["lost_messages"] for r in results.values()) + (procs["lost_messages"] if procs else 0)
     misses = sum(r["own_word_misses"] for r in results.values())
+    failed = sum(r["search_errors"] for r in results.values())
     errors = sum(r["session_errors"] for r in results.values()) + (procs["errors"] if procs else 0)
     for backend, r in results.items():
         for key in ("turns_per_s", "turn_p50_ms", "turn_p99_ms", "solo_turn_p50_ms", "solo_turn_p99_ms"):
@@ -466,6 +490,7 @@ def headline(results: Mapping[str, Mapping[str, float]], procs: Mapping[str, flo
             "lost_messages",
             "cross_user_leaks",
             "own_word_misses",
+            "search_errors",
         ):
             lines.append((f"{key}_{backend}", r[key]))
     if procs is not None:
@@ -476,6 +501,7 @@ def headline(results: Mapping[str, Mapping[str, float]], procs: Mapping[str, flo
     lines += [
         ("session_errors", errors),
         ("own_word_misses", misses),
+        ("search_errors", failed),
         ("cross_user_leaks", leaks),
         ("lost_messages", lost),
     ]
@@ -486,7 +512,7 @@ def headline(results: Mapping[str, Mapping[str, float]], procs: Mapping[str, flo
             else f"{name} {int(value)}"
         )
     locked = procs["locked_errors"] if procs else 0
-    return leaks == 0 and lost == 0 and misses == 0 and errors == 0 and locked == 0
+    return leaks == 0 and lost == 0 and misses == 0 and failed == 0 and errors == 0 and locked == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -499,7 +525,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.sessions} sessions × {args.turns} turns over {args.users} users, in one process")
     results: dict[str, dict[str, float]] = {}
     for backend in backends:
-        results[backend] = anyio.run(run_backend, backend, args.sessions, args.turns, args.users, url)
+        results[backend] = anyio.run(
+            run_backend,
+            backend,
+            args.sessions,
+            args.turns,
+            args.users,
+            url,
+            args.pg_pool_size,
+            args.pg_wait_s,
+        )
     procs = None
     if args.processes > 0:
         print(f"{args.processes} processes × {args.process_sessions} sessions × {args.process_turns} turns")

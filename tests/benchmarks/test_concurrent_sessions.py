@@ -39,6 +39,7 @@ def test_quick_run_on_sqlite_stores_every_message_and_leaks_nothing(tmp_path: Pa
     assert figures["cross_user_leaks"] == 0
     assert figures["lost_messages"] == 0
     assert figures["own_word_misses"] == 0  # the check can find what is there
+    assert figures["search_errors"] == 0
     assert figures["multiprocess_locked_errors"] == 0
     assert figures["messages_sent_sqlite"] == figures["messages_stored_sqlite"] > 0
     assert figures["sessions_turns_per_s"] == figures["sessions_turns_per_s_sqlite"] > 0
@@ -61,6 +62,7 @@ def test_quick_run_on_postgres_stores_every_message_leaks_nothing_and_drops_its_
     code, figures = run(tmp_path, "--backend", "postgres", "--processes", "0", "--url", postgres_url)
     assert code == 0, figures
     assert figures["cross_user_leaks_postgres"] == 0 and figures["own_word_misses_postgres"] == 0
+    assert figures["search_errors_postgres"] == 0
     assert figures["messages_sent_postgres"] == figures["messages_stored_postgres"] > 0
     assert figures["lost_messages"] == 0
     assert bench_schemas() == before  # the run dropped the schema it made
