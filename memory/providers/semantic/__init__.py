@@ -47,9 +47,9 @@ from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    negates,
     parse_candidates,
-    parse_decision,
-    render_related,
+    parse_verdict,
 )
 from memory.providers.semantic.provider import SEMANTIC_PROMPT_BLOCK, SemanticProvider, semantic_db_path
 from memory.providers.semantic.search import Hit, Ranker, SearchTuning, hubness
@@ -81,8 +81,8 @@ __all__ = [
     "content_key",
     "embedder_unavailable_reason",
     "hubness",
+    "negates",
     "parse_candidates",
-    "parse_decision",
-    "render_related",
+    "parse_verdict",
     "semantic_db_path",
 ]

@@ -28,9 +28,9 @@ from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    negates,
     parse_candidates,
-    parse_decision,
-    render_related,
+    parse_verdict,
 )
 from memory.providers.semantic.search import Ranker
 from memory.providers.semantic.store import Memory, SemanticStore
@@ -132,34 +132,34 @@ class Learner:
             _log.warning("semantic memory: an extracted fact was refused by the write scanner")
             return Learned(candidate, "blocked", None, "scanner")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
-        nearest = await anyio.to_thread.run_sync(
-            partial(self._ranker.nearest, vector, limit=self._rules.related_limit)
-        )
+        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=1))
         if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
             return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
-        related = [(m, s) for m, s in nearest if s >= self._rules.related_similarity]
-        if not related:
-            return await self._apply(candidate, vector, Decision("add"), [], "similarity", session_id)
-        prompt = self._reconcile_prompt.format(
-            existing=render_related([m.content for m, _ in related]), candidate=candidate
+        if not nearest or nearest[0][1] < self._rules.related_similarity:
+            return await self._apply(candidate, vector, Decision("add"), None, "similarity", session_id)
+        memory = nearest[0][0]
+        prompt = self._reconcile_prompt.format(existing=" ".join(memory.content.split()), candidate=candidate)
+        both_true = parse_verdict(await self._ask(prompt, report))
+        if both_true is None:
+            # An answer we cannot read must not lose the fact: keep it beside the other.
+            return await self._apply(candidate, vector, Decision("add"), None, "fallback", session_id)
+        if both_true:
+            return await self._apply(candidate, vector, Decision("add"), None, "model", session_id)
+        action: Literal["update", "delete"] = "delete" if negates(candidate, memory.content) else "update"
+        return await self._apply(
+            candidate, vector, Decision(action, memory.memory_id), memory, "model", session_id
         )
-        decision = parse_decision(await self._ask(prompt, report), related=len(related))
-        if decision is None:
-            # An answer we cannot read must not lose the fact: keep it beside the others.
-            return await self._apply(candidate, vector, Decision("add"), [], "fallback", session_id)
-        return await self._apply(candidate, vector, decision, [m for m, _ in related], "model", session_id)
 
     async def _apply(
         self,
         candidate: str,
         vector: NDArray[np.float32],
         decision: Decision,
-        related: list[Memory],
+        target: Memory | None,
         decided_by: Literal["similarity", "model", "fallback"],
         session_id: str,
     ) -> Learned:
         store, model_id = self._store, self._embedder.model_id
-        target = None if decision.target is None else related[decision.target - 1]
         try:
             if decision.action == "add":
                 memory, _ = await anyio.to_thread.run_sync(

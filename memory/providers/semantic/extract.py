@@ -2,20 +2,26 @@
 
 After every turn the provider asks the configured model (a `Completer`, passed in: memory
 never imports the harness) to list the durable facts the exchange revealed, one per line
-(`parse_candidates`). Each candidate is then reconciled against the stored memories most
+(`parse_candidates`). Each candidate is then reconciled against the stored memory most
 similar to it (`Reconciliation`):
 
-- similarity ≥ 0.95 to a stored memory: **nothing** — it is already known. No model call.
-- similarity < 0.5 to every stored memory: **add** — nothing related exists. No model call.
-- in between: the model reads the candidate and the related memories and answers
-  `ADD`, `UPDATE <n>`, `DELETE <n>` or `NONE` (`parse_decision`).
+- similarity ≥ 0.95: **nothing** — it is already known. No model call.
+- similarity < 0.5 to every memory: **add** — nothing related exists. No model call.
+- in between, one model call asks "can both statements be true at the same time?"
+  (`parse_verdict`): yes → **add**; no → the new fact contradicts the memory: **delete** the
+  memory when the candidate only negates it ("no longer drinks coffee every morning",
+  `negates`), else **update** it to the candidate ("now deploys on Thursdays").
 
-Why the split: with the MiniLM embeddings a paraphrase ("User deploys on Fridays" / "The
+Why this split: with the MiniLM embeddings a paraphrase ("User deploys on Fridays" / "The
 user deploys every Friday", 0.91) and a contradiction ("... on Thursdays now", 0.89) are
-equally close, so only a reader can tell an update from a duplicate — but near-identical
+equally close, so only a reader can tell an update from a new fact — but near-identical
 wording (≥ 0.95) and unrelated facts (< 0.5; "works at Acme" / "prefers tabs" is 0.04,
-"has a dog" / "has a cat" already 0.66) are decided by the number alone. Most candidates
-fall at the two ends, so most turns cost one model call, not one per fact.
+"has a dog" / "has a cat" already 0.66) are decided by the number alone, and most
+candidates fall at those ends. Why a yes/no question rather than Mem0's "ADD / UPDATE n /
+DELETE n / NONE" menu: on eight hand-written cases Qwen2.5-Coder-1.5B answered "UPDATE" to
+all six that were not deletions (three of them different facts that an update would have
+overwritten); asked whether both can be true it got five of eight right and erred towards
+keeping both. A wrong "add" leaves two memories side by side; a wrong "update" loses one.
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ __all__ = [
     "Completer",
     "Decision",
     "Reconciliation",
+    "negates",
     "parse_candidates",
-    "parse_decision",
-    "render_related",
+    "parse_verdict",
 ]
 
 
@@ -52,7 +58,6 @@ class Reconciliation:
 
     duplicate_similarity: float = 0.95
     related_similarity: float = 0.5
-    related_limit: int = 5
     kind: Literal["reconciliation"] = "reconciliation"
 
     def __post_init__(self) -> None:
@@ -61,13 +66,11 @@ class Reconciliation:
                 "need 0 ≤ related_similarity ≤ duplicate_similarity ≤ 1, got "
                 f"{self.related_similarity!r} and {self.duplicate_similarity!r}"
             )
-        if self.related_limit < 1:
-            raise ValueError(f"related_limit must be at least 1, got {self.related_limit!r}")
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with one candidate fact; `target` is the 1-based number of a related memory."""
+    """What to do with one candidate fact; `target` is the stored memory it acts on."""
 
     action: Literal["add", "update", "delete", "none"]
     target: int | None = None
@@ -77,9 +80,6 @@ class Decision:
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)]|fact\s*\d*\s*:)\s*", re.IGNORECASE)
 _ROLE_LABEL = re.compile(r"^(?:user|assistant|system)\s*:", re.IGNORECASE)
 _NOTHING = re.compile(r"^\W*(?:none|nothing|no (?:new |durable )?facts?)\b", re.IGNORECASE)
-_DECISION = re.compile(
-    r"\b(ADD|UPDATE|DELETE|NONE)\b(?:\s*(?:#|no\.?|number)?\s*\[?(\d{1,2})\]?)?", re.IGNORECASE
-)
 MAX_FACT_CHARS = 500
 """A line longer than this is prose, not a fact; it is dropped."""
 
@@ -106,24 +106,55 @@ def parse_candidates(reply: str, *, limit: int = 8) -> list[str]:
     return list(out.values())
 
 
-def parse_decision(reply: str, *, related: int) -> Decision | None:
-    """The first `ADD` / `UPDATE n` / `DELETE n` / `NONE` in the reply, or None when there is none.
+_YES = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:no longer|not anymore|any ?more|stopped|quit|gave up|doesn't|does not|don't|do not|never|isn't|is not)\b",
+    re.IGNORECASE,
+)
+_CONTENT = re.compile(r"[a-z0-9]+")
+_FUNCTION_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "user",
+        "user's",
+        "users",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+    ]
+)
 
-    An UPDATE or DELETE must name one of the `related` memories (1-based); one that names
-    no valid number is not a decision.
+
+def parse_verdict(reply: str) -> bool | None:
+    """The answer to "can both be true?": True for yes, False for no, None when unreadable."""
+    match = _YES.match(reply)
+    if match is None:
+        return None
+    return match.group(1).lower() == "yes"
+
+
+def negates(candidate: str, memory: str) -> bool:
+    """Whether `candidate` only says that `memory` is no longer so.
+
+    It must carry a negation cue and repeat every content word of the memory (compared by
+    their first five letters, so "drinks" matches "drinking").
     """
-    for match in _DECISION.finditer(reply):
-        word = match.group(1).upper()
-        number = match.group(2)
-        if word == "ADD":
-            return Decision("add")
-        if word == "NONE":
-            return Decision("none")
-        if number is not None and 1 <= int(number) <= related:
-            return Decision("update" if word == "UPDATE" else "delete", int(number))
-    return None
-
-
-def render_related(memories: Sequence[str]) -> str:
-    """The related memories as the reconcile prompt lists them: `[1] text` per line."""
-    return "\n".join(f"[{i}] {' '.join(text.split())}" for i, text in enumerate(memories, start=1))
+    if _NEGATION.search(candidate) is None:
+        return False
+    stems = {w[:5] for w in _CONTENT.findall(candidate.lower())}
+    needed = {w[:5] for w in _CONTENT.findall(memory.lower()) if w not in _FUNCTION_WORDS}
+    return bool(needed) and needed <= stems

@@ -66,9 +66,9 @@ async def test_a_fact_already_known_is_not_stored_again_and_costs_no_reconcile_c
         await provider.shutdown()
 
 
-async def test_a_correction_updates_the_related_memory_when_the_model_says_update(home: Path) -> None:
+async def test_a_contradiction_updates_the_related_memory(home: Path) -> None:
     completer = ScriptedCompleter(
-        ["- The user deploys on Fridays", "- The user deploys on Thursdays now", "UPDATE 1"]
+        ["- The user deploys on Fridays", "- The user deploys on Thursdays now", "no"]
     )
     provider = await learner(home, completer)
     try:
@@ -76,10 +76,8 @@ async def test_a_correction_updates_the_related_memory_when_the_model_says_updat
         await provider.sync_turn("We moved deploys to Thursday.", "Got it.", session_id="s2")
         assert contents(provider) == ["The user deploys on Thursdays now"]
         reconcile = completer.prompts[2]
-        assert (
-            "[1] The user deploys on Fridays" in reconcile
-            and "The user deploys on Thursdays now" in reconcile
-        )
+        assert "Stored memory: The user deploys on Fridays" in reconcile
+        assert "New fact: The user deploys on Thursdays now" in reconcile
         assert provider.store is not None
         events = [(e.event, e.old_content, e.new_content, e.session_id) for e in provider.store.history()]
         assert events[-1] == (
@@ -92,12 +90,12 @@ async def test_a_correction_updates_the_related_memory_when_the_model_says_updat
         await provider.shutdown()
 
 
-async def test_a_fact_that_is_no_longer_true_is_deleted_when_the_model_says_delete(home: Path) -> None:
+async def test_a_fact_that_is_no_longer_true_is_deleted(home: Path) -> None:
     completer = ScriptedCompleter(
         [
             "- The user drinks coffee every morning",
             "- The user no longer drinks coffee every morning",
-            "DELETE 1",
+            "No.",
         ]
     )
     provider = await learner(home, completer)
@@ -111,12 +109,12 @@ async def test_a_fact_that_is_no_longer_true_is_deleted_when_the_model_says_dele
         await provider.shutdown()
 
 
-async def test_none_keeps_the_store_and_an_unreadable_answer_keeps_the_fact(home: Path) -> None:
+async def test_yes_keeps_both_and_an_unreadable_answer_keeps_the_fact(home: Path) -> None:
     completer = ScriptedCompleter(
         [
             "- The user deploys on Fridays",
             "- The user deploys on Fridays at noon",
-            "NONE",
+            "yes",
             "- The user deploys on Fridays with a checklist",
             "I think it depends on the context of the deployment.",
         ]
@@ -127,6 +125,7 @@ async def test_none_keeps_the_store_and_an_unreadable_answer_keeps_the_fact(home
             await provider.sync_turn(f"turn {turn}", "ok", session_id="s1")
         assert contents(provider) == [
             "The user deploys on Fridays",
+            "The user deploys on Fridays at noon",
             "The user deploys on Fridays with a checklist",
         ]
         assert provider.last_turn is not None
@@ -226,11 +225,16 @@ def test_extraction_replies_are_read_line_by_line_and_noise_is_dropped() -> None
     assert len(parse_candidates("\n".join(f"- fact number {i}" for i in range(20)))) == 8
 
 
-def test_decisions_are_read_from_the_first_valid_verb() -> None:
-    from memory.providers.semantic import Decision, parse_decision
+def test_verdicts_and_negations_are_read_conservatively() -> None:
+    from memory.providers.semantic import negates, parse_verdict
 
-    assert parse_decision("UPDATE 2", related=3) == Decision("update", 2)
-    assert parse_decision("I would say delete [1].", related=1) == Decision("delete", 1)
-    assert parse_decision("UPDATE 7 ... no wait, NONE", related=2) == Decision("none")
-    assert parse_decision("ADD — it is different", related=2) == Decision("add")
-    assert parse_decision("It depends.", related=2) is None
+    assert (
+        parse_verdict("Yes.") is True
+        and parse_verdict("no") is False
+        and parse_verdict(" NO, because") is False
+    )
+    assert parse_verdict("It depends.") is None and parse_verdict("") is None
+    assert negates("The user no longer drinks coffee every morning", "The user drinks coffee every morning")
+    assert negates("The user has quit drinking coffee", "The user drinks coffee")
+    assert not negates("The user now drinks tea", "The user drinks coffee")  # a new value, not a negation
+    assert not negates("The user does not like tea", "The user drinks coffee")
