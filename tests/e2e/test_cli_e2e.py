@@ -1,5 +1,9 @@
 """The newcomer's commands on the real embedded model: `keel demo` (shortened) and
-`keel chat` driven through tmux the way a person would type into it."""
+`keel chat` driven through tmux the way a person would type into it.
+
+Both run on SmolLM2-135M (`KEEL_MODEL__LOCAL_MODEL`): they check the commands' mechanics, and
+the default 1.5B model took over 10 minutes for the shortened demo on a loaded 2-core machine.
+What the default model's flush keeps is measured by benchmarks/local_flush.py."""
 
 from __future__ import annotations
 
@@ -14,10 +18,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+SMALL_MODEL = "smollm2-135m"
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "KEEL_HOME": str(home), "COLUMNS": "160"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "KEEL_HOME": str(home),
+        "KEEL_MODEL__LOCAL_MODEL": SMALL_MODEL,
+        "COLUMNS": "160",
+    }
 
 
 def test_the_demo_in_reduced_mode_prints_its_table_and_traces(tmp_path: Path) -> None:
@@ -72,6 +83,7 @@ def test_chat_answers_two_messages_and_quits_in_a_real_terminal(tmp_path: Path) 
         [
             f"PYTHONPATH={REPO}",
             f"KEEL_HOME={home}",
+            f"KEEL_MODEL__LOCAL_MODEL={SMALL_MODEL}",
             "KEEL_MODEL__MAX_OUTPUT_TOKENS=32",
             "KEEL_LIMITS__MAX_ITERATIONS=2",
             "KEEL_SKILLS__ENABLED=false",
