@@ -1,19 +1,30 @@
-"""session_search at scale: insert throughput and query latency over a large state.db.
+"""session_search at scale: insert throughput and query latency over a large session store.
 
     python benchmarks/search_scale.py [--messages N] [--sessions N] [--queries N] [--data PATH]
+                                      [--backend sqlite|postgres|both] [--postgres-url URL]
 
-Builds a fresh store in a temporary directory with `--messages` messages (default
-1,000,000) spread over `--sessions` sessions (default messages / 50, i.e. 20,000 at full
-size), alternating user/assistant turns. Text is realistic: every message is one or two
+Builds a fresh store — a `state.db` in a temporary directory, or a fresh schema on the
+PostgreSQL server (`--postgres-url`, default `$KEEL_TEST_POSTGRES_URL` or
+postgresql://postgres@127.0.0.1:5432/test; dropped afterwards) — with `--messages`
+messages (default 100,000; `--messages 1000000` for the full-size run) spread over
+`--sessions` sessions (default messages / 50), alternating user/assistant turns. With
+`--backend both` the two stores get the same messages (same seed), and the queries are
+measured interleaved (each query on one store, then the other) so a busy machine slows
+both alike. Text is realistic: every message is one or two
 sentences drawn at random from all LoCoMo dialog turns (read at run time); without the
 data a synthetic generator (Zipf-distributed words) stands in.
 
-Reports: bulk insert throughput (one transaction per session through
-`append_messages`), single-message append throughput (the per-turn path the turn loop
+Reports: bulk insert throughput (one transaction per session through `append_messages`;
+on PostgreSQL a batch that size goes in by COPY), single-message append throughput (the per-turn path the turn loop
 uses, one transaction each, measured on a sample), and session_search discover latency
-(the full tool path: sanitize, FTS5 search, lineage grouping, hydration, JSON) over
+(the full tool path: sanitize, full-text search, lineage grouping, hydration, JSON) over
 `--queries` realistic queries (LoCoMo questions, or synthetic ones) for each strategy.
-The last line printed is `p50_ms <value>` for the default (`best`) strategy.
+On PostgreSQL the tables are VACUUM ANALYZEd after the load (autovacuum would do the
+same a little later), so the planner knows how common each word is.
+
+The last lines are `name value`: per backend `sqlite_*` / `pg_*` figures for the default
+(`best`) strategy — `..._search_p50_ms`, `..._search_p99_ms`, `..._bulk_msg_per_s` — and,
+when SQLite ran, `p50_ms` (its p50, as before).
 """
 
 from __future__ import annotations
@@ -25,19 +36,30 @@ import re
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import anyio.to_thread
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import load_locomo
+from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir, median, percentile
 from memory.sessions._records import StoredMessage
 from memory.sessions._search_rank import SearchStrategy
+from memory.sessions.contract import SessionStore
+from memory.sessions.pg_store import PgSessionStore
 from memory.sessions.search import SessionSearchTool
-from memory.sessions.store import SessionDB, open_session_db
+from memory.sessions.store import open_session_db
+
+Backend = Literal["sqlite", "postgres"]
+PREFIX: dict[Backend, str] = {"sqlite": "sqlite", "postgres": "pg"}
 
 STRATEGIES: tuple[SearchStrategy, ...] = ("all_terms", "any_terms", "best")
 _SINGLE_APPENDS = 2000
@@ -75,7 +97,7 @@ def _message(sentences: list[str], rng: random.Random, seq: int, ts: float) -> S
 
 
 async def build(
-    db: SessionDB, sentences: list[str], *, messages: int, sessions: int, rng: random.Random
+    db: SessionStore, sentences: list[str], *, messages: int, sessions: int, rng: random.Random
 ) -> float:
     """Fill the store; return bulk insert throughput in messages per second."""
     per_session, extra = divmod(messages, sessions)
@@ -96,7 +118,7 @@ async def build(
     return done / (time.perf_counter() - started)
 
 
-async def single_appends(db: SessionDB, sentences: list[str], rng: random.Random) -> float:
+async def single_appends(db: SessionStore, sentences: list[str], rng: random.Random) -> float:
     """Per-turn appends (one transaction each), messages per second."""
     sid = "single-append"
     await db.create_session(sid, source="cli", started_at=1_500_000_000.0)
@@ -106,15 +128,28 @@ async def single_appends(db: SessionDB, sentences: list[str], rng: random.Random
     return _SINGLE_APPENDS / (time.perf_counter() - started)
 
 
-async def measure(db: SessionDB, queries: list[str], strategy: SearchStrategy) -> list[float]:
-    tool = SessionSearchTool(db, current_session_id=lambda: None, strategy=strategy)
-    samples: list[float] = []
+async def measure_one(tool: SessionSearchTool, query: str) -> float:
+    started = time.perf_counter()
+    reply = await tool.handle({"query": query})
+    elapsed = (time.perf_counter() - started) * 1000
+    if not json.loads(reply).get("success"):
+        raise RuntimeError(f"query {query!r} failed: {reply}")
+    return elapsed
+
+
+async def measure(
+    stores: dict[Backend, SessionStore], queries: list[str], strategy: SearchStrategy
+) -> dict[Backend, list[float]]:
+    """Latency per query on each store, interleaved (query 1 on each, query 2 on each, ...)
+    so a busy machine slows every backend alike."""
+    tools = {
+        b: SessionSearchTool(db, current_session_id=lambda: None, strategy=strategy)
+        for b, db in stores.items()
+    }
+    samples: dict[Backend, list[float]] = {b: [] for b in stores}
     for query in queries:
-        started = time.perf_counter()
-        reply = await tool.handle({"query": query})
-        samples.append((time.perf_counter() - started) * 1000)
-        if not json.loads(reply).get("success"):
-            raise RuntimeError(f"query {query!r} failed: {reply}")
+        for backend, tool in tools.items():
+            samples[backend].append(await measure_one(tool, query))
     return samples
 
 
@@ -122,46 +157,106 @@ def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.iterdir()) / 1e6
 
 
-async def run(args: argparse.Namespace) -> float:
-    rng = random.Random(args.seed)
-    sentences, questions = load_corpus(args.data, rng)
+def _pg_analyze_and_size(url: str, schema: str) -> float:
+    """VACUUM ANALYZE the store's tables (what autovacuum does after a load); their size in MB."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'VACUUM (ANALYZE) "{schema}".sessions')
+        conn.execute(f'VACUUM (ANALYZE) "{schema}".messages')
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema,),
+        ).fetchone()
+    return float(row[0] or 0) / 1e6 if row else 0.0
+
+
+@asynccontextmanager
+async def fresh_store(backend: Backend, url: str) -> AsyncIterator[tuple[SessionStore, str]]:
+    """(an empty store, where it is) for one run; removed afterwards."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="keel-scale-") as tmp:
+            async with open_session_db(Path(tmp) / "state.db") as db:
+                yield db, tmp
+        return
+    with temporary_pg_schema(url, f"keel_scale_{uuid.uuid4().hex[:12]}") as schema:
+        async with await PgSessionStore.open(url, schema=schema, pool_size=2) as pg:
+            yield pg, schema
+
+
+async def build_store(
+    backend: Backend, db: SessionStore, where: str, args: argparse.Namespace
+) -> dict[str, float]:
+    rng = random.Random(args.seed)  # the same messages on every backend
+    sentences, _ = load_corpus(args.data, rng)
     sessions = args.sessions or max(1, args.messages // 50)
-    queries = rng.sample(questions, min(args.queries, len(questions)))
-    with tempfile.TemporaryDirectory(prefix="keel-scale-") as tmp:
-        path = Path(tmp) / "state.db"
-        async with open_session_db(path) as db:
-            print(f"building {args.messages:,} messages in {sessions:,} sessions at {path}")
-            bulk = await build(db, sentences, messages=args.messages, sessions=sessions, rng=rng)
-            single = await single_appends(db, sentences, rng)
-            size_mb = await anyio.to_thread.run_sync(_size_mb, Path(tmp))
-            print(
-                f"insert: bulk {bulk:,.0f} msg/s (one transaction per session); "
-                f"single append {single:,.0f} msg/s; database {size_mb:,.0f} MB"
-            )
-            await measure(db, queries[:20], "best")  # warm the page cache
-            best: list[float] = []
-            for strategy in STRATEGIES:
-                samples = await measure(db, queries, strategy)
+    print(f"[{backend}] building {args.messages:,} messages in {sessions:,} sessions at {db.location}")
+    started = time.perf_counter()
+    bulk = await build(db, sentences, messages=args.messages, sessions=sessions, rng=rng)
+    single = await single_appends(db, sentences, rng)
+    if backend == "sqlite":
+        size_mb = await anyio.to_thread.run_sync(_size_mb, Path(where))
+    else:
+        size_mb = await anyio.to_thread.run_sync(_pg_analyze_and_size, args.postgres_url, where)
+    print(
+        f"[{backend}] insert: bulk {bulk:,.0f} msg/s (one transaction per session); "
+        f"single append {single:,.0f} msg/s; store {size_mb:,.0f} MB; "
+        f"built in {time.perf_counter() - started:,.0f} s"
+    )
+    return {"bulk_msg_per_s": bulk, "single_append_msg_per_s": single, "store_mb": size_mb}
+
+
+async def run(args: argparse.Namespace, backends: list[Backend]) -> dict[Backend, dict[str, float]]:
+    rng = random.Random(args.seed)
+    _, questions = load_corpus(args.data, rng)
+    queries = random.Random(args.seed + 1).sample(questions, min(args.queries, len(questions)))
+    results: dict[Backend, dict[str, float]] = {}
+    async with AsyncExitStack() as stack:
+        stores: dict[Backend, SessionStore] = {}
+        for backend in backends:
+            db, where = await stack.enter_async_context(fresh_store(backend, args.postgres_url))
+            results[backend] = await build_store(backend, db, where, args)
+            stores[backend] = db
+        await measure(stores, queries[:20], "best")  # warm the caches
+        for strategy in STRATEGIES:
+            samples = await measure(stores, queries, strategy)
+            for backend, values in samples.items():
                 print(
-                    f"{strategy:<10} {len(samples)} queries  p50 {median(samples):7.2f} ms  "
-                    f"p95 {percentile(samples, 95):7.2f} ms  p99 {percentile(samples, 99):7.2f} ms  "
-                    f"max {max(samples):7.2f} ms"
+                    f"[{backend}] {strategy:<10} {len(values)} queries  p50 {median(values):7.2f} ms  "
+                    f"p95 {percentile(values, 95):7.2f} ms  p99 {percentile(values, 99):7.2f} ms  "
+                    f"max {max(values):7.2f} ms"
                 )
                 if strategy == "best":
-                    best = samples
-    return median(best)
+                    results[backend] |= {
+                        "search_p50_ms": median(values),
+                        "search_p99_ms": percentile(values, 99),
+                    }
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--sessions", type=int, default=None, help="default: messages / 50")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path, default=default_data_dir() / "locomo-dev.json")
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument("--postgres-url", default=postgres_url_default(), help="the PostgreSQL server")
     args = parser.parse_args(argv)
-    p50 = anyio.run(run, args)
-    print(f"p50_ms {p50:.2f}")
+    backends: list[Backend] = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    results = anyio.run(run, args, backends)
+    if len(results) == 2:
+        print()
+        print(f"{'best strategy':<26}{'sqlite':>12}{'postgres':>12}")
+        for name in results["sqlite"]:
+            print(f"{name:<26}{results['sqlite'][name]:>12,.2f}{results['postgres'][name]:>12,.2f}")
+    print()
+    print(f"messages {args.messages}")
+    for backend, figures in results.items():
+        for name, value in figures.items():
+            print(f"{PREFIX[backend]}_{name} {value:.2f}")
+    if "sqlite" in results:
+        print(f"p50_ms {results['sqlite']['search_p50_ms']:.2f}")
     return 0
 
 

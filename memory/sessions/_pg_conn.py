@@ -17,6 +17,7 @@ import psycopg
 import psycopg.conninfo
 import psycopg.errors
 import psycopg_pool
+from psycopg.rows import TupleRow
 
 from memory.errors import SessionStoreError, SessionStoreUnavailableError
 
@@ -106,10 +107,10 @@ def _options(search_path: str) -> str:
 
 async def connect(
     target: PgTarget, *, search_path: str, timeout_s: float
-) -> psycopg.AsyncConnection[tuple[object, ...]]:
+) -> psycopg.AsyncConnection[TupleRow]:
     """One connection (for migrations), with a clear error when the server cannot be reached."""
     try:
-        conn: psycopg.AsyncConnection[tuple[object, ...]] = await psycopg.AsyncConnection.connect(
+        conn: psycopg.AsyncConnection[TupleRow] = await psycopg.AsyncConnection.connect(
             target.url, options=_options(search_path), connect_timeout=max(1, round(timeout_s))
         )
     except psycopg.Error as exc:
@@ -119,9 +120,9 @@ async def connect(
 
 async def open_pool(
     target: PgTarget, *, size: int, timeout_s: float
-) -> psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[tuple[object, ...]]]:
+) -> psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
     """A pool of `size` connections with the store's schema on their `search_path`."""
-    pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[tuple[object, ...]]] = (
+    pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] = (
         psycopg_pool.AsyncConnectionPool(
             target.url,
             kwargs={
@@ -133,7 +134,6 @@ async def open_pool(
             timeout=timeout_s,
             open=False,
             name=f"keel-sessions-{target.schema}",
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
         )
     )
     try:

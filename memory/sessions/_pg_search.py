@@ -14,9 +14,9 @@ Where it differs from SQLite, on purpose or by nature:
   weighed differently), so the order of hits (and the `best` strategy's window scores
   built on it) differs; the matching messages are the same; on the substring routes the score is the number of
   query terms a message holds (SQLite's trigram route ranks by BM25 over trigrams).
-- Term weights (IDF) come from document counts capped at `COUNT_CAP`: PostgreSQL has no
-  cheap exact count of a lexeme's documents, and beyond a few hundred the weight barely
-  matters.
+- Term weights (IDF) come from the planner's lexeme statistics for common terms and from
+  counts capped at 1,000 for rare ones (`_pg_stats.py`): PostgreSQL has no cheap
+  exact count of a common word's messages.
 - Stemming is Snowball English with English stopwords dropped, where SQLite uses Porter
   and keeps stopwords: an `all` query that needs a stopword matches more here. A prefix
   star (`deploy*`) is dropped rather than expanded.
@@ -33,6 +33,7 @@ from typing import cast
 from memory.sessions._fts_query import extract_terms, websearch_any_query, websearch_query
 from memory.sessions._pg_schema import TS_CONFIG, fold_punctuation
 from memory.sessions._pg_sql import Conn, pg_text
+from memory.sessions._pg_stats import TermStatsCache, doc_counts
 from memory.sessions._records import SearchResult, SearchRoute, StoredRole
 from memory.sessions._schema import TOOL_PREFIX_CHARS, IndexFeatures
 from memory.sessions._search_index import (
@@ -46,10 +47,7 @@ from memory.sessions._search_index import (
     substring_result,
 )
 
-__all__ = ["COUNT_CAP", "search_messages_pg"]
-
-COUNT_CAP = 1000
-"""Document counts for term weights stop at this many messages."""
+__all__ = ["search_messages_pg"]
 
 _RANK_NORMALIZATION = 1  # ts_rank_cd divided by 1 + log(document length), like BM25's length term
 _HIT_COLUMNS = f"m.id, m.session_id, m.seq, m.role, m.timestamp, left(m.content, {TOOL_PREFIX_CHARS})"
@@ -80,6 +78,7 @@ async def search_messages_pg(
     roles: Sequence[StoredRole] | None,
     limit: int,
     user_ids: Sequence[str] | None,
+    stats: TermStatsCache,
 ) -> SearchResult:
     """The best `limit` messages for `query`, best first; shaped like `_search_index.search_messages`."""
     chosen = route or choose_route(query, features)
@@ -93,7 +92,7 @@ async def search_messages_pg(
             conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids, tools=chosen == "like"
         )
         return substring_result(chosen, terms, rows)
-    counts = await _doc_counts(conn, terms)
+    counts = await doc_counts(conn, terms, stats)
     if match == "all":
         text = websearch_query(query, fold=fold_punctuation)
     else:
@@ -119,19 +118,6 @@ def _folded(term: str) -> str:
     return pg_text(fold_punctuation(term))
 
 
-async def _doc_counts(conn: Conn, terms: Sequence[str]) -> list[int]:
-    """How many messages hold each term (a phrase: all its words in order), capped at `COUNT_CAP`."""
-    if not terms:
-        return []
-    cur = await conn.execute(
-        "SELECT (SELECT count(*) FROM (SELECT 1 FROM messages "
-        f"WHERE search_tsv @@ phraseto_tsquery('{TS_CONFIG}', t) LIMIT {COUNT_CAP}) c) "
-        "FROM unnest(%s::text[]) WITH ORDINALITY u(t, i) ORDER BY i",
-        ([_folded(t) for t in terms],),
-    )
-    return [int(r[0]) for r in await cur.fetchall()]
-
-
 async def _fts(
     conn: Conn,
     text: str,
@@ -149,15 +135,15 @@ async def _fts(
     # BM25 does on SQLite); then say which terms each message holds.
     cur = await conn.execute(
         f"WITH q AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %s) AS q), "
-        f"cand AS (SELECT m.id FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} "
-        f"ORDER BY m.id DESC LIMIT {RANK_BUDGET}), "
+        "cand AS MATERIALIZED (SELECT m.id, m.session_id, m.seq, m.role, m.timestamp, m.search_tsv "
+        f"FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} ORDER BY m.id DESC LIMIT {RANK_BUDGET}), "
         f"terms AS (SELECT phraseto_tsquery('{TS_CONFIG}', t) AS tq, w, i "
         "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY u(t, w, i)) "
-        f"SELECT {_HIT_COLUMNS}, "
-        f"(SELECT COALESCE(sum(terms.w * ts_rank_cd(m.search_tsv, terms.tq, {_RANK_NORMALIZATION})), 0) "
+        "SELECT c.id, c.session_id, c.seq, c.role, c.timestamp, '', "
+        f"(SELECT COALESCE(sum(terms.w * ts_rank_cd(c.search_tsv, terms.tq, {_RANK_NORMALIZATION})), 0) "
         "FROM terms) AS score, "
-        "ARRAY(SELECT m.search_tsv @@ terms.tq FROM terms ORDER BY terms.i) "
-        "FROM cand JOIN messages m ON m.id = cand.id ORDER BY score DESC, m.id DESC LIMIT %s",
+        "ARRAY(SELECT c.search_tsv @@ terms.tq FROM terms ORDER BY terms.i) "
+        "FROM cand c ORDER BY score DESC, c.id DESC LIMIT %s",
         (pg_text(text), *args, terms, list(weights.values()), limit),
     )
     return [tuple(r) for r in await cur.fetchall()]

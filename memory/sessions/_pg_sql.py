@@ -2,9 +2,10 @@
 
 The PostgreSQL twins of `_sql.py`, returning the same records. Appending locks the
 session row (`FOR UPDATE`), so concurrent appends to one session get consecutive `seq`
-numbers; message ids are taken from the identity sequence in one call and written with
-the rows (by `COPY` for large batches), so ids increase within a batch. Across
-concurrent transactions ids follow the order ids were drawn, not commit order.
+numbers. A small batch is one statement (lock, insert in order, move the counters: one
+round trip); a large one draws its ids from the identity sequence and streams the rows
+by `COPY`. Ids increase within a batch; across concurrent transactions they follow the
+order they were drawn in, not commit order.
 
 PostgreSQL text cannot hold NUL characters: `pg_text` turns them into U+FFFD, on writes
 and on id lookups alike, so nothing is refused and ids still match.
@@ -33,7 +34,6 @@ from memory.sessions._records import (
 from memory.sessions._sql import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
-    VISIBLE,
     AnchoredView,
     json_safe,
     message_from_row,
@@ -45,7 +45,7 @@ __all__ = [
     "COPY_THRESHOLD",
     "Conn",
     "add_usage",
-    "anchored_view",
+    "anchored_views",
     "append_messages",
     "create_session",
     "end_session",
@@ -65,6 +65,7 @@ COPY_THRESHOLD = 32
 """Batches of at least this many messages are written with `COPY` (bulk imports, benchmarks)."""
 
 _JSON = TypeAdapter(JsonValue)
+_MAX_LINEAGE_DEPTH = 10_000
 _INSERT_COLUMNS = (
     "id, session_id, seq, role, content, api_content, tool_calls, tool_call_id, tool_name, "
     "timestamp, token_count, summary"
@@ -150,28 +151,56 @@ def _row(mid: int, session_id: str, seq: int, m: StoredMessage) -> tuple[object,
 
 
 async def append_messages(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    if len(messages) < COPY_THRESHOLD:
+        return await _append_small(conn, session_id, messages)
     count, last_active = await _lock_session(conn, session_id)
-    if not messages:
-        return []
     cur = await conn.execute(
         "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, %s)",
         (len(messages),),
     )
     ids = sorted(int(r[0]) for r in await cur.fetchall())
-    rows = [_row(mid, session_id, count + i, m) for i, (mid, m) in enumerate(zip(ids, messages, strict=True))]
-    if len(rows) >= COPY_THRESHOLD:
-        async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
-            for row in rows:
-                await copy.write_row(row)
-    else:
-        await conn.cursor().executemany(
-            f"INSERT INTO messages ({_INSERT_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows
-        )
+    async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
+        for i, (mid, m) in enumerate(zip(ids, messages, strict=True)):
+            await copy.write_row(_row(mid, session_id, count + i, m))
     last_active = max([last_active, *(m.timestamp for m in messages)])
     await conn.execute(
         "UPDATE sessions SET message_count = %s, last_active_at = %s WHERE id = %s",
         (count + len(messages), last_active, session_id),
     )
+    return ids
+
+
+async def _append_small(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    """Lock the session, insert the rows and move its counters in one statement (one round trip)."""
+    if not messages:
+        await _lock_session(conn, session_id)
+        return []
+    columns = list(zip(*(_row(0, session_id, 0, m)[3:] for m in messages), strict=True))
+    cur = await conn.execute(
+        "WITH s AS (SELECT message_count FROM sessions WHERE id = %s FOR UPDATE), "
+        "ins AS (INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, "
+        "tool_call_id, tool_name, timestamp, token_count, summary) "
+        "SELECT %s, s.message_count + u.i - 1, u.role, u.content, u.api_content, u.tool_calls, "
+        "u.tool_call_id, u.tool_name, u.ts, u.token_count, u.summary FROM s, "
+        "unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::float8[], %s::int[], %s::bool[]) WITH ORDINALITY "
+        "u(role, content, api_content, tool_calls, tool_call_id, tool_name, ts, token_count, summary, i) "
+        "ORDER BY u.i RETURNING id, seq), "
+        "upd AS (UPDATE sessions SET message_count = message_count + %s, "
+        "last_active_at = greatest(last_active_at, %s) WHERE id = %s AND EXISTS (SELECT 1 FROM s)) "
+        "SELECT id FROM ins ORDER BY seq",
+        (
+            session_id,
+            session_id,
+            *(list(c) for c in columns),
+            len(messages),
+            max(m.timestamp for m in messages),
+            session_id,
+        ),
+    )
+    ids = [int(r[0]) for r in await cur.fetchall()]
+    if not ids:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
     return ids
 
 
@@ -300,49 +329,83 @@ async def get_message(conn: Conn, message_id: int) -> MessageRecord | None:
     return None if row is None else message_from_row(row)
 
 
-async def _rows(conn: Conn, sql: str, args: tuple[object, ...]) -> list[MessageRecord]:
-    cur = await conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {sql}", args)
-    return [message_from_row(r) for r in await cur.fetchall()]
+_VISIBLE_M = "m.role IN ('user', 'assistant') AND m.content <> ''"
+_SAME = "m.session_id = a.session_id AND " + _VISIBLE_M
+_MESSAGE_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+
+# One statement per view: the anchor, its window and the bookends as tagged positions,
+# then their rows. Mirrors `_sql.anchored_view`, which asks for each part separately.
+_VIEW_SQL = (
+    "WITH a AS (SELECT session_id, seq FROM messages WHERE id = %(id)s), "
+    f"b AS (SELECT m.seq FROM messages m, a WHERE {_SAME} AND m.seq < a.seq ORDER BY m.seq DESC LIMIT %(w)s), "
+    f"f AS (SELECT m.seq FROM messages m, a WHERE {_SAME} AND m.seq > a.seq ORDER BY m.seq LIMIT %(w)s), "
+    "lim AS (SELECT COALESCE((SELECT min(seq) FROM b), a.seq) AS low, "
+    "COALESCE((SELECT max(seq) FROM f), a.seq) AS high FROM a), "
+    f"bs AS (SELECT m.seq FROM messages m, a, lim WHERE {_SAME} AND NOT m.summary AND m.seq < lim.low "
+    "ORDER BY m.seq LIMIT %(k)s), "
+    f"be AS (SELECT m.seq FROM messages m, a, lim WHERE {_SAME} AND NOT m.summary AND m.seq > lim.high "
+    "ORDER BY m.seq DESC LIMIT %(k)s), "
+    "t AS (SELECT 'a' AS tag, seq FROM a UNION ALL SELECT 'b', seq FROM b UNION ALL SELECT 'f', seq FROM f "
+    "UNION ALL SELECT 's', seq FROM bs UNION ALL SELECT 'e', seq FROM be) "
+    f"SELECT t.tag, {_MESSAGE_COLUMNS_M} FROM t, a, messages m "
+    "WHERE m.session_id = a.session_id AND m.seq = t.seq ORDER BY m.seq"
+)
+_VIEW_SESSION_SQL = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = %s)"
+)
 
 
-async def anchored_view(conn: Conn, message_id: int, *, window: int, bookend: int) -> AnchoredView | None:
-    anchor = await get_message(conn, message_id)
-    if anchor is None:
-        return None
-    sid, seq = anchor.session_id, anchor.seq
-    near = f"session_id = %s AND {VISIBLE} AND seq "
-    before = await _rows(conn, near + "< %s ORDER BY seq DESC LIMIT %s", (sid, seq, window))
-    after = await _rows(conn, near + "> %s ORDER BY seq ASC LIMIT %s", (sid, seq, window))
-    low = before[-1].seq if before else seq
-    high = after[-1].seq if after else seq
-    ends = f"session_id = %s AND {VISIBLE} AND NOT summary AND seq "
-    start = await _rows(conn, ends + "< %s ORDER BY seq ASC LIMIT %s", (sid, low, bookend))
-    end = await _rows(conn, ends + "> %s ORDER BY seq DESC LIMIT %s", (sid, high, bookend))
-    session = await get_session(conn, sid)
-    if session is None:
-        return None
+def _view(rows: list[TupleRow], session: SessionRecord | None) -> AnchoredView | None:
+    groups: dict[str, list[MessageRecord]] = {tag: [] for tag in "abfse"}
+    for row in rows:
+        groups[str(row[0])].append(message_from_row(row[1:]))
+    if not groups["a"] or session is None:
+        return None  # no such message (or, hand-edited, no session for it)
+    anchor = groups["a"][0]
+    low = groups["b"][0].seq if groups["b"] else anchor.seq
+    high = groups["f"][-1].seq if groups["f"] else anchor.seq
     return AnchoredView(
         session=session,
         anchor=anchor,
-        before=tuple(reversed(before)),
-        after=tuple(after),
-        bookend_start=tuple(start),
-        bookend_end=tuple(reversed(end)),
+        before=tuple(groups["b"]),
+        after=tuple(groups["f"]),
+        bookend_start=tuple(groups["s"]),
+        bookend_end=tuple(groups["e"]),
         messages_before=low,
         messages_after=max(0, session.message_count - high - 1),
     )
 
 
+async def anchored_views(
+    conn: Conn, message_ids: Sequence[int], *, window: int, bookend: int
+) -> list[AnchoredView | None]:
+    """Every view in one pipelined round trip (two statements per message)."""
+    valid = [i for i in message_ids if -(2**63) <= i < 2**63]
+    pending = []
+    async with conn.pipeline():
+        for mid in valid:
+            view_cur, session_cur = conn.cursor(), conn.cursor()
+            await view_cur.execute(_VIEW_SQL, {"id": mid, "w": max(0, window), "k": max(0, bookend)})
+            await session_cur.execute(_VIEW_SESSION_SQL, (mid,))
+            pending.append((mid, view_cur, session_cur))
+    found: dict[int, AnchoredView | None] = {}
+    for mid, view_cur, session_cur in pending:
+        session_row = await session_cur.fetchone()
+        session = None if session_row is None else session_from_row(session_row)
+        found[mid] = _view(await view_cur.fetchall(), session)
+    return [found.get(i) for i in message_ids]
+
+
 async def lineage_roots(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
-    """Each id's lineage root; the ancestors come in one recursive query (UNION stops at loops)."""
-    if not session_ids:
-        return {}
-    cur = await conn.execute(
-        "WITH RECURSIVE up(id, parent) AS ("
-        "SELECT id, parent_session_id FROM sessions WHERE id = ANY(%s) "
-        "UNION SELECT s.id, s.parent_session_id FROM sessions s JOIN up ON s.id = up.parent) "
-        "SELECT id, parent FROM up",
-        (sorted(set(session_ids)),),
-    )
-    parents = {str(r[0]): None if r[1] is None else str(r[1]) for r in await cur.fetchall()}
+    """Each id's lineage root: parents fetched a generation at a time, as on SQLite."""
+    parents: dict[str, str | None] = {}
+    frontier = sorted(set(session_ids))
+    for _ in range(_MAX_LINEAGE_DEPTH):
+        if not frontier:
+            break
+        cur = await conn.execute("SELECT id, parent_session_id FROM sessions WHERE id = ANY(%s)", (frontier,))
+        fetched = {str(r[0]): None if r[1] is None else str(r[1]) for r in await cur.fetchall()}
+        for sid in frontier:
+            parents[sid] = fetched.get(sid)
+        frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
     return roots_from_parents(session_ids, parents)

@@ -31,6 +31,7 @@ from memory.sessions._pg_conn import PgTarget, connect, open_pool, translate
 from memory.sessions._pg_schema import migrate_pg
 from memory.sessions._pg_search import search_messages_pg
 from memory.sessions._pg_sql import Conn, pg_text
+from memory.sessions._pg_stats import TermStatsCache
 from memory.sessions._records import (
     EndReason,
     FlushMode,
@@ -80,6 +81,7 @@ class PgSessionStore:
         self._pool = pool
         self._target = target
         self._features = features
+        self._term_stats = TermStatsCache()
         self._closed = False
 
     @classmethod
@@ -317,11 +319,7 @@ class PgSessionStore:
     ) -> list[AnchoredView | None]:
         """`anchored_view` for several messages in one transaction."""
         ids = tuple(message_ids)
-
-        async def views(c: Conn) -> list[AnchoredView | None]:
-            return [await _pg_sql.anchored_view(c, i, window=window, bookend=bookend) for i in ids]
-
-        return await self._tx(views)
+        return await self._tx(lambda c: _pg_sql.anchored_views(c, ids, window=window, bookend=bookend))
 
     async def list_flushes(self, session_id: str) -> list[FlushRecord]:
         """A session's flush records, oldest first."""
@@ -354,7 +352,7 @@ class PgSessionStore:
         """Messages matching `query`, best first (see `SessionDB.search`; ranking differs)."""
         role_list = None if roles is None else tuple(roles)
         users = check_user_ids(user_ids)
-        features = self._features
+        features, stats = self._features, self._term_stats
         return await self._tx(
             lambda c: search_messages_pg(
                 c,
@@ -365,5 +363,6 @@ class PgSessionStore:
                 roles=role_list,
                 limit=max(1, limit),
                 user_ids=users,
+                stats=stats,
             )
         )

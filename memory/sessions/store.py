@@ -3,6 +3,8 @@
 Every session and every message is kept: sessions with their lineage (`parent_session_id`:
 a compression continues in a child session), messages appended one by one as they happen,
 token counters, and the memory-flush log. Full-text indexes make all of it searchable.
+It implements `SessionStore` (`contract.py`); `PgSessionStore` is its PostgreSQL twin,
+and `open_session_store` chooses between them.
 
 All SQLite work runs in worker threads (`anyio.to_thread.run_sync`), one call at a time
 per `SessionDB` (a `CapacityLimiter(1)`), never on the event loop. A cancelled caller

@@ -8,6 +8,7 @@ SQLite store and a PostgreSQL store and compare their answers. Search parity is 
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from pydantic import JsonValue
 
@@ -153,8 +154,6 @@ async def test_sessions_list_newest_first_by_start_or_activity_with_paging(store
 
 
 async def test_appends_to_one_session_from_many_tasks_get_consecutive_positions(store: SessionStore) -> None:
-    import anyio
-
     await store.create_session("s", source="cli", started_at=T0)
 
     async def writer(n: int) -> None:
@@ -347,3 +346,18 @@ async def test_hostile_queries_never_raise(store: SessionStore, route: SearchRou
             assert all(h.message_id > 0 for h in result.hits)
     # ...and the store still works afterwards.
     assert len(await store.list_sessions()) == len(CORPUS)
+
+
+async def test_a_cancelled_append_lands_whole_or_not_at_all(store: SessionStore) -> None:
+    await store.create_session("s", source="cli", started_at=T0)
+    batch = [msg(f"line {i}", at=T0 + i) for i in range(300)]
+    for delay in (0.0, 0.001, 0.005, 0.02):
+        with anyio.move_on_after(delay):
+            await store.append_messages("s", batch)
+        count = len(await store.get_messages("s"))
+        assert count % len(batch) == 0  # whole batches only, whenever the cancel came
+    await store.append_message("s", msg("after", at=T0 + 1000))
+    records = await store.get_messages("s")
+    assert [r.seq for r in records] == list(range(len(records)))
+    session = await store.get_session("s")
+    assert session is not None and session.message_count == len(records)

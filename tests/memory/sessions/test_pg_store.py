@@ -23,6 +23,7 @@ from memory import (
 )
 from memory.sessions._pg_conn import redact_url
 from memory.sessions._pg_schema import PG_MIGRATIONS
+from memory.sessions._pg_stats import TermStatsCache, doc_counts
 
 T0 = 1_700_000_000.0
 
@@ -181,3 +182,49 @@ async def test_a_closed_store_says_so(postgres_url: str, pg_schema: str) -> None
     await store.aclose()  # twice is fine
     with pytest.raises(Exception, match="is closed; open it again"):
         await store.get_session("s")
+
+
+async def test_a_huge_message_of_distinct_words_is_stored_whole_and_its_start_is_searchable(
+    postgres_url: str, pg_schema: str
+) -> None:
+    # A tsvector holds at most 1 MB; the word index covers the first TSV_MAX_CHARS
+    # characters, so no message is ever refused for its size.
+    words = [f"w{i:x}q{i * 7919 % 100003:x}" for i in range(120_000)]
+    text = "灯台 " + " ".join(words)
+    async with await PgSessionStore.open(postgres_url, schema=pg_schema) as store:
+        await store.create_session("s", source="cli", started_at=T0)
+        mid = await store.append_message("s", StoredMessage(role="user", content=text, timestamp=T0))
+        record = await store.get_message(mid)
+        assert record is not None and record.message.content == text
+        assert [h.message_id for h in (await store.search(words[10])).hits] == [mid]
+
+
+async def test_term_weights_use_the_planner_statistics_once_the_table_is_analyzed(
+    postgres_url: str, pg_schema: str
+) -> None:
+    async with await PgSessionStore.open(postgres_url, schema=pg_schema) as store:
+        await store.create_session("s", source="cli", started_at=T0)
+        batch = [
+            StoredMessage(
+                role="user",
+                content="apple " + ("pear " if i % 3 == 0 else "") + ("quince" if i == 7 else f"filler{i}"),
+                timestamp=T0 + i,
+            )
+            for i in range(600)
+        ]
+        await store.append_messages("s", batch)
+        before = await store.search("apple pear quince", match="any")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'ANALYZE "{pg_schema}".messages')
+        cache = TermStatsCache()
+        async with await psycopg.AsyncConnection.connect(
+            postgres_url, options=f"-c search_path={pg_schema}"
+        ) as conn:
+            stats = await cache.get(conn)
+            counts = await doc_counts(conn, ["apple", "pear", "quince", "the"], cache)
+        assert stats is not None and stats.freqs["appl"] == pytest.approx(1.0)  # common: estimated
+        assert counts[0] == pytest.approx(600, rel=0.05)
+        assert counts[1] == pytest.approx(200, rel=0.1)
+        assert counts[2:] == [1, 0]
+    # Before ANALYZE every term was counted exactly; the weights agree either way.
+    assert before.weights["quince"] > before.weights["pear"] > before.weights["apple"]
