@@ -28,6 +28,7 @@ from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    grounded,
     negates,
     parse_candidates,
     parse_verdict,
@@ -45,9 +46,9 @@ class Learned:
     """What happened to one candidate fact."""
 
     candidate: str
-    action: Literal["add", "update", "delete", "none", "blocked"]
+    action: Literal["add", "update", "delete", "none", "blocked", "ungrounded"]
     memory_id: int | None
-    decided_by: Literal["similarity", "model", "fallback", "scanner"]
+    decided_by: Literal["similarity", "model", "fallback", "scanner", "grounding"]
     kind: Literal["learned"] = "learned"
 
 
@@ -121,16 +122,20 @@ class Learner:
             )
             candidates = parse_candidates(await self._ask(prompt, report))
             for candidate in candidates:
-                report.learned.append(await self._reconcile(candidate, report, session_id))
+                report.learned.append(
+                    await self._reconcile(candidate, f"{user}\n{assistant}", report, session_id)
+                )
         except _ModelDown as down:
             report.skipped = "paused" if str(down) == "paused" else "model_failed"
         report.seconds = time.perf_counter() - started
         return report
 
-    async def _reconcile(self, candidate: str, report: TurnReport, session_id: str) -> Learned:
+    async def _reconcile(self, candidate: str, exchange: str, report: TurnReport, session_id: str) -> Learned:
         if write_findings(candidate):
             _log.warning("semantic memory: an extracted fact was refused by the write scanner")
             return Learned(candidate, "blocked", None, "scanner")
+        if not grounded(candidate, exchange):
+            return Learned(candidate, "ungrounded", None, "grounding")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
         nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=1))
         if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
