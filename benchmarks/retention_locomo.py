@@ -14,7 +14,7 @@ over the conversations' questions:
 - flush re-prefill: prompt tokens of the flush request the simulator could not reuse
   (`--sim`, default llamacpp: what the embedded server's single slot does).
 
-The default run (one conversation, at most 8 questions, a 3,584-token window, Qwen2.5-Coder-1.5B)
+The default run (one conversation, at most 8 questions, a 4,096-token window, Qwen2.5-Coder-1.5B)
 is sized to finish within 30 minutes on a busy 2-core machine; widen it with
 `--conversations`, `--questions`, `--window`. The last line is
 `retention_gain <answer retained of the best flush arm minus off>`.
@@ -58,7 +58,7 @@ from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
 
 DEFAULT_QUESTIONS = 8
-DEFAULT_WINDOW = 3584
+DEFAULT_WINDOW = 4096
 
 
 def _mean(values: list[float]) -> float | None:
@@ -90,12 +90,14 @@ def _report(results: list[RetentionResult], arms: list[RetentionArmName], sim: s
     pooled = {arm: _pooled(results, arm, sim) for arm in arms}
     for arm, p in pooled.items():
         status = next((a.run.status for r in results for a in r.arms if a.name == arm and not a.ran), None)
+        notes = sum(1 for r in results for a in r.arms if a.name == arm and a.run.note is not None)
         if p["questions"] == 0 and status:
             print(f"{arm:<22}{status}")
             continue
         print(
             f"{arm:<22}{_fmt(p['questions'], '.0f'):>10}{_fmt(p['retained'], '.3f'):>10}{_fmt(p['f1'], '.3f'):>7}"
             f"{_fmt(p['kept'], ',.0f'):>8}{_fmt(p['flush_reprefilled'], ',.0f'):>18}"
+            + (f"  ({notes} conversation(s) did not compress)" if notes else "")
         )
     off = pooled.get("off", {}).get("retained")
     flushes = [p["retained"] for a, p in pooled.items() if a in FLUSH_ARMS and p["retained"] is not None]
@@ -127,7 +129,7 @@ async def _run(
                 def arm_done(arm: RetentionArm, sid: str = conv.sample_id) -> None:
                     f = arm_figures(arm, args.sim)
                     print(
-                        f"  {sid} {arm.name}: {f.status or ''} retained {_fmt(f.retained, '.3f')} "
+                        f"  {sid} {arm.name}: {f.status or f.note or ''} retained {_fmt(f.retained, '.3f')} "
                         f"F1 {_fmt(f.f1, '.3f')} kept {_fmt(f.tokens_retained, ',')} flush re-prefill "
                         f"{_fmt(f.flush_reprefilled, ',')} flush {_fmt(f.flush_s, '.0f')} s summary "
                         f"{_fmt(f.summary_s, '.0f')} s 1st turn {_fmt(f.first_turn_s, '.0f')} s, "

@@ -70,7 +70,7 @@ def retention_table(result: RetentionResult, sim: str) -> Table:
             table.add_row(f.name, escape(f.status), *["" for _ in range(10)])
             continue
         table.add_row(
-            f.name,
+            f.name if f.note is None else f"{f.name} [yellow](!)[/]",
             _num(f.retained, ".0%"),
             _num(f.f1, ".2f"),
             "/".join(str(f.where[s]) for s in RETENTION_SOURCES),
@@ -177,6 +177,11 @@ async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
                 replay, cfg, model=model, root=root, arms=arms, options=options, on_step=step
             )
     console.print(retention_table(result, sim))
+    for arm in result.arms:
+        if arm.run.note is not None:
+            console.print(
+                f"[yellow](!) {arm.name}: {escape(arm.run.note)} — its scores are not a compression's[/]"
+            )
     console.print(category_table(result))
     gain = result.retention_gain()
     console.print(

@@ -113,6 +113,11 @@ class RetentionArm:
     def ran(self) -> bool:
         return self.run.status is None
 
+    @property
+    def compressed(self) -> bool:
+        """It ran, and compressed if it was meant to (no `note`)."""
+        return self.ran and self.run.note is None
+
     def retained(self, category: int | None = None) -> float | None:
         """Mean answer-retained recall (adversarial questions excluded)."""
         values = [
@@ -139,8 +144,9 @@ class RetentionResult:
     arms: tuple[RetentionArm, ...]
 
     def retention_gain(self) -> float | None:
-        """Answer retained of the best flush arm minus `off` (None when either did not run)."""
-        by_name = {a.name: a.retained() for a in self.arms if a.ran}
+        """Answer retained of the best flush arm minus `off` (None when either did not run or
+        did not compress)."""
+        by_name = {a.name: a.retained() for a in self.arms if a.compressed}
         off = by_name.get("off")
         flushes = [v for n, v in by_name.items() if n in FLUSH_ARMS and v is not None]
         return None if off is None or not flushes else max(flushes) - off

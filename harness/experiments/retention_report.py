@@ -18,6 +18,7 @@ class ArmFigures:
 
     name: str
     status: str | None
+    note: str | None
     retained: float | None
     f1: float | None
     tokens_retained: int | None
@@ -40,6 +41,7 @@ def arm_figures(arm: RetentionArm, sim: str) -> ArmFigures:
     return ArmFigures(
         name=arm.name,
         status=arm.run.status,
+        note=arm.run.note,
         retained=arm.retained() if arm.ran else None,
         f1=arm.f1() if arm.ran else None,
         tokens_retained=arm.run.tokens_retained if arm.ran else None,
@@ -72,6 +74,7 @@ def _arm_json(arm: RetentionArm) -> dict[str, JsonValue]:
     return {
         "arm": arm.name,
         "status": arm.run.status,
+        "note": arm.run.note,
         "answer_retained": arm.retained(),
         "answer_f1": arm.f1(),
         "by_category": _by_category(arm),

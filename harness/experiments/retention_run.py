@@ -80,6 +80,9 @@ class ArmRun:
     trace_path: Path | None = None
     status: str | None = None
     """None when the arm ran; else why not (`n/a: does not fit`)."""
+    note: str | None = None
+    """Set when an arm that should have compressed did not (why): its scores are not a
+    compression's."""
     answers: list[Answer] = field(default_factory=list)
     compression: CompressionRun | None = None
     first_turn_s: float | None = None
@@ -252,6 +255,9 @@ async def run_arm(
             found = compression_runs(events, after_turn=session.turn - 1, forced=False, wall_s=0.0)
             run.compression = next((c for c in found if c.skipped is None), found[-1] if found else None)
             run.first_turn_s = _first_turn_after_compression(events)
+            if cfg.compression.enabled and (run.compression is None or run.compression.skipped is not None):
+                why = run.compression.skipped if run.compression is not None else "no compression ran"
+                run.note = f"not compressed: {why}"
         if plan is None:
             raise ConfigError("the floor arm needs a replaying arm before it to choose the questions")
         _visible(run, session)

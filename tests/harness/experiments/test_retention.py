@@ -206,3 +206,26 @@ def test_arm_overrides_switch_only_what_the_arm_is_about() -> None:
     ceiling = arm_overrides("ceiling", replay, opts)
     assert ceiling["compression"] == {"enabled": False}
     assert ceiling["model"] == {"context_window": 9000, "max_output_tokens": 96, "temperature": 0.0}
+
+
+async def test_an_arm_whose_compression_was_refused_is_flagged_and_left_out_of_the_gain(
+    tmp_path: Path,
+) -> None:
+    def rambling(request: ModelRequest) -> ReplyLike:
+        if request.purpose == "summary":  # bigger than the turns it would replace: refused
+            return say("They talked. " * 2_000)
+        return _reply(request)
+
+    result = await run_retention(
+        _replay(),
+        config(),
+        model=ScriptedModel([respond(rambling)] * 200),
+        root=tmp_path,
+        arms=("off", "memory_only"),
+        options=RetentionOptions(window=WINDOW),
+    )
+    for arm in result.arms:
+        assert arm.run.note is not None and arm.run.note.startswith("not compressed: the summary came out")
+        assert not arm.compressed
+    assert result.retention_gain() is None
+    assert retention_json(result)["arms"][0]["note"] == result.arms[0].run.note  # type: ignore[index,call-overload]
