@@ -379,6 +379,7 @@ def default_home(environ: Mapping[str, str]) -> Path:
 
 
 _ENV_PREFIX = "KEEL_"
+_TEST_PREFIX = "KEEL_TEST_"
 
 MAX_CONFIG_BYTES = 1_048_576
 """The largest config file read (a real one is a few kilobytes)."""
@@ -507,8 +508,8 @@ def _env_value(key: str, raw: str) -> object:
 
 def _apply_env(data: dict[str, object], environ: Mapping[str, str]) -> None:
     for key, raw in sorted(environ.items()):
-        if not key.startswith(_ENV_PREFIX):
-            continue
+        if not key.startswith(_ENV_PREFIX) or key.startswith(_TEST_PREFIX):
+            continue  # KEEL_TEST_* configure keel's own test suite, not keel
         parts = [p.lower() for p in key[len(_ENV_PREFIX) :].split("__") if p]
         if not parts or parts[0] in {"config", "data_dir"}:
             continue  # KEEL_CONFIG names the file; KEEL_DATA_DIR is for tests/benchmarks

@@ -50,7 +50,7 @@ def postgres_url() -> str:
     """`$KEEL_TEST_POSTGRES_URL` (default: trust auth on 127.0.0.1:5432, database `test`).
 
     Where no server answers the tests using it skip with the reason, unless
-    `KEEL_REQUIRE_POSTGRES=1` (set by `.ci/run`), where they fail instead.
+    `KEEL_TEST_REQUIRE_POSTGRES=1` (set by `.ci/run`), where they fail instead.
     """
     url = os.environ.get("KEEL_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
     try:
@@ -58,8 +58,8 @@ def postgres_url() -> str:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
         reason = f"no PostgreSQL server answers at {url!r} ({str(exc).strip().splitlines()[0]}); set KEEL_TEST_POSTGRES_URL"
-        if os.environ.get("KEEL_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"KEEL_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+        if os.environ.get("KEEL_TEST_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"KEEL_TEST_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
         pytest.skip(reason)
     return url
 

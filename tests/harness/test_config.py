@@ -192,3 +192,11 @@ def test_the_session_store_url_can_come_from_the_environment(tmp_path: Path) -> 
     assert (cfg.sessions.backend, cfg.sessions.url) == ("postgres", "postgresql://keel:pw@db.internal:5433/keel")
     assert cfg.sessions.location(tmp_path) == "postgresql://keel:***@db.internal:5433/keel (schema keel)"
     assert KeelConfig().sessions.location(tmp_path) == str(tmp_path / "state.db")
+
+
+def test_the_test_suites_own_variables_are_not_read_as_config() -> None:
+    # .ci/run exports KEEL_TEST_REQUIRE_POSTGRES=1; every keel command the e2e tests start sees it.
+    environ = {"KEEL_TEST_REQUIRE_POSTGRES": "1", "KEEL_TEST_POSTGRES_URL": "postgresql://x@h/db"}
+    assert load_config(None, environ=environ) == load_config(None, environ={})
+    with pytest.raises(ConfigError, match="require_postgres"):
+        load_config(None, environ={"KEEL_REQUIRE_POSTGRES": "1"})

@@ -1,6 +1,6 @@
 """Where no PostgreSQL server answers, its tests skip with the reason — or fail under CI.
 
-`.ci/run` sets `KEEL_REQUIRE_POSTGRES=1`, so a CI machine without its server cannot pass
+`.ci/run` sets `KEEL_TEST_REQUIRE_POSTGRES=1`, so a CI machine without its server cannot pass
 by skipping the PostgreSQL tests. Checked here with a real pytest run against a port
 nothing listens on.
 """
@@ -23,7 +23,7 @@ def run_pytest(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("KEEL_REQUIRE_POSTGRES", "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("KEEL_TEST_REQUIRE_POSTGRES", "PYTEST_ADDOPTS")}
     env |= {"KEEL_TEST_POSTGRES_URL": f"postgresql://postgres@127.0.0.1:{port}/test", "PYTHONPATH": str(REPO)}
     env |= extra_env
     return subprocess.run(
@@ -46,6 +46,6 @@ def test_without_a_server_postgresql_tests_skip_with_the_reason() -> None:
 
 @pytest.mark.slow
 def test_under_keel_require_postgres_a_missing_server_fails_the_run() -> None:
-    done = run_pytest({"KEEL_REQUIRE_POSTGRES": "1"})
+    done = run_pytest({"KEEL_TEST_REQUIRE_POSTGRES": "1"})
     assert done.returncode != 0
-    assert "KEEL_REQUIRE_POSTGRES=1 but no PostgreSQL server answers" in done.stdout
+    assert "KEEL_TEST_REQUIRE_POSTGRES=1 but no PostgreSQL server answers" in done.stdout
