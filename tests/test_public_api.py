@@ -29,7 +29,13 @@ PACKAGES = _packages()
 
 def test_the_walk_finds_the_layers_subpackages() -> None:
     # a guard on the walk itself: if it found nothing below the roots, the test below proves little
-    for expected in ("harness.loop", "harness.compress", "harness.testing", "memory.curated", "memory.sessions"):
+    for expected in (
+        "harness.loop",
+        "harness.compress",
+        "harness.testing",
+        "memory.curated",
+        "memory.sessions",
+    ):
         assert expected in PACKAGES
 
 

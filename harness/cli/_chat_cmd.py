@@ -97,7 +97,8 @@ def _usage(session: Session) -> None:
     prompt = u.prompt
     table.add_row("cached share of prompt", f"{(u.cache_read / prompt * 100) if prompt else 0:.1f}%")
     table.add_row(
-        "next prompt (est.)", f"{session.estimate_prompt_tokens():,} / threshold {session.settings.compression.threshold_tokens:,}"
+        "next prompt (est.)",
+        f"{session.estimate_prompt_tokens():,} / threshold {session.settings.compression.threshold_tokens:,}",
     )
     table.add_row("session", session.session_id)
     console.print(table)

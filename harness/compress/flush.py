@@ -167,6 +167,8 @@ async def execute_flush_reply(
         claim = claims_a_save(text) or (text.strip()[:500] if reading.claimed_without_call else None)
         if claim is not None:
             entries.append(
-                FlushEntry(target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON)
+                FlushEntry(
+                    target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON
+                )
             )
     return FlushOutcome(tuple(entries), tuple(events), text)

@@ -29,6 +29,7 @@ from datetime import date
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
@@ -387,134 +388,188 @@ async def open_session(
         ConfigError, LocalModelError: the configuration or the embedded model is unusable.
         ModelError, SessionError: raised from the block as themselves, never as a group.
     """
+    request = _OpenRequest(
+        model=model,
+        home=home,
+        tokenizer=tokenizer,
+        environ=environ,
+        trace_path=trace_path,
+        source=source,
+        cwd=cwd,
+        today=today,
+        agent_context=agent_context,
+        provider=provider,
+        handles=handles,
+        user_id=user_id,
+        workspace=workspace,
+        session_store=session_store,
+    )
     with single_error():
-        async with _open(
-            config,
-            model=model,
-            home=home,
-            tokenizer=tokenizer,
-            environ=environ,
-            trace_path=trace_path,
-            source=source,
-            cwd=cwd,
-            today=today,
-            agent_context=agent_context,
-            provider=provider,
-            handles=handles,
-            user_id=user_id,
-            workspace=workspace,
-            session_store=session_store,
-        ) as session:
+        async with _open(config, request) as session:
             yield session
 
 
-@asynccontextmanager
-async def _open(
+@dataclass(frozen=True, slots=True)
+class _OpenRequest:
+    """`open_session`'s arguments past the config, as one value for the steps below."""
+
+    model: ModelClient | None
+    home: Path | None
+    tokenizer: Tokenizer | None
+    environ: Mapping[str, str] | None
+    trace_path: Path | None
+    source: str
+    cwd: Path | None
+    today: Callable[[], date]
+    agent_context: AgentContext
+    provider: MemoryProvider | None
+    handles: list[SessionHandles] | None
+    user_id: str | None
+    workspace: str | None
+    session_store: SessionStore | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What the steps opened, before the Session that holds them exists."""
+
+    home: Path
+    principal: Principal
+    model: ModelClient
+    summary_model: ModelClient | None
+    tokenizer: Tokenizer
+    curated: tuple[MemoryStore, MemoryTool] | None
+    db: SessionStore
+    manager: MemoryManager
+    skills: SkillLibrary | None
+    shared_skills: SkillLibrary | None
+    registry: ToolRegistry
+    trace: TraceWriter | None
+
+
+async def _open_parts(
+    stack: AsyncExitStack,
     config: KeelConfig,
+    req: _OpenRequest,
     *,
-    model: ModelClient | None,
-    home: Path | None,
-    tokenizer: Tokenizer | None,
-    environ: Mapping[str, str] | None,
-    trace_path: Path | None,
-    source: str,
-    cwd: Path | None,
-    today: Callable[[], date],
-    agent_context: AgentContext,
-    provider: MemoryProvider | None,
-    handles: list[SessionHandles] | None,
-    user_id: str | None,
-    workspace: str | None,
-    session_store: SessionStore | None,
-) -> AsyncIterator[Session]:
-    env = os.environ if environ is None else environ
+    home: Path,
+    principal: Principal,
+    ref: _SessionRef,
+) -> _Parts:
+    """Every step but the session itself, in order; each closes with `stack`."""
+    model, summary_model = req.model, None
+    if model is None:
+        env = os.environ if req.environ is None else req.environ
+        model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
+    tokenizer = req.tokenizer or await load_tokenizer(config.model.tokenizer)
+    curated = _curated(config, home, principal)
+    db = req.session_store
+    if db is None:
+        db = await stack.enter_async_context(config.sessions.open_store(home))
+    manager = await _open_manager(
+        stack,
+        config,
+        home=home,
+        first_id=ref.first_id,
+        agent_context=req.agent_context,
+        provider=req.provider,
+        principal=principal,
+        ref=ref,
+    )
+    skills = _skills(config, home, principal)
+    shared_skills = None if skills is None else shared_skill_library(config, home, principal)
+    registry = _tools(
+        config,
+        curated=curated,
+        db=db,
+        skills=skills,
+        shared_skills=shared_skills,
+        manager=manager,
+        ref=ref,
+        principal=principal,
+    )
+    trace = _trace(config, home, principal, req.trace_path, ref.first_id)
+    return _Parts(
+        home,
+        principal,
+        model,
+        summary_model,
+        tokenizer,
+        curated,
+        db,
+        manager,
+        skills,
+        shared_skills,
+        registry,
+        trace,
+    )
+
+
+def _new_session(
+    config: KeelConfig, req: _OpenRequest, parts: _Parts, *, tg: anyio.abc.TaskGroup, ref: _SessionRef
+) -> Session:
+    gather = static_slot_gatherer(
+        config,
+        home=parts.home,
+        tools=parts.registry,
+        manager=parts.manager,
+        skills=parts.skills,
+        shared_skills=parts.shared_skills,
+        model_name=parts.model.model_name,
+        today=req.today,
+        cwd=req.cwd or config.prompt.cwd or Path.cwd(),
+    )
+    curated = parts.curated
+    return Session(
+        settings=SessionSettings.from_config(config),
+        model=parts.model,
+        summary_model=parts.summary_model,
+        counter=TokenCounter(parts.tokenizer),
+        tools=parts.registry,
+        assembler=PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=parts.tokenizer),
+        memory=None
+        if curated is None
+        else StoreMemory(*curated, shared=shared_memory_store(config, parts.home, parts.principal)),
+        recorder=DbRecorder(parts.db, source=req.source, user_id=parts.principal.session_user),
+        providers=ManagerHooks(parts.manager, tg, warm_wait_s=config.recall.warm_wait_s),
+        background=tg,
+        trace=parts.trace,
+        new_id=ref.next_id,
+        today=req.today,
+        spawn=_spawner(
+            config,
+            model=parts.model,
+            home=parts.home,
+            principal=parts.principal,
+            db=parts.db,
+            tokenizer=parts.tokenizer,
+            cwd=req.cwd,
+            today=req.today,
+        ),
+    )
+
+
+@asynccontextmanager
+async def _open(config: KeelConfig, req: _OpenRequest) -> AsyncIterator[Session]:
+    env = os.environ if req.environ is None else req.environ
     # First, so an unsafe id is refused before anything is created on disk.
-    principal = resolve_principal(config, user_id=user_id, workspace=workspace)
-    home = (home or config.resolved_home(env)).expanduser()
+    principal = resolve_principal(config, user_id=req.user_id, workspace=req.workspace)
+    home = (req.home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
     ref = _SessionRef(new_session_id())
-    first_id = ref.first_id
     async with AsyncExitStack() as stack:
-        summary_model: ModelClient | None = None
-        if model is None:
-            model, summary_model = await _open_models(stack, config, home=home, env=env, ref=ref)
-        tokenizer = tokenizer or await load_tokenizer(config.model.tokenizer)
-        curated = _curated(config, home, principal)
-        db = session_store
-        if db is None:
-            db = await stack.enter_async_context(config.sessions.open_store(home))
-        manager = await _open_manager(
-            stack,
-            config,
-            home=home,
-            first_id=first_id,
-            agent_context=agent_context,
-            provider=provider,
-            principal=principal,
-            ref=ref,
-        )
-        skills = _skills(config, home, principal)
-        shared_skills = None if skills is None else shared_skill_library(config, home, principal)
-        registry = _tools(
-            config,
-            curated=curated,
-            db=db,
-            skills=skills,
-            shared_skills=shared_skills,
-            manager=manager,
-            ref=ref,
-            principal=principal,
-        )
-        trace = _trace(config, home, principal, trace_path, first_id)
+        parts = await _open_parts(stack, config, req, home=home, principal=principal, ref=ref)
         tg = await stack.enter_async_context(anyio.create_task_group())
-        gather = static_slot_gatherer(
-            config,
-            home=home,
-            tools=registry,
-            manager=manager,
-            skills=skills,
-            shared_skills=shared_skills,
-            model_name=model.model_name,
-            today=today,
-            cwd=cwd or config.prompt.cwd or Path.cwd(),
-        )
-        session = Session(
-            settings=SessionSettings.from_config(config),
-            model=model,
-            summary_model=summary_model,
-            counter=TokenCounter(tokenizer),
-            tools=registry,
-            assembler=PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=tokenizer),
-            memory=None
-            if curated is None
-            else StoreMemory(*curated, shared=shared_memory_store(config, home, principal)),
-            recorder=DbRecorder(db, source=source, user_id=principal.session_user),
-            providers=ManagerHooks(manager, tg, warm_wait_s=config.recall.warm_wait_s),
-            background=tg,
-            trace=trace,
-            new_id=ref.next_id,
-            today=today,
-            spawn=_spawner(
-                config,
-                model=model,
-                home=home,
-                principal=principal,
-                db=db,
-                tokenizer=tokenizer,
-                cwd=cwd,
-                today=today,
-            ),
-        )
+        session = _new_session(config, req, parts, tg=tg, ref=ref)
         ref.session = session
-        if handles is not None:
-            store = None if curated is None else curated[0]
-            handles.append(
-                SessionHandles(
-                    home, principal, store, db, skills, manager, None if trace is None else trace.path
-                )
+        if req.handles is not None:
+            store = None if parts.curated is None else parts.curated[0]
+            trace_path = None if parts.trace is None else parts.trace.path
+            req.handles.append(
+                SessionHandles(home, principal, store, parts.db, parts.skills, parts.manager, trace_path)
             )
         await session.start()
-        for warning in [] if curated is None else _memory_warnings(curated[0]):
+        for warning in [] if parts.curated is None else _memory_warnings(parts.curated[0]):
             session.warn(warning)
         try:
             yield session

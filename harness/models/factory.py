@@ -66,7 +66,9 @@ async def open_model(
         if m.provider == "local":
             if m.base_url:
                 # An already-running llama.cpp-style server: talk to it, do not start one.
-                yield _retrying(local_client(client, m.base_url, m.name or "local", m.timeout_s), config, on_retry)
+                yield _retrying(
+                    local_client(client, m.base_url, m.name or "local", m.timeout_s), config, on_retry
+                )
                 return
             async with start_local_model(
                 model=m.local_model,

@@ -188,7 +188,9 @@ async def start_local_model(
     weights = await find_weights(model=model, gguf=gguf, gguf_sha256=gguf_sha256, models_dir=models_dir)
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    cmd = _child_command(weights, port=port, n_ctx=n_ctx, n_batch=n_batch, threads=threads, max_tokens=max_tokens)
+    cmd = _child_command(
+        weights, port=port, n_ctx=n_ctx, n_batch=n_batch, threads=threads, max_tokens=max_tokens
+    )
     log_fh = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -122,7 +122,9 @@ _M1 = (
     "CREATE INDEX flushes_session ON flushes(session_id, timestamp)",
 )
 
-_CONTENT = f"CASE WHEN role = 'tool' THEN left(content, {TOOL_PREFIX_CHARS}) ELSE left(content, {TSV_MAX_CHARS}) END"
+_CONTENT = (
+    f"CASE WHEN role = 'tool' THEN left(content, {TOOL_PREFIX_CHARS}) ELSE left(content, {TSV_MAX_CHARS}) END"
+)
 _TSV = (
     f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, {_folded(_CONTENT)}), 'A') || "
     f"setweight(to_tsvector('{TS_CONFIG}'::regconfig, {_folded('coalesce(tool_name, $$$$)')}), 'B') || "

@@ -126,7 +126,9 @@ def search_messages(
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
     hits = tuple(hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
-    return SearchResult(route="fts", terms=tuple(terms), weights=idf_weights(terms, counts, int(total)), hits=hits)
+    return SearchResult(
+        route="fts", terms=tuple(terms), weights=idf_weights(terms, counts, int(total)), hits=hits
+    )
 
 
 def _row_id(row: tuple[object, ...]) -> int:
@@ -146,7 +148,9 @@ def idf_weights(terms: Sequence[str], counts: Sequence[int], total: int) -> dict
 def substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
     # LIKE and trigram match substrings, so a case-insensitive substring test says which
     # terms a message holds. No document counts here: every term weighs the same.
-    hits = tuple(hit_from_row(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows)
+    hits = tuple(
+        hit_from_row(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows
+    )
     return SearchResult(route=route, terms=tuple(terms), weights=dict.fromkeys(terms, 1.0), hits=hits)
 
 

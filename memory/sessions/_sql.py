@@ -291,8 +291,7 @@ def list_sessions(
         tests.append(user_sql)
     where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC "
-        "LIMIT ? OFFSET ?",
+        f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
         (*exclude, *user_args, limit, offset),
     ).fetchall()
     return [session_from_row(r) for r in rows]

@@ -65,6 +65,7 @@ T = TypeVar("T")
 STATE_DB_NAME = "state.db"
 """The session store's file name inside the keel home."""
 
+
 def _open_connection(
     path: Path, *, fts: bool | None, trigram: bool | None, retry: LockRetryPolicy
 ) -> tuple[SqliteConnection, IndexFeatures]:
@@ -248,9 +249,7 @@ class SessionDB:
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); return their ids in order."""
         batch = tuple(checked_message(m) for m in messages)
-        return await self._run(
-            lambda: self._conn.write(lambda c: _sql.append_messages(c, session_id, batch))
-        )
+        return await self._run(lambda: self._conn.write(lambda c: _sql.append_messages(c, session_id, batch)))
 
     async def add_usage(
         self,

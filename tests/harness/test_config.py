@@ -127,7 +127,11 @@ def test_a_small_alias_bomb_under_the_bound_still_gets_a_bounded_error_message(t
 
 
 def test_an_alias_bomb_through_an_environment_override_is_refused() -> None:
-    bomb = "{" + ", ".join(f"k{n}: &a{n} [" + ",".join([f"*a{n - 1}" if n else "x"] * 9) + "]" for n in range(9)) + "}"
+    bomb = (
+        "{"
+        + ", ".join(f"k{n}: &a{n} [" + ",".join([f"*a{n - 1}" if n else "x"] * 9) + "]" for n in range(9))
+        + "}"
+    )
     with pytest.raises(ConfigError, match="KEEL_PRICES"):
         load_config(None, environ={"KEEL_PRICES": bomb})
 
@@ -189,7 +193,10 @@ def test_the_session_store_url_can_come_from_the_environment(tmp_path: Path) -> 
             "KEEL_SESSIONS__URL": "postgresql://keel:pw@db.internal:5433/keel",
         },
     )
-    assert (cfg.sessions.backend, cfg.sessions.url) == ("postgres", "postgresql://keel:pw@db.internal:5433/keel")
+    assert (cfg.sessions.backend, cfg.sessions.url) == (
+        "postgres",
+        "postgresql://keel:pw@db.internal:5433/keel",
+    )
     assert cfg.sessions.location(tmp_path) == "postgresql://keel:***@db.internal:5433/keel (schema keel)"
     assert KeelConfig().sessions.location(tmp_path) == str(tmp_path / "state.db")
 

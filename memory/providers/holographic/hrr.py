@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from memory.providers.holographic._text import words
+from memory.providers._text import words
 
 __all__ = [
     "DEFAULT_DIM",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from memory.providers.holographic._text import cjk_like_terms, fts_terms, jaccard, jaccard_tokens
+from memory.providers._text import cjk_like_terms, fts_terms, jaccard, jaccard_tokens
 from memory.providers.holographic.store import Category, Fact, FactStore
 
 if TYPE_CHECKING:

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from memory.providers._text import STOPWORDS
 from memory.providers.contract import TurnMessage
-from memory.providers.holographic._text import STOPWORDS
 
 __all__ = [
     "Completer",

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from memory.providers.holographic._text import fts_terms
+from memory.providers._text import fts_terms
 from memory.providers.semantic.embedder import Embedder
 from memory.providers.semantic.store import Memory, SemanticStore
 

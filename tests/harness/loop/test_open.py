@@ -222,7 +222,9 @@ async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchab
 async def test_an_over_budget_memory_file_is_announced_with_the_first_turn(home: Path) -> None:
     memories = home / "memories"
     memories.mkdir(parents=True)
-    (memories / "MEMORY.md").write_text("\n§\n".join(f"note number {i}" for i in range(400)), encoding="utf-8")
+    (memories / "MEMORY.md").write_text(
+        "\n§\n".join(f"note number {i}" for i in range(400)), encoding="utf-8"
+    )
     model = ScriptedModel([say("hi")])
     async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
         events = await run_turn(s, "hello")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.providers._text import cjk_like_terms, fts_terms, jaccard_tokens, words
 from memory.providers.holographic import (
     FTS_ONLY_WEIGHTS,
     LEXICAL_WEIGHTS,
@@ -14,7 +15,6 @@ from memory.providers.holographic import (
     RetrievalWeights,
     Retriever,
 )
-from memory.providers.holographic._text import cjk_like_terms, fts_terms, jaccard_tokens, words
 
 FACTS = [
     ("Alice Smith works at Acme Corp as a data engineer.", "general"),

@@ -1,7 +1,8 @@
-"""Tokenizing text for the fact store: words, Jaccard tokens, FTS5 query terms.
+"""Tokenizing text for the providers' fact stores: words, Jaccard tokens, FTS5 query terms.
 
-One definition of a "word" is shared by the HRR text encoding and the Jaccard overlap so
-the two signals see the same vocabulary. CJK scripts have no spaces between words, so CJK
+One definition of a "word" is shared by the holographic HRR encoding, its Jaccard overlap
+and the semantic provider's keyword search and extraction, so every signal sees the same
+vocabulary. CJK scripts have no spaces between words, so CJK
 runs become character bigrams for the overlap and substring (LIKE) terms for the search.
 """
 
