@@ -32,6 +32,7 @@ from memory.providers.semantic.extract import (
     negates,
     parse_candidates,
     parse_verdict,
+    restates,
 )
 from memory.providers.semantic.search import Ranker
 from memory.providers.semantic.store import Memory, SemanticStore
@@ -48,7 +49,7 @@ class Learned:
     candidate: str
     action: Literal["add", "update", "delete", "none", "blocked", "ungrounded"]
     memory_id: int | None
-    decided_by: Literal["similarity", "model", "fallback", "scanner", "grounding"]
+    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding"]
     kind: Literal["learned"] = "learned"
 
 
@@ -143,6 +144,12 @@ class Learner:
         if not nearest or nearest[0][1] < self._rules.related_similarity:
             return await self._apply(candidate, vector, Decision("add"), None, "similarity", session_id)
         memory = nearest[0][0]
+        overlap = restates(candidate, memory.content)
+        if overlap in ("same", "narrower"):
+            return Learned(candidate, "none", memory.memory_id, "overlap")
+        if overlap == "wider":
+            decision = Decision("update", memory.memory_id)
+            return await self._apply(candidate, vector, decision, memory, "overlap", session_id)
         prompt = self._reconcile_prompt.format(existing=" ".join(memory.content.split()), candidate=candidate)
         both_true = parse_verdict(await self._ask(prompt, report))
         if both_true is None:
@@ -161,7 +168,7 @@ class Learner:
         vector: NDArray[np.float32],
         decision: Decision,
         target: Memory | None,
-        decided_by: Literal["similarity", "model", "fallback"],
+        decided_by: Literal["similarity", "overlap", "model", "fallback"],
         session_id: str,
     ) -> Learned:
         store, model_id = self._store, self._embedder.model_id

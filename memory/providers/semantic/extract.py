@@ -7,7 +7,10 @@ similar to it (`Reconciliation`):
 
 - similarity ≥ 0.95: **nothing** — it is already known. No model call.
 - similarity < 0.5 to every memory: **add** — nothing related exists. No model call.
-- in between, one model call asks "can both statements be true at the same time?"
+- in between, a restatement is decided by its words (`restates`), no model call: the same
+  content words, or fewer, → **nothing**; all of the memory's and more → **update** to the
+  candidate (it is the more specific);
+- otherwise one model call asks "can both statements be true at the same time?"
   (`parse_verdict`): yes → **add**; no → the new fact contradicts the memory: **delete** the
   memory when the candidate only negates it ("no longer drinks coffee every morning",
   `negates`), else **update** it to the candidate ("now deploys on Thursdays").
@@ -42,6 +45,7 @@ __all__ = [
     "negates",
     "parse_candidates",
     "parse_verdict",
+    "restates",
 ]
 
 
@@ -177,6 +181,33 @@ def _stem(word: str) -> str:
             word = word[: -len(suffix)]
             break
     return word[:5]
+
+
+def _content_stems(text: str) -> set[str]:
+    return {_stem(t) for t in _tokens(text) if t and t not in STOPWORDS and t not in _ABOUT_THE_USER}
+
+
+def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider", "different"]:
+    """How a candidate's content words relate to a stored memory's (by the crude stem).
+
+    `same`: the same words (a reordering or paraphrase with nothing new); `narrower`: the
+    candidate says less (its words are all in the memory); `wider`: the candidate holds all of
+    the memory and more ("lives in Lisbon" → "lives in Lisbon, near the river"); else
+    `different` — also whenever the candidate negates and the memory does not. The "can both be true?" question cannot tell a restatement from a second
+    fact (both are true), so these are decided before it is asked.
+    """
+    if _NEGATION.search(candidate) is not None and _NEGATION.search(memory) is None:
+        return "different"  # "no longer lives in Lisbon" holds every word of "lives in Lisbon"
+    new, old = _content_stems(candidate), _content_stems(memory)
+    if not new or not old:
+        return "different"
+    if new == old:
+        return "same"
+    if new < old:
+        return "narrower"
+    if old < new:
+        return "wider"
+    return "different"
 
 
 def grounded(candidate: str, exchange: str, *, share: float = 0.6) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.providers.semantic import SemanticProvider
+from memory.providers.semantic.extract import restates
 from memory.testing import ScriptedCompleter, WordHashEmbedder
 from prompts import load_text
 
@@ -114,10 +115,10 @@ async def test_a_fact_that_is_no_longer_true_is_deleted(home: Path) -> None:
 async def test_yes_keeps_both_and_an_unreadable_answer_keeps_the_fact(home: Path) -> None:
     completer = ScriptedCompleter(
         [
-            "- The user deploys on Fridays",
-            "- The user deploys on Fridays at noon",
+            "- The user deploys the api on Fridays",
+            "- The user deploys the web app on Fridays",
             "yes",
-            "- The user deploys on Fridays with a checklist",
+            "- The user deploys the worker on Fridays",
             "I think it depends on the context of the deployment.",
         ]
     )
@@ -125,17 +126,53 @@ async def test_yes_keeps_both_and_an_unreadable_answer_keeps_the_fact(home: Path
     try:
         for turn in ("a", "b", "c"):
             await provider.sync_turn(
-                f"turn {turn}: we deploy on Fridays at noon with a checklist", "ok", session_id="s1"
+                f"turn {turn}: we deploy the api, the web app and the worker on Fridays",
+                "ok",
+                session_id="s1",
             )
         assert contents(provider) == [
-            "The user deploys on Fridays",
-            "The user deploys on Fridays at noon",
-            "The user deploys on Fridays with a checklist",
+            "The user deploys the api on Fridays",
+            "The user deploys the web app on Fridays",
+            "The user deploys the worker on Fridays",
         ]
         assert provider.last_turn is not None
         assert [(x.action, x.decided_by) for x in provider.last_turn.learned] == [("add", "fallback")]
     finally:
         await provider.shutdown()
+
+
+async def test_a_restatement_is_decided_by_its_words_without_asking_the_model(home: Path) -> None:
+    completer = ScriptedCompleter(
+        [
+            "- The user deploys on Fridays at noon",
+            "- It is on Fridays at noon that the user deploys",  # the same content words: nothing new
+            "- The user deploys on Fridays",  # says less: nothing new
+            "- The user deploys on Fridays at noon from the main branch",  # says more: replaces it
+        ]
+    )
+    provider = await learner(home, completer)
+    try:
+        exchange = "We deploy on Fridays at noon, from the main branch."
+        await provider.sync_turn(exchange, "ok", session_id="s1")
+        decided = []
+        for _ in range(3):
+            await provider.sync_turn(exchange, "ok", session_id="s1")
+            assert provider.last_turn is not None
+            decided += [(x.action, x.decided_by) for x in provider.last_turn.learned]
+        assert decided == [("none", "overlap"), ("none", "overlap"), ("update", "overlap")]
+        assert contents(provider) == ["The user deploys on Fridays at noon from the main branch"]
+        assert len(completer.prompts) == 4  # four extractions, not one reconcile question
+    finally:
+        await provider.shutdown()
+
+
+def test_restates_compares_content_words_and_never_treats_a_negation_as_a_restatement() -> None:
+    assert restates("The user deploys every Friday", "User deploys on Fridays") == "wider"
+    assert restates("User deploys on Fridays", "The user deploys on Fridays.") == "same"
+    assert restates("User has a dog", "User has a dog named Rex") == "narrower"
+    assert restates("User deploys on Thursdays now", "User deploys on Fridays") == "different"
+    assert restates("User no longer lives in Lisbon", "User lives in Lisbon") == "different"
+    assert restates("User is 31", "User is 30") == "different"
 
 
 async def test_an_extracted_injection_is_blocked_and_the_clean_facts_are_kept(home: Path) -> None:
