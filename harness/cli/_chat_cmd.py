@@ -118,6 +118,12 @@ async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
         token = anyio.lowlevel.current_token()
         threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
         await _loop(session, h, recv, printer)
+        busy = h.manager.writing
+        if busy:
+            console.print(
+                f"[dim]{escape(', '.join(busy))} is still learning from the last turn; closing when it is done "
+                f"(at most {h.manager.call_timeout_s:.0f} s)…[/]"
+            )
     console.print("[dim]bye[/]")
 
 

@@ -222,6 +222,18 @@ class MemoryManager:
         return next((e.name for e in self._entries if e.external), None)
 
     @property
+    def writing(self) -> tuple[str, ...]:
+        """Providers still handling a turn (a `sync_turn` holds or awaits their write lock):
+        closing the session waits for them, at most the call bound (`call_timeout_s`)."""
+        return tuple(
+            e.name for e in self._entries if e.write_lock.locked() or e.write_lock.statistics().tasks_waiting
+        )
+
+    @property
+    def call_timeout_s(self) -> float:
+        return self._call_timeout_s
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         """Every warning so far (the most recent 500), oldest first."""
         return tuple(self._warnings)

@@ -301,8 +301,10 @@ async def test_sync_turns_reach_a_provider_in_turn_order(home: Path) -> None:
         await anyio.wait_all_tasks_blocked()
         # The first sync is blocked inside the provider; the others wait their turn.
         assert [args[0] for args in holo.called("sync_turn")] == ["u1"]
+        assert "holo" in manager.writing  # what `keel chat` says it waits for on /exit
         gate.set()
     assert [args[0] for args in holo.called("sync_turn")] == ["u1", "u2", "u3"]
+    assert manager.writing == ()
 
 
 # ---------------------------------------------------------------- prompt block, pre-compress, switch
