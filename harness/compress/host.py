@@ -40,6 +40,8 @@ class CompressionSettings:
         protect_first_n: head messages kept on the first compression.
         protect_last_n: the tail always keeps at least this many messages.
         identifier_index: put the middle's identifiers verbatim into the summary message.
+        summary_temperature: the summary request's sampling temperature (the model's
+            `model.temperature`; None: the provider's default).
     """
 
     enabled: bool
@@ -52,6 +54,7 @@ class CompressionSettings:
     protect_first_n: int = 3
     protect_last_n: int = 6
     identifier_index: bool = True
+    summary_temperature: float | None = None
 
 
 class CompressionHost(Protocol):

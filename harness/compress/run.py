@@ -216,7 +216,11 @@ class Compressor:
             focus=focus,
         )
         request = ModelRequest(
-            system="", messages=(Message(role="user", content=prompt),), purpose="summary", max_tokens=None
+            system="",
+            messages=(Message(role="user", content=prompt),),
+            purpose="summary",
+            max_tokens=None,
+            temperature=self.settings.summary_temperature,
         )
         try:
             reply, usage = await host.call(request, summary=True)

@@ -42,6 +42,7 @@ from harness.experiments.retention_scores import (
 )
 from harness.experiments.retention_script import Question, RetentionReplay
 from harness.experiments.runner import apply_overrides
+from harness.experiments.shared_replies import SharedReplies
 from harness.models.base import ModelClient
 
 __all__ = [
@@ -236,6 +237,8 @@ async def run_retention(
         ConfigError: the conversation is too short for the window, or only the floor was asked.
     """
     tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
+    # The arms replay the same conversation: identical temperature-0 requests are generated once.
+    shared = model if isinstance(model, SharedReplies) else SharedReplies(model)
     plan: ReplayPlan | None = None
     done: list[RetentionArm] = []
     for arm in _order(arms):
@@ -258,11 +261,12 @@ async def run_retention(
         def step(text: str, done: int, total: int, name: RetentionArmName = arm) -> None:
             on_step(name, text, done, total)
 
+        mark = len(shared.latencies)
         run, made = await run_arm(
             arm,
             replay,
             cfg,
-            model=model,
+            model=shared,
             home=home,
             plan=plan,
             window=options.window,
@@ -272,7 +276,9 @@ async def run_retention(
             on_step=step,
         )
         plan = plan or made
-        costs, _ = await compression_costs(run.trace_path, tokenizer=tokenizer, sims=options.sims)
+        costs, _ = await compression_costs(
+            run.trace_path, tokenizer=tokenizer, sims=options.sims, shared=shared.latencies[mark:]
+        )
         done.append(RetentionArm(arm, run, _score(run), costs))
         on_arm(done[-1])
     assert plan is not None  # run_arm raises before a run without one

@@ -3,7 +3,8 @@
 For the flush request and the first turn request after the compression, per simulator: the
 prompt tokens it could not reuse (re-prefilled) and the share it could; for the flush also
 the cached tokens the provider itself reported. Wall seconds of the flush, the summary and
-the first post-compression turn come from the trace's latencies. Token counts are the
+the first post-compression turn come from the trace's latencies; for a call whose reply was
+shared from an identical earlier one (`SharedReplies`), from that original generation. Token counts are the
 meter's (the canonical rendering in cl100k), the same yardstick for every arm.
 """
 
@@ -32,6 +33,8 @@ class CallCost:
     reported_cached: int | None
     """Cached prompt tokens the provider reported (None: it reported none)."""
     wall_s: float | None
+    shared: bool = False
+    """The reply came from an identical earlier request of the run; `wall_s` is that call's."""
 
     def reusable_share(self, sim: str) -> float:
         return 1 - self.reprefilled[sim] / self.prompt_tokens if self.prompt_tokens else 0.0
@@ -43,6 +46,7 @@ class CallCost:
             "reusable_share": {s: self.reusable_share(s) for s in self.reprefilled},
             "reported_cached": self.reported_cached,
             "wall_s": self.wall_s,
+            "shared": self.shared,
         }
 
 
@@ -62,13 +66,16 @@ class CompressionCosts:
         }
 
 
-def _cost(row: RequestResult, record: TraceRecord) -> CallCost:
+def _cost(row: RequestResult, records: Sequence[TraceRecord], shared: Sequence[float | None]) -> CallCost:
     reported = row.reported.cache_read if row.reported is not None else None
+    index = row.line - 1
+    original = shared[index] if len(shared) == len(records) else None
     return CallCost(
         prompt_tokens=row.prompt_tokens,
         reprefilled={s: row.prompt_tokens - r.reusable for s, r in row.sims.items()},
         reported_cached=reported,
-        wall_s=record.latency_s,
+        wall_s=records[index].latency_s if original is None else original,
+        shared=original is not None,
     )
 
 
@@ -76,8 +83,14 @@ def _first(rows: Sequence[RequestResult], purpose: str, start: int = 0) -> int |
     return next((i for i in range(start, len(rows)) if rows[i].purpose == purpose), None)
 
 
-def costs_from(report: MeterReport, records: Sequence[TraceRecord]) -> CompressionCosts:
-    """The costs of the first compression in a metered trace (all None without one)."""
+def costs_from(
+    report: MeterReport, records: Sequence[TraceRecord], shared: Sequence[float | None] = ()
+) -> CompressionCosts:
+    """The costs of the first compression in a metered trace (all None without one).
+
+    `shared`: per trace record, the original wall seconds of a shared reply (None: the model
+    ran); used only when it holds one entry per record.
+    """
     rows = report.requests
     summary = _first(rows, "summary")
     if summary is None:
@@ -85,16 +98,20 @@ def costs_from(report: MeterReport, records: Sequence[TraceRecord]) -> Compressi
     flush = _first(rows, "flush")
     turn = _first(rows, "turn", summary + 1)
     return CompressionCosts(
-        flush=None if flush is None or flush > summary else _cost(rows[flush], records[rows[flush].line - 1]),
-        summary=_cost(rows[summary], records[rows[summary].line - 1]),
-        first_turn=None if turn is None else _cost(rows[turn], records[rows[turn].line - 1]),
+        flush=None if flush is None or flush > summary else _cost(rows[flush], records, shared),
+        summary=_cost(rows[summary], records, shared),
+        first_turn=None if turn is None else _cost(rows[turn], records, shared),
     )
 
 
 async def compression_costs(
-    path: Path | None, *, tokenizer: Tokenizer, sims: Sequence[SimName]
+    path: Path | None,
+    *,
+    tokenizer: Tokenizer,
+    sims: Sequence[SimName],
+    shared: Sequence[float | None] = (),
 ) -> tuple[CompressionCosts, MeterReport | None]:
-    """Meter one trace file and read the compression's costs off it."""
+    """Meter one trace file and read the compression's costs off it (`shared`: see `costs_from`)."""
     if path is None:
         return CompressionCosts(None, None, None), None
     found = path
@@ -102,4 +119,4 @@ async def compression_costs(
     if not records:
         return CompressionCosts(None, None, None), None
     report = await measure_async(records, CanonicalRenderer(tokenizer), tokenizer="cl100k", simulators=sims)
-    return costs_from(report, records), report
+    return costs_from(report, records, shared), report

@@ -50,7 +50,7 @@ def arm_figures(arm: RetentionArm, sim: str) -> ArmFigures:
         flush_reusable_share=None if c.flush is None else c.flush.reusable_share(sim),
         flush_s=None if c.flush is None else c.flush.wall_s,
         summary_s=None if c.summary is None else c.summary.wall_s,
-        first_turn_s=arm.run.first_turn_s,
+        first_turn_s=arm.run.first_turn_s if c.first_turn is None else c.first_turn.wall_s,
         where=where_counts(arm),
         saved=sum(1 for e in entries if e.saved),
         claimed=sum(1 for e in entries if e.action == "claimed"),

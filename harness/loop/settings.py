@@ -67,5 +67,6 @@ class SessionSettings:
                 protect_first_n=c.protect_first_n,
                 protect_last_n=c.protect_last_n,
                 identifier_index=c.identifier_index,
+                summary_temperature=m.temperature,
             ),
         )

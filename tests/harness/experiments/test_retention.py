@@ -3,6 +3,7 @@ trace), what survives where, and the scores."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,38 @@ async def test_an_arm_whose_compression_was_refused_is_flagged_and_left_out_of_t
         assert not arm.compressed
     assert result.retention_gain() is None
     assert retention_json(result)["arms"][0]["note"] == result.arms[0].run.note  # type: ignore[index,call-overload]
+
+
+async def test_identical_requests_are_generated_once_per_run_and_costed_as_the_original(
+    tmp_path: Path,
+) -> None:
+    def slow_summary(request: ModelRequest) -> ReplyLike:
+        if request.purpose == "summary":
+            time.sleep(0.3)  # a generation that takes time, so its cost is visible
+        return _reply(request)
+
+    model = ScriptedModel([respond(slow_summary)] * 400)
+    result = await run_retention(
+        _replay(),
+        config(),
+        model=model,
+        root=tmp_path,
+        arms=("off", "memory_only", "cache_safe"),
+        options=RetentionOptions(window=WINDOW, ceiling_window=8192, questions=0),
+    )
+    traced = [r for arm in ("off", "memory_only", "cache_safe") for r in _trace(result, arm)]
+    # Every arm's trace holds all its requests; the model saw each distinct one only once.
+    sent = {r.model_dump_json(include={"purpose", "tools", "system", "messages", "settings"}) for r in traced}
+    assert len(sent) == len(model.requests) < len(traced)
+    summaries = [_one(_trace(result, arm), "summary") for arm in ("off", "memory_only", "cache_safe")]
+    assert len({s.messages[0].content for s in summaries}) == 1  # the same middle in every arm
+    assert [r.purpose for r in model.requests].count("summary") == 1
+    costs = {a.name: a.costs.summary for a in result.arms}
+    first = costs["off"]
+    assert first is not None and not first.shared
+    assert first.wall_s is not None and first.wall_s >= 0.3
+    for arm in ("memory_only", "cache_safe"):
+        later = costs[arm]
+        # Reported at what the generation cost, not at what handing out the kept reply took.
+        assert later is not None and later.shared and later.wall_s is not None and later.wall_s >= 0.3
+        assert (_one(_trace(result, arm), "summary").latency_s or 0) < 0.3
