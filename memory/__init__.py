@@ -7,6 +7,7 @@
 # `scope.py`   who a session runs for (a user, a workspace) and where their files live
 # `scanner.py` the write scanner every layer runs on text bound for a prompt
 # `errors.py`  the whole MemoryLayerError tree, drawn in its docstring
+# `grounding.py` whether a fact a model wrote is supported by what was said (flush, learning)
 # `testing.py` a scriptable provider for tests
 # Private and shared: `_sqlite.py` (the one SQLite boundary), `_atomic.py` (the one
 # durable-write routine).
@@ -61,6 +62,7 @@ from memory.errors import (
     TargetDisabledError,
     WriteRefused,
 )
+from memory.grounding import grounded
 from memory.providers import (
     CORE_TOOL_NAMES,
     AgentContext,
@@ -196,6 +198,7 @@ __all__ = [
     "blocked_placeholder",
     "check_scope_id",
     "describe_findings",
+    "grounded",
     "is_trivial",
     "memories_dir",
     "memory_tool_schema",

@@ -127,6 +127,11 @@ def claims_a_save(text: str) -> str | None:
     return None
 
 
+def _said(message: Message) -> str:
+    calls = " ".join(c.arguments for c in message.tool_calls)
+    return f"{message.content} {calls}" if calls else message.content
+
+
 def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
     written = [e for e in out.events if isinstance(e, MemoryWritten)]
     if written:
@@ -146,7 +151,10 @@ async def execute_flush_reply(
     saved something while nothing landed is a refused `claimed` entry.
     """
     reading = read_flush_reply(
-        shape, reply, instructions=[request.system, *(t.description for t in request.tools)]
+        shape,
+        reply,
+        instructions=[request.system, *(t.description for t in request.tools)],
+        said="\n".join(_said(m) for m in request.messages),
     )
     entries = [
         FlushEntry(target="-", action="refused", content=r.text[:500], saved=False, reason=r.reason)

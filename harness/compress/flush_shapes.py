@@ -45,6 +45,7 @@ from typing import Literal, TypeAlias
 from pydantic import JsonValue
 
 from harness.types import Message, ModelReply, ModelRequest, ToolChoice, ToolSpec
+from memory.grounding import content_words, grounded
 from prompts import load_text
 
 __all__ = [
@@ -76,6 +77,10 @@ _CHOICE: dict[FlushShape, ToolChoice] = {
     "text_list": "none",
 }
 _MAX_ENTRY = 300
+# Half of a flushed fact's content words must have been said (the semantic provider asks 0.6
+# of a single exchange): a flushed fact often names what it is ("time zone", "name") in words
+# the conversation did not use, while an invented one shares little more than a name.
+GROUNDING_SHARE = 0.5
 """Longer 'facts' are a paragraph copied from the conversation, not a memory entry."""
 
 
@@ -186,7 +191,7 @@ class _Instructions:
         return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
 
 
-def _check(content: str, note_words: _Instructions) -> str | None:
+def _check(content: str, note_words: _Instructions, said: str | None) -> str | None:
     text = content.strip()
     if not text:
         return "empty entry"
@@ -198,6 +203,10 @@ def _check(content: str, note_words: _Instructions) -> str | None:
         return f"longer than {_MAX_ENTRY} characters: a passage, not a fact"
     if note_words.echoed_by(text):
         return "repeats the instructions instead of a fact from the conversation"
+    if len(content_words(text)) < 2:
+        return "a bare word or name, not a fact (say what it is: 'the user's name is Sam')"
+    if said is not None and not grounded(text, said, share=GROUNDING_SHARE):
+        return "not in the conversation: a number or most of its words were never said (an invented detail?)"
     return None
 
 
@@ -206,7 +215,7 @@ def _target(raw: JsonValue) -> Target:
 
 
 def _writes_from_call(
-    arguments: str, note_words: _Instructions
+    arguments: str, note_words: _Instructions, said: str | None
 ) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     try:
         args: JsonValue = json.loads(arguments) if arguments.strip() else {}
@@ -235,7 +244,7 @@ def _writes_from_call(
                 refusals.append(FlushRefusal(json.dumps(item)[:500], "remove without old_text"))
             continue
         text = content if isinstance(content, str) else ""
-        problem = _check(text, note_words)
+        problem = _check(text, note_words, said)
         if problem is None and action == "replace" and not (isinstance(old, str) and old.strip()):
             problem = "replace without old_text"
         if problem is not None:
@@ -248,7 +257,9 @@ def _writes_from_call(
     return writes, refusals
 
 
-def _from_lines(text: str, note_words: _Instructions) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+def _from_lines(
+    text: str, note_words: _Instructions, said: str | None
+) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     writes: list[FlushWrite] = []
     refusals: list[FlushRefusal] = []
     for line in text.splitlines():
@@ -261,7 +272,7 @@ def _from_lines(text: str, note_words: _Instructions) -> tuple[list[FlushWrite],
         content = m.group(2).strip()
         if _NOTHING.match(content):
             continue
-        problem = _check(content, note_words)
+        problem = _check(content, note_words, said)
         if problem is not None:
             refusals.append(FlushRefusal(content[:500], problem))
             continue
@@ -281,7 +292,7 @@ def _dedupe(writes: list[FlushWrite]) -> tuple[FlushWrite, ...]:
 
 
 def read_flush_reply(
-    shape: FlushShape, reply: ModelReply, *, instructions: Sequence[str] = ()
+    shape: FlushShape, reply: ModelReply, *, instructions: Sequence[str] = (), said: str | None = None
 ) -> FlushReading:
     """The writes and refusals in a reply to a `shape` flush request (never raises).
 
@@ -290,6 +301,8 @@ def read_flush_reply(
         reply: the model's reply.
         instructions: what else the model was told — pass the request's system prompt and
             tool descriptions: entries that merely echo them (or the flush note) are refused.
+        said: the text the facts must come from (the flushed conversation); an entry not
+            `memory.grounded` in it is refused. None: not checked.
     """
     note_words = _Instructions.of([load_text(_NOTES[shape]), *instructions])
     writes: list[FlushWrite] = []
@@ -303,12 +316,12 @@ def read_flush_reply(
                 )
             )
             continue
-        w, r = _writes_from_call(call.arguments, note_words)
+        w, r = _writes_from_call(call.arguments, note_words, said)
         writes += w
         refusals += r
     text = reply.message.content
     if shape == "text_list":
-        w, r = _from_lines(text, note_words)
+        w, r = _from_lines(text, note_words, said)
         writes += w
         refusals += r
     claimed = not writes and bool(_CLAIM.search(text))

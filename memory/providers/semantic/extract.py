@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from memory.providers._text import STOPWORDS
+from memory.grounding import content_stems, grounded
 from memory.providers.contract import TurnMessage
 
 __all__ = [
@@ -166,27 +166,6 @@ def negates(candidate: str, memory: str) -> bool:
     return bool(needed) and needed <= stems
 
 
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9.\-']*")
-_ABOUT_THE_USER = frozenset({"user", "user's", "users"})
-
-
-def _tokens(text: str) -> list[str]:
-    return [t.strip(".-'") for t in _TOKEN.findall(text.lower())]
-
-
-def _stem(word: str) -> str:
-    """A crude stem: a plural or verb ending off, then the first five letters."""
-    for suffix in ("ing", "ed", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:5]
-
-
-def _content_stems(text: str) -> set[str]:
-    return {_stem(t) for t in _tokens(text) if t and t not in STOPWORDS and t not in _ABOUT_THE_USER}
-
-
 def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider", "different"]:
     """How a candidate's content words relate to a stored memory's (by the crude stem).
 
@@ -198,7 +177,7 @@ def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider"
     """
     if _NEGATION.search(candidate) is not None and _NEGATION.search(memory) is None:
         return "different"  # "no longer lives in Lisbon" holds every word of "lives in Lisbon"
-    new, old = _content_stems(candidate), _content_stems(memory)
+    new, old = content_stems(candidate), content_stems(memory)
     if not new or not old:
         return "different"
     if new == old:
@@ -208,23 +187,3 @@ def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider"
     if old < new:
         return "wider"
     return "different"
-
-
-def grounded(candidate: str, exchange: str, *, share: float = 0.6) -> bool:
-    """Whether a candidate fact is supported by the words of the exchange it came from.
-
-    Small models invent plausible detail ("Sam is using Rust version 1.56.0" from a bare
-    "I maintain a Rust web service"). A fact is kept only when every token with a digit in
-    it occurs in the exchange as written and at least `share` of its other content words
-    occur there too (by a crude stem, so "deploys" matches "deploy" and "uses" "use"). On the
-    replayed conversations of `benchmarks/semantic_learning.py` this kept every planted fact
-    Qwen2.5-Coder-1.5B extracted and dropped most of what it made up.
-    """
-    said = _tokens(exchange)
-    stems = {_stem(t) for t in said}
-    words = [t for t in _tokens(candidate) if t and t not in STOPWORDS and t not in _ABOUT_THE_USER]
-    if not words:
-        return False
-    if any(any(c.isdigit() for c in w) and w not in said for w in words):
-        return False
-    return sum(_stem(w) in stems for w in words) / len(words) >= share

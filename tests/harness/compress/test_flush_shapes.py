@@ -150,3 +150,34 @@ def test_a_label_with_no_value_is_refused_but_a_fact_ending_in_a_colon_is_kept()
     assert [w.content for w in reading.writes] == ["quill's deploy checklist has three steps, in order:"]
     assert [r.text for r in reading.refusals] == ["timezone:", "time zone:"]
     assert {r.reason for r in reading.refusals} == {"a label with no value (e.g. 'timezone:')"}
+
+
+def test_facts_the_conversation_never_stated_and_bare_names_are_refused() -> None:
+    said = (
+        "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.\n"
+        "Melanie: That's great! I painted a lake sunrise last year, my kids loved it."
+    )
+    text = "\n".join(
+        [
+            "user: Caroline",  # a name, not a fact
+            "user: Caroline is a 25-year-old software engineer who works at a tech company.",  # invented
+            "memory: Melanie is a senior data scientist at a bank.",  # invented, no number
+            "user: Caroline went to an LGBTQ support group.",  # said
+            "memory: Melanie painted a lake sunrise last year.",  # said
+        ]
+    )
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == [
+        "Caroline went to an LGBTQ support group.",
+        "Melanie painted a lake sunrise last year.",
+    ]
+    reasons = {r.text: r.reason for r in reading.refusals}
+    assert reasons["Caroline"].startswith("a bare word or name, not a fact")
+    for invented in (
+        "Caroline is a 25-year-old software engineer who works at a tech company.",
+        "Melanie is a senior data scientist at a bank.",
+    ):
+        assert reasons[invented].startswith("not in the conversation")
+    # Without the conversation, only the bare name is refused.
+    unchecked = read_flush_reply("text_list", _reply(text))
+    assert [r.text for r in unchecked.refusals] == ["Caroline"]

@@ -25,6 +25,10 @@ from harness.tools import RawTool, ToolOutput
 from harness.types import Message, ModelReply, ModelRequest, ToolSpec, Usage
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
+# What the first question says, so the facts the flush saves were really said (a flushed
+# fact the conversation does not support is refused); as many fake tokens as LONG.
+SAID = "I drink oolong, my tea shop opens at 9, I use vim, my name is Sam and deploys run on Fridays."
+FIRST = f"{SAID} {' '.join(['word'] * (60 - len(SAID.split())))}"
 
 
 def _other_tool() -> RawTool:
@@ -43,7 +47,7 @@ def _small_window(**extra: str) -> dict[str, str]:
 async def _fill(session_model: ScriptedModel, session: Session, turns: int) -> None:
     for i in range(turns):
         session_model.extend([say(f"answer {i} {LONG}")])
-        await run_turn(session, f"question {i} {LONG}")
+        await run_turn(session, f"question {i} {FIRST if i == 0 else LONG}")
 
 
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:

@@ -61,7 +61,7 @@ async def test_compression_says_compression_ends_the_old_row_for_providers_and_f
         model.extend(
             [call_tool("memory", {"action": "add", "target": "user", "content": "User likes tea"}), say("ok")]
         )
-        await run_turn(s, "remember tea")
+        await run_turn(s, "remember tea; and we deploy on Fridays")
         writes_before = len(_calls(provider, "on_memory_write"))
         old = s.session_id
         model.extend(
