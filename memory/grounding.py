@@ -44,11 +44,17 @@ def content_stems(text: str) -> set[str]:
     return {stem(w) for w in content_words(text)}
 
 
-def grounded(candidate: str, source: str, *, share: float = 0.6) -> bool:
-    """Whether the fact `candidate` is supported by the words of `source` (see the module)."""
+def grounded(
+    candidate: str, source: str, *, share: float = 0.6, labels: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the fact `candidate` is supported by the words of `source` (see the module).
+
+    `labels`: words that name what kind of fact it is ("name", "preferences") rather than
+    state it; they are not counted either way.
+    """
     said = set(_tokens(source))
     stems = {stem(t) for t in said}
-    words = content_words(candidate)
+    words = [w for w in content_words(candidate) if w not in labels]
     if not words:
         return False
     if any(any(c.isdigit() for c in w) and w not in said for w in words):

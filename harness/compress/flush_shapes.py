@@ -77,10 +77,14 @@ _CHOICE: dict[FlushShape, ToolChoice] = {
     "text_list": "none",
 }
 _MAX_ENTRY = 300
-# Half of a flushed fact's content words must have been said (the semantic provider asks 0.6
-# of a single exchange): a flushed fact often names what it is ("time zone", "name") in words
-# the conversation did not use, while an invented one shares little more than a name.
-GROUNDING_SHARE = 0.5
+# Most of a flushed fact's content words must have been said, as the semantic provider asks
+# of a fact from one exchange; the words a flush entry uses to say what kind of fact it is
+# (the categories the flush note asks for: "Name: Sam", "Preferences: uses vim") are not
+# counted, since the conversation rarely uses them.
+GROUNDING_SHARE = 0.6
+FACT_LABELS = frozenset(
+    ["name", "names", "named", "role", "roles", "preference", "preferences", "prefers", "correction", "corrections", "environment", "tool", "tools", "project", "projects", "convention", "conventions", "detail", "details"]
+)
 """Longer 'facts' are a paragraph copied from the conversation, not a memory entry."""
 
 
@@ -205,9 +209,39 @@ def _check(content: str, note_words: _Instructions, said: str | None) -> str | N
         return "repeats the instructions instead of a fact from the conversation"
     if len(content_words(text)) < 2:
         return "a bare word or name, not a fact (say what it is: 'the user's name is Sam')"
-    if said is not None and not grounded(text, said, share=GROUNDING_SHARE):
+    if said is not None and not grounded(text, said, share=GROUNDING_SHARE, labels=FACT_LABELS):
         return "not in the conversation: a number or most of its words were never said (an invented detail?)"
     return None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PRONOUN = re.compile(r"^(?:she|he|they)\b", re.IGNORECASE)
+_NAME = re.compile(r"^([A-Z][\w'-]+)\s")
+
+
+def _sentences(passage: str) -> list[str]:
+    """A passage's sentences, a leading she/he/they replaced by the name the passage opens
+    with ("Caroline is ... She paints." → "Caroline paints." reads on its own in MEMORY.md)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(passage.strip()) if p.strip()]
+    name = _NAME.match(parts[0]) if parts else None
+    if name is None or _PRONOUN.match(name.group(1)):
+        return parts
+    return [_PRONOUN.sub(name.group(1), p, count=1) for p in parts]
+
+
+def _accepted(content: str, note_words: _Instructions, said: str | None) -> tuple[list[str], str | None]:
+    """The entries to write for one content (its checked sentences when it is a passage),
+    or the reason it is refused."""
+    problem = _check(content, note_words, said)
+    if problem is None:
+        return [content.strip()], None
+    sentences = _sentences(content)
+    if len(sentences) < 2:
+        return [], problem
+    # A small model often writes one passage instead of facts, an invented detail in one
+    # sentence of it: keep each sentence that is a fact on its own.
+    kept = [p for p in sentences if _check(p, note_words, said) is None]
+    return (kept, None) if kept else ([], problem)
 
 
 def _target(raw: JsonValue) -> Target:
@@ -244,16 +278,20 @@ def _writes_from_call(
                 refusals.append(FlushRefusal(json.dumps(item)[:500], "remove without old_text"))
             continue
         text = content if isinstance(content, str) else ""
-        problem = _check(text, note_words, said)
-        if problem is None and action == "replace" and not (isinstance(old, str) and old.strip()):
-            problem = "replace without old_text"
+        if action == "replace":
+            problem = _check(text, note_words, said)
+            if problem is None and not (isinstance(old, str) and old.strip()):
+                problem = "replace without old_text"
+            kept = [text.strip()]
+        else:
+            kept, problem = _accepted(text, note_words, said)
         if problem is not None:
             refusals.append(FlushRefusal(text[:500] or json.dumps(item)[:500], problem))
             continue
         if action == "replace":
             writes.append(FlushWrite(target, text.strip(), "replace", old if isinstance(old, str) else None))
         else:
-            writes.append(FlushWrite(target, text.strip()))
+            writes += [FlushWrite(target, k) for k in kept]
     return writes, refusals
 
 
@@ -272,11 +310,11 @@ def _from_lines(
         content = m.group(2).strip()
         if _NOTHING.match(content):
             continue
-        problem = _check(content, note_words, said)
+        kept, problem = _accepted(content, note_words, said)
         if problem is not None:
             refusals.append(FlushRefusal(content[:500], problem))
             continue
-        writes.append(FlushWrite(_target(m.group(1).lower()), content))
+        writes += [FlushWrite(_target(m.group(1).lower()), k) for k in kept]
     return writes, refusals
 
 

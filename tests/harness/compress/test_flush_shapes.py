@@ -181,3 +181,38 @@ def test_facts_the_conversation_never_stated_and_bare_names_are_refused() -> Non
     # Without the conversation, only the bare name is refused.
     unchecked = read_flush_reply("text_list", _reply(text))
     assert [r.text for r in unchecked.refusals] == ["Caroline"]
+
+
+def test_a_passage_keeps_the_sentences_that_are_facts_and_names_who_they_are_about() -> None:
+    said = "Caroline: I went to the LGBTQ support group yesterday. I paint landscapes on weekends."
+    passage = (
+        "Caroline is a 25-year-old counselor. She went to an LGBTQ support group. "
+        "She paints landscapes on weekends."
+    )
+    for reply in (
+        _reply(f"user: {passage}"),
+        _reply("", ("memory", {"target": "user", "action": "add", "content": passage})),
+    ):
+        reading = read_flush_reply("text_list", reply, said=said)
+        assert [w.content for w in reading.writes] == [
+            "Caroline went to an LGBTQ support group.",
+            "Caroline paints landscapes on weekends.",
+        ]
+        assert reading.refusals == ()
+    # A passage with no sentence that stands is refused whole, with the first sentence's reason.
+    invented = "Caroline is a 25-year-old counselor. She owns a boat."
+    reading = read_flush_reply("text_list", _reply(f"user: {invented}"), said=said)
+    assert reading.writes == () and reading.refusals[0].text == invented
+    assert reading.refusals[0].reason.startswith("not in the conversation")
+
+
+def test_words_that_label_a_fact_do_not_count_against_it() -> None:
+    said = "Hi, I'm Sam. I use vim. Our database is PostgreSQL 16."
+    text = "user: Name: Sam\nuser: Preferences: uses vim\nmemory: Database: PostgreSQL 16\nmemory: Database: MySQL 8"
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == [
+        "Name: Sam",
+        "Preferences: uses vim",
+        "Database: PostgreSQL 16",
+    ]
+    assert [r.text for r in reading.refusals] == ["Database: MySQL 8"]
