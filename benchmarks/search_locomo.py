@@ -5,7 +5,7 @@
 Setup. Each LoCoMo conversation gets its own fresh `state.db` (one user's history), and
 each of its dated sessions becomes one keel session: speaker_a speaks as `user`,
 speaker_b as `assistant`, timestamps are the session's date plus a few seconds per turn,
-and a shared image is stored as its caption (`[image: ...]`) appended to the turn, as a
+and a shared image is stored as its caption (`[shares a photo: ...]`) appended to the turn, as a
 multimodal transcript would keep it. Every stored message id is mapped back to its
 LoCoMo `dia_id`.
 
