@@ -19,7 +19,7 @@ from memory.scanner import (
     scan,
 )
 
-__all__ = ["blocked_write_message", "recall_safe", "write_findings"]
+__all__ = ["blocked_write_message", "one_user", "recall_safe", "write_findings"]
 
 
 def write_findings(text: str) -> tuple[Finding, ...]:
@@ -40,3 +40,17 @@ def recall_safe(text: str, *, source: str, remedy: str) -> str:
     if not findings:
         return text
     return blocked_placeholder(source, findings, remedy=remedy)
+
+
+def one_user(provider: str, held: str | None, asked: str | None) -> None:
+    """Refuse to reuse a provider instance open for user `held` for user `asked`: one
+    instance holds one user's data, and serving another from it would leak it.
+
+    Raises:
+        ValueError: the users differ.
+    """
+    if asked != held:
+        raise ValueError(
+            f"this {provider} provider is open for user {held!r}, not {asked!r}; "
+            "give each user's session its own provider"
+        )

@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 from pydantic import JsonValue
 
-from memory.providers._guard import recall_safe
+from memory.providers._guard import one_user, recall_safe
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
 from memory.providers.holographic._tools import FactTools, tool_schemas
 from memory.providers.holographic.retrieval import RetrievalWeights, Retriever, ScoredFact
@@ -156,12 +156,7 @@ class HolographicProvider(MemoryProvider):
     ) -> None:
         self._agent_context = agent_context
         if self._store is not None:
-            if user_id != self._user_id:
-                # One instance holds one user's facts; reusing it for another would leak them.
-                raise ValueError(
-                    f"this holographic provider is open for user {self._user_id!r}, not {user_id!r}; "
-                    "give each user's session its own provider"
-                )
+            one_user("holographic", self._user_id, user_id)
             return
         self._user_id = user_id
         opener = partial(

@@ -29,7 +29,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from memory.curated import memories_dir
 from memory.errors import SemanticBlockedError, SemanticError
 from memory.providers._breaker import BreakerState, CircuitBreaker
-from memory.providers._guard import blocked_write_message, recall_safe, write_findings
+from memory.providers._guard import blocked_write_message, one_user, recall_safe, write_findings
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
 from memory.providers.semantic._learn import Learner, TurnReport
 from memory.providers.semantic._tools import (
@@ -126,6 +126,7 @@ class SemanticProvider(MemoryProvider):
         self._max_turn_chars = max_turn_chars
         self._clock = clock
         self._agent_context: AgentContext = "primary"
+        self._user_id: str | None = None
         self._store: SemanticStore | None = None
         self._ranker: Ranker | None = None
         self._learner: Learner | None = None
@@ -175,7 +176,9 @@ class SemanticProvider(MemoryProvider):
     ) -> None:
         self._agent_context = agent_context
         if self._store is not None:
+            one_user("semantic", self._user_id, user_id)
             return
+        self._user_id = user_id
         store = await anyio.to_thread.run_sync(SemanticStore.open, self.resolve_path(home, user_id))
         try:
             await anyio.to_thread.run_sync(self._reembed, store)

@@ -50,6 +50,19 @@ async def test_one_users_memories_are_never_recalled_for_another(home: Path) -> 
         await again.shutdown()
 
 
+async def test_an_open_provider_is_never_reused_for_another_user(home: Path) -> None:
+    provider = await started(home, user_id="alice")
+    try:
+        await call(provider, "semantic_save", content="the user prefers pytest over unittest")
+        with pytest.raises(ValueError, match="open for user 'alice', not 'bob'"):
+            await provider.initialize("s2", agent_context="primary", home=home, platform="cli", user_id="bob")
+        # the same user again (a new session of theirs) is fine
+        await provider.initialize("s3", agent_context="primary", home=home, platform="cli", user_id="alice")
+        assert (await call(provider, "semantic_profile"))["total"] == 1
+    finally:
+        await provider.shutdown()
+
+
 async def test_an_unsafe_user_id_is_refused_before_anything_is_written(home: Path) -> None:
     with pytest.raises(ValueError, match="not a safe directory name"):
         await started(home, user_id="../bob")
