@@ -38,33 +38,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._util import median, percentile
 from benchmarks.local_flush import DATA, Conversation, load_conversations, matches
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
+from harness.loop.semantic_wiring import SessionCompleter
 from harness.models.factory import local_client
 from harness.models.local import BUILTIN_MODELS, start_local_model
-from harness.types import Message, ModelRequest
+from harness.types import ModelReply, ModelRequest
 from memory import TurnMessage
 from memory.providers.semantic import SemanticProvider, embedder_unavailable_reason
 from prompts import load_text
 
 
 class LocalCompleter:
-    """The embedded model as the provider's `Completer`, counting its calls."""
+    """The embedded model as the provider's `Completer` (keel's own `SessionCompleter`),
+    counting its calls."""
 
     def __init__(self, client: object, *, max_tokens: int) -> None:
         self._client = client
-        self._max_tokens = max_tokens
+        self._inner = SessionCompleter(self._send, max_tokens=max_tokens)
         self.calls = 0
 
-    async def complete(self, messages: Sequence[TurnMessage]) -> str:
+    async def _send(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
-        request = ModelRequest(
-            system="",
-            messages=tuple(Message(m.role, m.content) for m in messages),
-            purpose="extract",
-            max_tokens=self._max_tokens,
-            temperature=0.0,
-        )
-        reply = await self._client.complete(request)  # type: ignore[attr-defined]  # an OpenAIClient
-        return str(reply.message.content)
+        reply: ModelReply = await self._client.complete(request)  # type: ignore[attr-defined]  # an OpenAIClient
+        return reply
+
+    async def complete(self, messages: Sequence[TurnMessage]) -> str:
+        return await self._inner.complete(messages)
 
 
 def exchanges(conversation: Conversation) -> list[tuple[str, str]]:
