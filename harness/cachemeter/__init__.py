@@ -19,14 +19,6 @@ from harness.cachemeter._factory import (
 )
 from harness.cachemeter._gguf import GGUFTokenizer, read_gguf_metadata, smollm2_gguf_path
 from harness.cachemeter._hf import HFTokenizer, hf_template, load_hf_tokenizer
-from harness.cachemeter.traces import (
-    TraceFormat,
-    detect_format,
-    read_requests,
-    request_from_chat,
-    request_from_record,
-    requests_from_records,
-)
 from harness.cachemeter._jinja import ChatTemplate, JinjaRenderer, template_from_file, template_from_gguf
 from harness.cachemeter._request import (
     MeterBreakpoint,
@@ -105,6 +97,14 @@ from harness.cachemeter.sim import (
     anthropic_min_tokens,
     make_simulator,
     parse_sim_names,
+)
+from harness.cachemeter.traces import (
+    TraceFormat,
+    detect_format,
+    read_requests,
+    request_from_chat,
+    request_from_record,
+    requests_from_records,
 )
 
 __all__ = [

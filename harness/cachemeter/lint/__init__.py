@@ -4,8 +4,6 @@
 # severity, fix); `_lint` walks a trace and groups the findings into a `LintReport`.
 """`keel cache lint`: the habits that break a prompt cache (see `harness.cachemeter.lint._lint`)."""
 
-from __future__ import annotations
-
 from harness.cachemeter.lint._lint import LINT_SCHEMA, LintReport, lint
 from harness.cachemeter.lint._rules import HABIT_RULES, HabitRule, LintFinding, LintSeverity, Occurrence
 

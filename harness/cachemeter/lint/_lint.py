@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from harness.cachemeter.traces import read_requests, request_from_record
+from harness.cachemeter._request import MeterRequest
 from harness.cachemeter.lint._checks import check_step
 from harness.cachemeter.lint._rules import (
     HABIT_RULES,
@@ -45,8 +45,8 @@ from harness.cachemeter.lint._rules import (
     LintSeverity,
     Occurrence,
 )
-from harness.cachemeter._request import MeterRequest
 from harness.cachemeter.lint._streams import walk
+from harness.cachemeter.traces import read_requests, request_from_record
 from harness.trace import TraceRecord
 from harness.types import JsonObject
 

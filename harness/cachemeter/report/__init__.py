@@ -4,8 +4,6 @@
 # `_cost` the price lookup; `_table` presents a report as rich tables.
 """Run the meter over a trace and report it (see `harness.cachemeter.report._report` for the schema)."""
 
-from __future__ import annotations
-
 from harness.cachemeter.report._measure import measure, measure_async
 from harness.cachemeter.report._phases import PHASES, CompressionPhase, PhaseName, PhaseReport, PhaseTotals
 from harness.cachemeter.report._report import SCHEMA, MeterReport

@@ -21,8 +21,6 @@ vLLM block budget is set.
     anthropic     cache_control breakpoints (<= 4), TTL 5m/1h, per-model minimum
 """
 
-from __future__ import annotations
-
 from harness.cachemeter.sim._engines import SglangSimulator, VllmSimulator
 from harness.cachemeter.sim._ideal import IdealSimulator, PrefixMatch
 from harness.cachemeter.sim._llamacpp import LlamaCppRamSimulator, LlamaCppSimulator

@@ -7,7 +7,6 @@ import pytest
 from harness.cachemeter.sim import AnthropicSimulator, OpenAISimulator, anthropic_min_tokens
 from tests.harness.cachemeter.sim.simkit import req, seq
 
-
 # ---------------------------------------------------------------- openai
 
 
