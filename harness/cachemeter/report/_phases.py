@@ -31,7 +31,7 @@ from typing import Literal, TypeAlias, get_args
 
 from pydantic import JsonValue
 
-from harness.cachemeter._results import BREAK_KINDS, RequestResult
+from harness.cachemeter.report._results import BREAK_KINDS, RequestResult
 from harness.types import JsonObject
 
 __all__ = ["PHASES", "CompressionPhase", "PhaseName", "PhaseReport", "PhaseTotals", "phase_report"]

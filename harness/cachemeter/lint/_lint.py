@@ -2,7 +2,7 @@
 
 The report (`keel cache report`) says *where* each request diverged; the lint says *why*,
 in terms of what the agent did. It compares every request with the one it should extend
-(`harness.cachemeter._streams`: the previous turn request of its conversation) at the text
+(`_streams`: the previous turn request of its conversation) at the text
 level — no tokenizer — and names the habit behind each difference:
 
     system-clock / -date / -counter / -random-id / -usage
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from harness.cachemeter._input import read_requests, request_from_record
-from harness.cachemeter._lint_checks import check_step
-from harness.cachemeter._lint_rules import (
+from harness.cachemeter._request import MeterRequest
+from harness.cachemeter.lint._checks import check_step
+from harness.cachemeter.lint._rules import (
     HABIT_RULES,
     RULES,
     HabitRule,
@@ -45,8 +45,8 @@ from harness.cachemeter._lint_rules import (
     LintSeverity,
     Occurrence,
 )
-from harness.cachemeter._request import MeterRequest
-from harness.cachemeter._streams import walk
+from harness.cachemeter.lint._streams import walk
+from harness.cachemeter.traces import read_requests, request_from_record
 from harness.trace import TraceRecord
 from harness.types import JsonObject
 

@@ -7,7 +7,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from harness.cachemeter._seq import ITEM
 
-__all__ = ["LossReason", "PolicyReason", "SimName", "SimRequest", "SimStep", "Simulator"]
+__all__ = ["LossReason", "PolicyReason", "SimName", "SimRequest", "SimStep", "Simulator", "last_token_rule"]
 
 SimName: TypeAlias = Literal["ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "anthropic"]
 LossReason: TypeAlias = Literal["evicted", "ttl_expired"]
@@ -81,3 +81,8 @@ class Simulator(Protocol):
     def name(self) -> str: ...
 
     def feed(self, request: SimRequest) -> SimStep: ...
+
+
+def last_token_rule(prefix: int, n: int) -> int:
+    """The engines always compute the prompt's last token: at most `n - 1` tokens are reused."""
+    return max(0, min(prefix, n - 1))

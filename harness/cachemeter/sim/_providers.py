@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.cachemeter._simtypes import PolicyReason, SimRequest, SimStep
-from harness.cachemeter._tree import Access, RadixTree
+from harness.cachemeter.sim._tree import Access, RadixTree
+from harness.cachemeter.sim._types import PolicyReason, SimRequest, SimStep
 
 __all__ = ["AnthropicSimulator", "OpenAISimulator", "anthropic_min_tokens"]
 

@@ -353,7 +353,7 @@ def test_the_json_report_lists_every_occurrence(keel_traces: dict[str, Path]) ->
 
 
 def test_every_rule_has_a_title_and_a_fix() -> None:
-    from harness.cachemeter._lint_rules import RULES
+    from harness.cachemeter.lint._rules import RULES
 
     assert set(RULES) == set(HABIT_RULES)
     assert all(r.title and r.fix for r in RULES.values())

@@ -1,54 +1,37 @@
-"""Trace readers: keel JSONL traces and OpenAI-style chat JSONL, into `MeterRequest`s.
+"""OpenAI-style and Anthropic-style chat request lines → `MeterRequest`s.
 
-The format is detected per file from its first non-blank line: a keel trace record has
-`session_id`, `purpose` and `system`; anything else with a `messages` list is a chat line
-(`{"model": ..., "messages": [...], "tools": [...]}`, optional `timestamp` as epoch seconds
-or ISO 8601, optional `usage` in OpenAI or Anthropic shape, optional `purpose` (default
-`turn`) and `session_id`). Chat lines accept OpenAI shapes (string or list-of-parts content,
+A chat line is `{"model": ..., "messages": [...], "tools": [...]}`, with an optional
+`timestamp` (epoch seconds or ISO 8601), `usage` (OpenAI or Anthropic shape), `purpose`
+(default `turn`) and `session_id`. OpenAI shapes (string or list-of-parts content,
 `tool_calls`, `tool` results) and Anthropic request bodies (top-level `system`, content
 blocks, `tool_use`, `cache_control` markers, which become breakpoints; the request's TTL is
-the longest any marker asks for). Leading system/developer messages are lifted into the
-system prompt (`MeterRequest.message_base` counts them); when there are several, each is
-kept as sent (`MeterRequest.system_messages`) so renderers do not merge them. Unknown keys
-are ignored: foreign request bodies carry many API options the meter has no use for.
-
-A line that is not a request raises `MeterInputError` naming the file, the line number and
-what is wrong; nothing is skipped silently.
+the longest any marker asks for) are both understood. Leading system/developer messages are
+lifted into the system prompt (`MeterRequest.message_base` counts them); when there are
+several, each is kept as sent (`MeterRequest.system_messages`) so renderers do not merge
+them. Unknown keys are ignored: foreign request bodies carry many API options the meter has
+no use for.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from harness.cachemeter._errors import MeterInputError
 from harness.cachemeter._request import (
     MeterBreakpoint,
     MeterMessage,
     MeterRequest,
-    MeterSlot,
     MeterTool,
     MeterToolCall,
     ReportedUsage,
 )
-from harness.trace import TraceRecord
 from harness.types import JsonObject, Purpose
 
-__all__ = [
-    "TraceFormat",
-    "detect_format",
-    "read_requests",
-    "request_from_chat",
-    "request_from_record",
-    "requests_from_records",
-]
+__all__ = ["request_from_chat"]
 
-TraceFormat: TypeAlias = Literal["keel", "chat"]
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES: dict[str, Role] = {
     "system": "system",
@@ -58,40 +41,6 @@ _ROLES: dict[str, Role] = {
     "tool": "tool",
     "function": "tool",
 }
-
-
-def request_from_record(record: TraceRecord, *, line: int = 0) -> MeterRequest:
-    """Normalize one keel trace record."""
-    usage = record.usage
-    return MeterRequest(
-        kind="keel",
-        model=record.model,
-        system=record.system,
-        messages=tuple(
-            MeterMessage(
-                role=m.role,
-                content=m.content,
-                tool_calls=tuple(MeterToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
-                tool_call_id=m.tool_call_id,
-                name=m.name,
-            )
-            for m in record.messages
-        ),
-        tools=tuple(MeterTool(t.name, t.description, dict(t.parameters)) for t in record.tools),
-        slots=tuple(MeterSlot(s.name, s.start, s.end) for s in record.slots),
-        timestamp=record.timestamp,
-        session_id=record.session_id,
-        turn=record.turn,
-        purpose=record.purpose,
-        line=line,
-        breakpoints=tuple(MeterBreakpoint(b.at, b.index, b.system_chars) for b in record.breakpoints),
-        cache_ttl=record.cache_ttl,
-        usage=None
-        if usage is None
-        else ReportedUsage(
-            input=usage.input, cache_read=usage.cache_read, cache_write=usage.cache_write, output=usage.output
-        ),
-    )
 
 
 class _Loose(BaseModel):
@@ -299,84 +248,3 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         cache_ttl=ttl,
         usage=_usage(chat.usage),
     )
-
-
-def _is_keel(obj: JsonObject) -> bool:
-    return "session_id" in obj and "purpose" in obj and "system" in obj and "turn" in obj
-
-
-def _lines(path: Path) -> Iterator[tuple[int, JsonObject]]:
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError as exc:
-        raise MeterInputError(f"trace file {str(path)!r} does not exist; check the path") from exc
-    except OSError as exc:
-        raise MeterInputError(f"trace file {str(path)!r} cannot be read: {exc}") from exc
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
-            except UnicodeDecodeError as exc:
-                raise MeterInputError(
-                    f"{where}: not UTF-8 text ({exc.reason}); save the trace as UTF-8"
-                ) from exc
-            except json.JSONDecodeError as exc:
-                raise MeterInputError(
-                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "every line must hold one JSON request object"
-                ) from exc
-            if not isinstance(obj, dict):
-                raise MeterInputError(
-                    f"{where}: expected a JSON object, got {type(obj).__name__}; "
-                    "every line must hold one request object"
-                )
-            yield lineno, obj
-
-
-def detect_format(path: Path) -> TraceFormat | None:
-    """The format of a trace file from its first non-blank line (None for an empty file)."""
-    for lineno, obj in _lines(path):
-        if _is_keel(obj):
-            return "keel"
-        if "messages" in obj:
-            return "chat"
-        raise MeterInputError(
-            f"{path}:{lineno}: neither a keel trace record nor a chat request "
-            f"(keys {sorted(obj)[:6]!r}); chat lines need a 'messages' list"
-        )
-    return None
-
-
-def read_requests(path: Path) -> Iterator[MeterRequest]:
-    """Yield the requests of a trace file in order (a blocking generator).
-
-    Raises:
-        MeterInputError: the file is missing, or a line is not a request of the file's
-            format; the message names the line.
-    """
-    fmt = detect_format(path)
-    for lineno, obj in _lines(path):
-        where = f"{path}:{lineno}"
-        if fmt == "keel":
-            try:
-                record = TraceRecord.model_validate(obj)
-            except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']}" for e in exc.errors()[:3]
-                )
-                raise MeterInputError(f"{where}: not a keel trace record: {problems}") from exc
-            yield request_from_record(record, line=lineno)
-        else:
-            try:
-                yield request_from_chat(obj, line=lineno)
-            except ValueError as exc:
-                raise MeterInputError(f"{where}: not a chat request: {exc}") from exc
-
-
-def requests_from_records(records: Iterable[TraceRecord]) -> Iterator[MeterRequest]:
-    """Normalize in-memory trace records (what an experiment runner holds)."""
-    for i, record in enumerate(records, 1):
-        yield request_from_record(record, line=i)

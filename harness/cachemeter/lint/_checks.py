@@ -14,10 +14,10 @@ from typing import TypeAlias
 
 from pydantic import JsonValue
 
-from harness.cachemeter._diff import Hunk, changed_span, hunks, quote, value_kind
-from harness.cachemeter._lint_rules import HabitRule, Occurrence
 from harness.cachemeter._request import MeterMessage, MeterRequest, MeterTool
-from harness.cachemeter._streams import Step
+from harness.cachemeter.lint._diff import Hunk, changed_span, hunks, quote, value_kind
+from harness.cachemeter.lint._rules import HabitRule, Occurrence
+from harness.cachemeter.lint._streams import Step
 from harness.cachemeter.render import system_slots
 
 __all__ = ["Hit", "check_step"]

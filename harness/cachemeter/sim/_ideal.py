@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.cachemeter._simtypes import SimRequest, SimStep
-from harness.cachemeter._tree import RadixTree
+from harness.cachemeter.sim._tree import RadixTree
+from harness.cachemeter.sim._types import SimRequest, SimStep
 
 __all__ = ["IdealSimulator", "PrefixMatch"]
 

@@ -1,6 +1,6 @@
-"""Simulators of local inference engines: vLLM, SGLang, llama.cpp (one slot and RAM cache).
+"""Simulators of local inference engines: vLLM and SGLang (llama.cpp: `_llamacpp`).
 
-Rules (shared/reference/caching.md §2.5–2.8):
+Rules (shared/reference/caching.md §2.5–2.7):
 
 - vLLM: KV blocks of `block_size` tokens, each identified by a hash chained from its
   parent's hash and its own tokens; only full blocks are cached; the last prompt token is
@@ -11,9 +11,6 @@ Rules (shared/reference/caching.md §2.5–2.8):
 - SGLang: a radix tree at token granularity; the last token is always recomputed
   (`Req.adjust_max_prefix_ids` caps the match at n - 1). With a token budget, after each
   request the least-recently-used leaves are trimmed until the budget holds.
-- llama.cpp / llama-cpp-python: the common prefix with the previous prompt of the one slot,
-  last token always evaluated. `llamacpp-ram` keeps N prompt states (LlamaRAMCache) and
-  resumes from the one sharing the longest prefix.
 
 Caches are per model (another model means another server). Without a budget, vLLM's hits
 are computed from a radix tree instead of a block-hash set: a full block is cached exactly
@@ -24,15 +21,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from harness.cachemeter._seq import ITEM, common_prefix
-from harness.cachemeter._simtypes import SimRequest, SimStep
-from harness.cachemeter._tree import RadixTree
+from harness.cachemeter._seq import ITEM
+from harness.cachemeter.sim._tree import RadixTree
+from harness.cachemeter.sim._types import SimRequest, SimStep, last_token_rule
 
-__all__ = ["LlamaCppRamSimulator", "LlamaCppSimulator", "SglangSimulator", "VllmSimulator"]
-
-
-def _last_token_rule(prefix: int, n: int) -> int:
-    return max(0, min(prefix, n - 1))
+__all__ = ["SglangSimulator", "VllmSimulator"]
 
 
 class _BlockPool:
@@ -85,7 +78,7 @@ class VllmSimulator:
 
     def _rule(self, prefix: int, n: int) -> int:
         b = self.block_size
-        return _last_token_rule(prefix, n) // b * b
+        return last_token_rule(prefix, n) // b * b
 
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
@@ -182,10 +175,10 @@ class SglangSimulator:
         access = tree.access(request.tokens, n, stamp=idx, req=idx)
         if self.budget_tokens is not None:
             tree.evict(self.budget_tokens)
-        hits = _last_token_rule(access.matched, n)
+        hits = last_token_rule(access.matched, n)
         potential = hits
         if self.budget_tokens is not None and request.known_prefix is not None:
-            potential = max(hits, _last_token_rule(request.known_prefix, n))
+            potential = max(hits, last_token_rule(request.known_prefix, n))
         return SimStep(
             reusable=hits,
             prefix=access.matched,
@@ -193,72 +186,3 @@ class SglangSimulator:
             potential=potential,
             loss="evicted" if potential > hits else None,
         )
-
-
-class LlamaCppSimulator:
-    """One llama.cpp slot: reuse the common prefix with the previous prompt only."""
-
-    def __init__(self) -> None:
-        self._slots: dict[str, tuple[bytes, int]] = {}
-        self._count = 0
-
-    @property
-    def name(self) -> str:
-        return "llamacpp"
-
-    def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        previous = self._slots.get(request.model)
-        shared, source = 0, None
-        if previous is not None:
-            shared, source = common_prefix(request.tokens, previous[0]), previous[1]
-        self._slots[request.model] = (request.tokens, idx)
-        return _slot_step(request, shared, source if shared else None)
-
-
-class LlamaCppRamSimulator:
-    """llama-cpp-python with its RAM prompt cache: resume from the best of N saved states."""
-
-    def __init__(self, *, states: int = 8) -> None:
-        if states < 1:
-            raise ValueError(f"states must be at least 1, got {states!r}")
-        self.states = states
-        self._caches: dict[str, OrderedDict[bytes, int]] = {}
-        self._count = 0
-
-    @property
-    def name(self) -> str:
-        return "llamacpp-ram"
-
-    def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        cache = self._caches.get(request.model)
-        if cache is None:
-            cache = self._caches[request.model] = OrderedDict()
-        best, best_key, source = 0, None, None
-        for key, req in reversed(cache.items()):  # most recent first: it wins ties
-            shared = common_prefix(request.tokens, key)
-            if shared > best:
-                best, best_key, source = shared, key, req
-        if best_key is not None:
-            cache.move_to_end(best_key)  # a state that is read is recently used
-        cache.pop(request.tokens, None)
-        cache[request.tokens] = idx
-        while len(cache) > self.states:
-            cache.popitem(last=False)
-        return _slot_step(request, best, source)
-
-
-def _slot_step(request: SimRequest, shared: int, source: int | None) -> SimStep:
-    n = request.n_tokens
-    hits = _last_token_rule(shared, n)
-    potential = hits if request.known_prefix is None else max(hits, _last_token_rule(request.known_prefix, n))
-    return SimStep(
-        reusable=hits,
-        prefix=shared,
-        source=source,
-        potential=potential,
-        loss="evicted" if potential > hits else None,
-    )

@@ -6,7 +6,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.cachemeter.report import MeterReport, RequestResult
+from harness.cachemeter.report._report import MeterReport
+from harness.cachemeter.report._results import RequestResult
 
 __all__ = ["report_tables"]
 
