@@ -3,7 +3,7 @@
 Tests taking `store` run once per backend; tests taking `both` give the same writes to a
 SQLite store and a PostgreSQL store and compare their answers. Search parity is about
 *which* messages match and which query terms each holds; the order of hits may differ
-(BM25 on SQLite, `ts_rank_cd` on PostgreSQL — see `memory/sessions/_pg_search.py`).
+(BM25 on SQLite, `ts_rank_cd` on PostgreSQL — see `memory/sessions/postgres/_search.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 from pydantic import JsonValue
 
 from memory import (
+    MatchMode,
     SearchRoute,
     SessionConflictError,
     SessionNotFoundError,
@@ -20,7 +21,6 @@ from memory import (
     SessionStore,
     StoredMessage,
 )
-from memory.sessions._search_index import MatchMode
 
 from .conftest import Pair
 

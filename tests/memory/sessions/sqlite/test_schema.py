@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory import SessionSchemaError, StoredMessage, open_session_db
-from memory.sessions._schema import MIGRATIONS
+from memory.sessions.sqlite._schema import MIGRATIONS
 
 # The schema exactly as migration 1 shipped it, written by hand so this test does not
 # depend on the code under test to build the "old" database.

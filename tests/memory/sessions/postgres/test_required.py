@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-TARGET = "tests/memory/sessions/test_pg_store.py::test_a_closed_store_says_so"
+REPO = Path(__file__).resolve().parents[4]
+TARGET = "tests/memory/sessions/postgres/test_store.py::test_a_closed_store_says_so"
 
 
 def run_pytest(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:

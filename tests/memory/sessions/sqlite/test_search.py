@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from memory import IndexFeatures, LockRetryPolicy, StoredMessage
 from memory._sqlite import SqliteConnection
-from memory.sessions._search_index import RANK_BUDGET, choose_route, search_messages, term_doc_counts
-from memory.sessions._sql import append_messages, create_session
-from memory.sessions.store import _open_connection
+from memory.sessions._ranking import RANK_BUDGET, choose_route
+from memory.sessions.sqlite._search import search_messages, term_doc_counts
+from memory.sessions.sqlite._sql import append_messages, create_session
+from memory.sessions.sqlite.store import _open_connection
 
 ALL = IndexFeatures(fts=True, trigram=True)
 

@@ -7,16 +7,15 @@ exist? what is the next `seq`?) sees one consistent state.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import cast
 
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue
 
-from memory.errors import SessionConflictError, SessionNotFoundError, SessionStoreCorruptError
+from memory.errors import SessionConflictError, SessionNotFoundError
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
@@ -24,14 +23,20 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
-    utf8_safe,
+)
+from memory.sessions._rows import (
+    MAX_LINEAGE_DEPTH,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    flush_from_row,
+    flush_json,
+    message_from_row,
+    roots_from_parents,
+    session_from_row,
 )
 
 __all__ = [
-    "MESSAGE_COLUMNS",
-    "SESSION_COLUMNS",
     "VISIBLE",
-    "AnchoredView",
     "add_usage",
     "anchored_view",
     "append_messages",
@@ -40,74 +45,12 @@ __all__ = [
     "get_message",
     "get_messages",
     "get_session",
-    "json_safe",
     "lineage_roots",
     "list_flushes",
     "list_sessions",
-    "message_from_row",
     "record_flush",
-    "roots_from_parents",
-    "session_from_row",
     "user_clause",
 ]
-
-_JSON = TypeAdapter(JsonValue)
-_MAX_LINEAGE_DEPTH = 10_000
-
-SESSION_COLUMNS = (
-    "id, source, model, parent_session_id, started_at, ended_at, end_reason, title, message_count, "
-    "COALESCE(last_active_at, started_at), input_tokens, output_tokens, cache_read_tokens, "
-    "cache_write_tokens, reasoning_tokens, api_call_count, user_id"
-)
-MESSAGE_COLUMNS = (
-    "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
-    "tool_name, token_count, summary"
-)
-
-
-def session_from_row(row: sqlite3.Row | tuple[object, ...]) -> SessionRecord:
-    """A `SessionRecord` from a row of `SESSION_COLUMNS` (any backend)."""
-    r = tuple(row)
-    return SessionRecord(
-        id=str(r[0]),
-        source=str(r[1]),
-        user_id=str(r[16]),
-        model=None if r[2] is None else str(r[2]),
-        parent_session_id=None if r[3] is None else str(r[3]),
-        started_at=float(cast(float, r[4])),
-        ended_at=None if r[5] is None else float(cast(float, r[5])),
-        end_reason=None if r[6] is None else cast(EndReason, str(r[6])),
-        title=None if r[7] is None else str(r[7]),
-        message_count=int(cast(int, r[8])),
-        last_active_at=float(cast(float, r[9])),
-        input_tokens=int(cast(int, r[10])),
-        output_tokens=int(cast(int, r[11])),
-        cache_read_tokens=int(cast(int, r[12])),
-        cache_write_tokens=int(cast(int, r[13])),
-        reasoning_tokens=int(cast(int, r[14])),
-        api_call_count=int(cast(int, r[15])),
-    )
-
-
-def message_from_row(row: tuple[object, ...]) -> MessageRecord:
-    """A `MessageRecord` from a row of `MESSAGE_COLUMNS` (any backend)."""
-    r = row
-    return MessageRecord(
-        id=int(cast(int, r[0])),
-        session_id=str(r[1]),
-        seq=int(cast(int, r[2])),
-        message=StoredMessage(
-            role=cast(StoredRole, str(r[3])),
-            content=str(r[4]),
-            timestamp=float(cast(float, r[5])),
-            api_content=None if r[6] is None else str(r[6]),
-            tool_calls=None if r[7] is None else str(r[7]),
-            tool_call_id=None if r[8] is None else str(r[8]),
-            tool_name=None if r[9] is None else str(r[9]),
-            token_count=None if r[10] is None else int(cast(int, r[10])),
-            summary=bool(r[11]),
-        ),
-    )
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, float]:
@@ -203,17 +146,6 @@ def add_usage(
     )
 
 
-def json_safe(value: JsonValue) -> JsonValue:
-    # Lone surrogates would make JSON that strict parsers (pydantic's) refuse to read back.
-    if isinstance(value, str):
-        return utf8_safe(value)
-    if isinstance(value, list):
-        return [json_safe(v) for v in value]
-    if isinstance(value, dict):
-        return {utf8_safe(k): json_safe(v) for k, v in value.items()}
-    return value
-
-
 def record_flush(
     conn: sqlite3.Connection,
     session_id: str,
@@ -231,8 +163,8 @@ def record_flush(
             session_id,
             timestamp,
             mode,
-            json.dumps(json_safe(saved), ensure_ascii=False),
-            json.dumps(json_safe(refused), ensure_ascii=False),
+            flush_json(saved),
+            flush_json(refused),
             reply,
         ),
     )
@@ -245,18 +177,7 @@ def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]
         "WHERE session_id = ? ORDER BY id",
         (session_id,),
     ).fetchall()
-    out: list[FlushRecord] = []
-    for r in rows:
-        try:
-            saved, refused = _JSON.validate_json(r[4]), _JSON.validate_json(r[5])
-        except ValidationError as exc:
-            raise SessionStoreCorruptError(
-                f"flush record {r[0]!r} holds invalid JSON; the row was edited outside keel"
-            ) from exc
-        out.append(
-            FlushRecord(int(r[0]), str(r[1]), float(r[2]), cast(FlushMode, r[3]), saved, refused, r[6])
-        )
-    return out
+    return [flush_from_row(tuple(r)) for r in rows]
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
@@ -328,32 +249,6 @@ def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | No
     return None if row is None else message_from_row(tuple(row))
 
 
-@dataclass(frozen=True, slots=True)
-class AnchoredView:
-    """A message with its neighbours and the session's opening and closing messages.
-
-    Attributes:
-        session: the session the anchor belongs to.
-        anchor: the message the view is centred on.
-        before: up to `window` visible messages right before the anchor, oldest first.
-        after: up to `window` visible messages right after it.
-        bookend_start: up to `bookend` visible, non-empty, non-summary messages that open
-            the session, outside the window.
-        bookend_end: the same at the session's end.
-        messages_before: how many messages of the session precede the window.
-        messages_after: how many follow it.
-    """
-
-    session: SessionRecord
-    anchor: MessageRecord
-    before: tuple[MessageRecord, ...]
-    after: tuple[MessageRecord, ...]
-    bookend_start: tuple[MessageRecord, ...]
-    bookend_end: tuple[MessageRecord, ...]
-    messages_before: int
-    messages_after: int
-
-
 VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
 
 
@@ -416,7 +311,7 @@ def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[
     """
     parents: dict[str, str | None] = {}
     frontier = sorted(set(session_ids))
-    for _ in range(_MAX_LINEAGE_DEPTH):
+    for _ in range(MAX_LINEAGE_DEPTH):
         if not frontier:
             break
         fetched = _parents(conn, frontier)
@@ -424,32 +319,3 @@ def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[
             parents[sid] = fetched.get(sid)
         frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
     return roots_from_parents(session_ids, parents)
-
-
-def roots_from_parents(session_ids: Sequence[str], parents: Mapping[str, str | None]) -> dict[str, str]:
-    """The lineage root of each id, given the parent link of every session reachable from them."""
-    roots: dict[str, str] = {}
-    for start in session_ids:
-        if start in roots:
-            continue
-        path: list[str] = []
-        seen: set[str] = set()
-        current = start
-        while len(path) < _MAX_LINEAGE_DEPTH:
-            if current in roots:
-                break
-            path.append(current)
-            seen.add(current)
-            parent = parents.get(current)
-            if parent is None:
-                break
-            if parent in seen:
-                # A cycle (only hand-edited rows can make one): every member gets the same
-                # root, the smallest id of the loop, whichever member the walk started from.
-                current = min(path[path.index(parent) :])
-                break
-            current = parent
-        root = roots.get(current, current)
-        for sid in path:
-            roots[sid] = root
-    return {sid: roots[sid] for sid in session_ids}

@@ -31,11 +31,13 @@ from pydantic import JsonValue
 
 from memory._sqlite import LockRetryPolicy, SqliteConnection
 from memory.errors import SessionStoreError
-from memory.sessions import _search_index, _sql
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
+    IndexFeatures,
+    MatchMode,
     MessageRecord,
     SearchResult,
     SearchRoute,
@@ -44,9 +46,6 @@ from memory.sessions._records import (
     StoredRole,
     utf8_safe,
 )
-from memory.sessions._schema import IndexFeatures, migrate, probe_features, reconcile_indexes
-from memory.sessions._search_index import MatchMode
-from memory.sessions._sql import AnchoredView
 from memory.sessions._validate import (
     check_end_reason,
     check_flush_mode,
@@ -57,6 +56,8 @@ from memory.sessions._validate import (
     check_user_ids,
     checked_message,
 )
+from memory.sessions.sqlite import _search, _sql
+from memory.sessions.sqlite._schema import migrate, probe_features, reconcile_indexes
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
 
@@ -85,7 +86,7 @@ def _open_connection(
     try:
         features = conn.write(lambda c: (migrate(c), reconcile_indexes(c, wanted))[1])
         if features.fts:
-            conn.autocommit(_search_index.prepare_connection)
+            conn.autocommit(_search.prepare_connection)
     except BaseException:
         conn.close()
         raise
@@ -436,7 +437,7 @@ class SessionDB:
         features = self._features
         return await self._run(
             lambda: self._conn.read(
-                lambda c: _search_index.search_messages(
+                lambda c: _search.search_messages(
                     c,
                     query,
                     features=features,

@@ -1,4 +1,4 @@
-"""Message-level full-text search on PostgreSQL: the same routes and results as `_search_index`.
+"""Message-level full-text search on PostgreSQL: the same routes and results as SQLite's.
 
 - `fts`: `messages.search_tsv @@ websearch_to_tsquery('english', ...)` (never raises on
   any input), ranked by the sum over the query's terms of IDF × `ts_rank_cd` (the term's
@@ -15,7 +15,7 @@ Where it differs from SQLite, on purpose or by nature:
   built on it) differs; the matching messages are the same; on the substring routes the score is the number of
   query terms a message holds (SQLite's trigram route ranks by BM25 over trigrams).
 - Term weights (IDF) come from the planner's lexeme statistics for common terms and from
-  counts capped at 1,000 for rare ones (`_pg_stats.py`): PostgreSQL has no cheap
+  counts capped at 1,000 for rare ones (`_stats.py`): PostgreSQL has no cheap
   exact count of a common word's messages.
 - Stemming is Snowball English with English stopwords dropped, where SQLite uses Porter
   and keeps stopwords: an `all` query that needs a stopword matches more here. A prefix
@@ -31,14 +31,9 @@ from collections.abc import Sequence
 from typing import cast
 
 from memory.sessions._fts_query import extract_terms, websearch_any_query, websearch_query
-from memory.sessions._pg_schema import TS_CONFIG, fold_punctuation
-from memory.sessions._pg_sql import Conn, pg_text
-from memory.sessions._pg_stats import TermStatsCache, doc_counts
-from memory.sessions._records import SearchResult, SearchRoute, StoredRole
-from memory.sessions._schema import TOOL_PREFIX_CHARS, IndexFeatures
-from memory.sessions._search_index import (
+from memory.sessions._ranking import (
     RANK_BUDGET,
-    MatchMode,
+    TOOL_PREFIX_CHARS,
     choose_route,
     hit_from_row,
     idf_weights,
@@ -46,6 +41,10 @@ from memory.sessions._search_index import (
     rare_terms,
     substring_result,
 )
+from memory.sessions._records import IndexFeatures, MatchMode, SearchResult, SearchRoute, StoredRole
+from memory.sessions.postgres._schema import TS_CONFIG, fold_punctuation
+from memory.sessions.postgres._sql import Conn, pg_text
+from memory.sessions.postgres._stats import TermStatsCache, doc_counts
 
 __all__ = ["search_messages_pg"]
 
@@ -80,7 +79,7 @@ async def search_messages_pg(
     user_ids: Sequence[str] | None,
     stats: TermStatsCache,
 ) -> SearchResult:
-    """The best `limit` messages for `query`, best first; shaped like `_search_index.search_messages`."""
+    """The best `limit` messages for `query`, best first; shaped like the SQLite backend's."""
     chosen = route or choose_route(query, features)
     if chosen == "trigram" and not features.trigram:
         chosen = "like"

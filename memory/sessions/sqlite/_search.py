@@ -14,44 +14,34 @@ Every hit also says which of the query's terms it holds, and the result carries 
 weight per term, so callers can prefer passages that cover more of the query.
 
 BM25 costs time per matching row, so each query scores at most `RANK_BUDGET` rows; see
-`_any_plan` and `_rank_floor` for how the rows are chosen when more match.
+`_any_plan` and `_rank_floor` for how the rows are chosen when more match. What does not
+depend on SQLite (routes, IDF weights, the rare-term plan) is in `memory.sessions._ranking`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal, TypeAlias, cast
+from typing import cast
 
-from memory.sessions._fts_query import any_terms_query, extract_terms, has_cjk, quote_term, sanitize_fts_query
-from memory.sessions._records import SearchHit, SearchResult, SearchRoute, StoredRole
-from memory.sessions._schema import TOOL_PREFIX_CHARS, WORD_TOKENIZER, IndexFeatures
-from memory.sessions._sql import user_clause
+from memory.sessions._fts_query import any_terms_query, extract_terms, quote_term, sanitize_fts_query
+from memory.sessions._ranking import (
+    RANK_BUDGET,
+    TOOL_PREFIX_CHARS,
+    choose_route,
+    hit_from_row,
+    idf_weights,
+    like_pattern,
+    rare_terms,
+    substring_result,
+)
+from memory.sessions._records import IndexFeatures, MatchMode, SearchResult, SearchRoute, StoredRole
+from memory.sessions.sqlite._schema import WORD_TOKENIZER
+from memory.sessions.sqlite._sql import user_clause
 
-__all__ = [
-    "RANK_BUDGET",
-    "MatchMode",
-    "choose_route",
-    "hit_from_row",
-    "idf_weights",
-    "like_pattern",
-    "prepare_connection",
-    "rare_terms",
-    "search_messages",
-    "substring_result",
-    "term_doc_counts",
-]
-
-MatchMode: TypeAlias = Literal["all", "any"]
-
-RANK_BUDGET = 600
-"""At most this many matching rows are scored by BM25 per query (about 5 µs each).
-
-Beyond it, OR queries draw their rows from the rarest terms (`_any_plan`) and any query
-still over budget scores only its newest matches, so latency stays flat as history grows."""
+__all__ = ["prepare_connection", "search_messages", "term_doc_counts"]
 
 _HIT_COLUMNS = f"m.id, m.session_id, m.seq, m.role, m.timestamp, substr(m.content, 1, {TOOL_PREFIX_CHARS})"
 
@@ -69,18 +59,6 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
     """Create the temp-schema helpers; call once per connection, outside a transaction."""
     for sql in _HELPERS:
         conn.execute(sql)
-
-
-def choose_route(query: str, features: IndexFeatures) -> SearchRoute:
-    """The index that can answer `query` best with the indexes this database has."""
-    if not features.fts:
-        return "like"
-    if has_cjk(query):
-        terms = extract_terms(query)
-        if features.trigram and terms and all(len(t) >= 3 for t in terms):
-            return "trigram"
-        return "like"
-    return "fts"
 
 
 def search_messages(
@@ -138,20 +116,6 @@ def _row_id(row: tuple[object, ...]) -> int:
 def _covered(terms: Sequence[str], tokens: Sequence[frozenset[str]], held: set[str]) -> set[str]:
     """The terms all of whose tokens a message holds (a phrase: each of its words)."""
     return {t for t, toks in zip(terms, tokens, strict=True) if toks and toks <= held}
-
-
-def idf_weights(terms: Sequence[str], counts: Sequence[int], total: int) -> dict[str, float]:
-    # BM25's IDF: a term in half the history weighs ~0.7, one in a single message ~ln(N).
-    return {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in zip(terms, counts, strict=True)}
-
-
-def substring_result(route: SearchRoute, terms: list[str], rows: list[tuple[object, ...]]) -> SearchResult:
-    # LIKE and trigram match substrings, so a case-insensitive substring test says which
-    # terms a message holds. No document counts here: every term weighs the same.
-    hits = tuple(
-        hit_from_row(r, route=route, terms={t for t in terms if t in str(r[5]).lower()}) for r in rows
-    )
-    return SearchResult(route=route, terms=tuple(terms), weights=dict.fromkeys(terms, 1.0), hits=hits)
 
 
 def _tokenize(
@@ -222,27 +186,6 @@ def _held_tokens(
         for word in row_words:
             held[row_id] |= stem_of.get(word, set())
     return held
-
-
-def rare_terms(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
-    """The terms that occur at all — or, in a big history, only the rare ones, in query order.
-
-    BM25 must score every row a query matches, at a cost that grows with the number of
-    terms, and an OR over common words matches a large part of a big history. Rare terms
-    carry nearly all the weight, so once the document counts of all terms add up to more
-    than `RANK_BUDGET`, only the rarest terms that fit are kept (at least one). Callers
-    still see which dropped terms each hit holds (`SearchHit.terms`).
-    """
-    live = [(t, n) for t, n in zip(terms, counts, strict=True) if n > 0]
-    rare: list[str] = []
-    total = 0
-    for term, n in sorted(live, key=lambda pair: pair[1]):
-        if rare and total + n > RANK_BUDGET:
-            break
-        rare.append(term)
-        total += n
-    keep = set(rare)
-    return [t for t, _ in live if t in keep]
 
 
 def _strip_marks(text: str) -> str:
@@ -331,11 +274,6 @@ def _fts(
     return [tuple(r) for r in rows]
 
 
-def like_pattern(term: str) -> str:
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 def _like(
     conn: sqlite3.Connection,
     terms: list[str],
@@ -365,16 +303,3 @@ def _like(
         (*patterns, *patterns, *role_args, *user_args, limit),
     ).fetchall()
     return [tuple(r) for r in rows]
-
-
-def hit_from_row(row: tuple[object, ...], *, route: SearchRoute, terms: set[str]) -> SearchHit:
-    return SearchHit(
-        message_id=int(cast(int, row[0])),
-        session_id=str(row[1]),
-        seq=int(cast(int, row[2])),
-        role=cast(StoredRole, str(row[3])),
-        timestamp=float(cast(float, row[4])),
-        score=float(cast(float, row[6])),
-        route=route,
-        terms=frozenset(terms),
-    )

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memory.sessions._pg_schema import TS_CONFIG, fold_punctuation
-from memory.sessions._pg_sql import Conn, pg_text
+from memory.sessions.postgres._schema import TS_CONFIG, fold_punctuation
+from memory.sessions.postgres._sql import Conn, pg_text
 
 __all__ = ["COUNT_CAP", "STATS_TTL_S", "TermStats", "TermStatsCache", "doc_counts"]
 

@@ -4,8 +4,9 @@ Two kinds of schema objects, handled differently on purpose:
 
 - **Tables hold data** (`sessions`, `messages`, `flushes`, `state_meta`; since migration 3
   every session has a `user_id`, `''` for the default single user). They change only
-  through numbered migrations, applied in order inside one write transaction and recorded
-  in `schema_migrations`. A database newer than the code is refused, never downgraded.
+  through numbered migrations (keel's one runner, `memory._migrations`), applied in order
+  inside one write transaction and recorded in `schema_migrations`. A database newer than
+  the code is refused, never downgraded.
 - **Full-text indexes are derived** (`messages_fts`, `messages_trigram`): every row can be
   recomputed from `messages`. Each has a spec version in `state_meta`; on open the store
   (re)creates any index that is missing, stale or of an older spec and rebuilds it from
@@ -20,20 +21,19 @@ Everything here runs synchronously on a connection the caller already holds insi
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from memory._migrations import Migration, migrate_sqlite
 from memory.errors import SessionSchemaError
+from memory.sessions._ranking import TOOL_PREFIX_CHARS
+from memory.sessions._records import IndexFeatures
 
 __all__ = [
     "INDEXES",
     "MIGRATIONS",
     "WORD_TOKENIZER",
-    "IndexFeatures",
     "IndexSpec",
-    "Migration",
     "migrate",
     "probe_features",
     "reconcile_indexes",
@@ -42,130 +42,90 @@ __all__ = [
 WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 """The word index's tokenizer: Porter stemming over unicode61 ("painting" finds "paints")."""
 
-TOOL_PREFIX_CHARS = 8192
-"""Tool results are indexed only up to this many characters: bulky outputs would swamp BM25."""
+_M1_BASE = (
+    """CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        model TEXT,
+        parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        end_reason TEXT,
+        title TEXT,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        api_call_count INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX sessions_parent ON sessions(parent_session_id)",
+    "CREATE INDEX sessions_started ON sessions(started_at)",
+    """CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content TEXT NOT NULL,
+        api_content TEXT,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        timestamp REAL NOT NULL,
+        token_count INTEGER,
+        summary INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (session_id, seq)
+    )""",
+    "CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
 
-
-@dataclass(frozen=True, slots=True)
-class IndexFeatures:
-    """What this SQLite build (and the caller's flags) allow: the word index, the trigram index."""
-
-    fts: bool
-    trigram: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    version: int
-    name: str
-    apply: Callable[[sqlite3.Connection], None]
-
-
-def _m1_base(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            source TEXT NOT NULL,
-            model TEXT,
-            parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
-            started_at REAL NOT NULL,
-            ended_at REAL,
-            end_reason TEXT,
-            title TEXT,
-            message_count INTEGER NOT NULL DEFAULT 0,
-            input_tokens INTEGER NOT NULL DEFAULT 0,
-            output_tokens INTEGER NOT NULL DEFAULT 0,
-            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-            reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-            api_call_count INTEGER NOT NULL DEFAULT 0
-        )"""
-    )
-    conn.execute("CREATE INDEX sessions_parent ON sessions(parent_session_id)")
-    conn.execute("CREATE INDEX sessions_started ON sessions(started_at)")
-    conn.execute(
-        """CREATE TABLE messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
-            content TEXT NOT NULL,
-            api_content TEXT,
-            tool_calls TEXT,
-            tool_call_id TEXT,
-            tool_name TEXT,
-            timestamp REAL NOT NULL,
-            token_count INTEGER,
-            summary INTEGER NOT NULL DEFAULT 0,
-            UNIQUE (session_id, seq)
-        )"""
-    )
-    conn.execute("CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-
-
-def _m2_flushes_and_activity(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        """CREATE TABLE flushes (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-            timestamp REAL NOT NULL,
-            mode TEXT NOT NULL,
-            saved TEXT NOT NULL,
-            refused TEXT NOT NULL,
-            reply TEXT NOT NULL
-        )"""
-    )
-    conn.execute("CREATE INDEX flushes_session ON flushes(session_id, timestamp)")
+_M2_FLUSHES_AND_ACTIVITY = (
+    """CREATE TABLE flushes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        timestamp REAL NOT NULL,
+        mode TEXT NOT NULL,
+        saved TEXT NOT NULL,
+        refused TEXT NOT NULL,
+        reply TEXT NOT NULL
+    )""",
+    "CREATE INDEX flushes_session ON flushes(session_id, timestamp)",
     # Browse orders sessions by their last activity; backfill it for rows written by v1.
-    conn.execute("ALTER TABLE sessions ADD COLUMN last_active_at REAL")
-    conn.execute(
-        """UPDATE sessions SET last_active_at = COALESCE(
-            (SELECT max(m.timestamp) FROM messages m WHERE m.session_id = sessions.id), started_at)"""
-    )
-    conn.execute("CREATE INDEX sessions_last_active ON sessions(last_active_at)")
+    "ALTER TABLE sessions ADD COLUMN last_active_at REAL",
+    """UPDATE sessions SET last_active_at = COALESCE(
+        (SELECT max(m.timestamp) FROM messages m WHERE m.session_id = sessions.id), started_at)""",
+    "CREATE INDEX sessions_last_active ON sessions(last_active_at)",
+)
 
-
-def _m3_user_scope(conn: sqlite3.Connection) -> None:
-    # Every existing session belonged to the one user a home had: the default principal ''.
-    conn.execute("ALTER TABLE sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''")
-    conn.execute("CREATE INDEX sessions_user_started ON sessions(user_id, started_at)")
-    conn.execute("CREATE INDEX sessions_user_last_active ON sessions(user_id, last_active_at)")
-
+# Every existing session belonged to the one user a home had: the default principal ''.
+_M3_USER_SCOPE = (
+    "ALTER TABLE sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX sessions_user_started ON sessions(user_id, started_at)",
+    "CREATE INDEX sessions_user_last_active ON sessions(user_id, last_active_at)",
+)
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "base tables: sessions, messages, state_meta", _m1_base),
-    Migration(2, "flushes; sessions.last_active_at", _m2_flushes_and_activity),
-    Migration(3, "sessions.user_id (the principal a session ran for)", _m3_user_scope),
+    Migration(1, "base tables: sessions, messages, state_meta", _M1_BASE),
+    Migration(2, "flushes; sessions.last_active_at", _M2_FLUSHES_AND_ACTIVITY),
+    Migration(3, "sessions.user_id (the principal a session ran for)", _M3_USER_SCOPE),
 )
 
 
+def _too_new(found: int, known: int) -> SessionSchemaError:
+    return SessionSchemaError(
+        f"state.db is at schema version {found}, newer than this keel understands ({known}); "
+        "upgrade keel, or point it at another home"
+    )
+
+
 def migrate(conn: sqlite3.Connection, *, now: float | None = None) -> int:
-    """Apply every pending migration; return the schema version reached.
+    """Apply every pending migration (`memory._migrations`); return the schema version reached.
 
     Raises:
         SessionSchemaError: the database is newer than this code.
     """
-    conn.execute(
-        """CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"""
-    )
-    row = conn.execute("SELECT COALESCE(max(version), 0) FROM schema_migrations").fetchone()
-    current = int(row[0])
-    latest = MIGRATIONS[-1].version
-    if current > latest:
-        raise SessionSchemaError(
-            f"state.db is at schema version {current}, newer than this keel understands ({latest}); "
-            "upgrade keel, or point it at another home"
-        )
-    for migration in MIGRATIONS:
-        if migration.version <= current:
-            continue
-        migration.apply(conn)
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-            (migration.version, migration.name, time.time() if now is None else now),
-        )
-    return latest
+    return migrate_sqlite(conn, MIGRATIONS, too_new=_too_new, now=now)
 
 
 # ------------------------------------------------------------------ derived indexes

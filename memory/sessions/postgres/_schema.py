@@ -1,8 +1,8 @@
 """The PostgreSQL schema: numbered migrations in one named schema, and the trigram index.
 
-The same ideas as `state.db` (`_schema.py`): tables change only through numbered
-migrations, applied in order in one transaction and recorded in `schema_migrations`; a
-schema newer than the code is refused. Concurrent openers serialize on an advisory lock,
+The same ideas as `state.db`: tables change only through numbered migrations (keel's one
+runner, `memory._migrations`), applied in order in one transaction and recorded in
+`schema_migrations`; a schema newer than the code is refused. Concurrent openers serialize on an advisory lock,
 so two processes starting at once apply each migration once.
 
 Full-text search lives in the tables themselves: `messages.search_tsv` is a generated
@@ -14,22 +14,22 @@ output), created on open whenever the extension is available, else searches scan
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import psycopg
 import psycopg.errors
 from psycopg.rows import TupleRow
 
+from memory._migrations import Migration, migrate_postgres
 from memory.errors import SessionSchemaError
-from memory.sessions._schema import TOOL_PREFIX_CHARS, IndexFeatures
+from memory.sessions._ranking import TOOL_PREFIX_CHARS
+from memory.sessions._records import IndexFeatures
 
 __all__ = [
     "PG_MIGRATIONS",
     "PUNCTUATION",
     "TSV_MAX_CHARS",
     "TS_CONFIG",
-    "PgMigration",
     "fold_punctuation",
     "migrate_pg",
 ]
@@ -60,13 +60,6 @@ def _folded(expr: str) -> str:
 
 
 Conn = psycopg.AsyncConnection[TupleRow]
-
-
-@dataclass(frozen=True, slots=True)
-class PgMigration:
-    version: int
-    name: str
-    statements: tuple[str, ...]
 
 
 _M1 = (
@@ -139,13 +132,23 @@ _M2 = (
     "CREATE INDEX messages_search ON messages USING gin (search_tsv) WITH (fastupdate = off)",
 )
 
-PG_MIGRATIONS: tuple[PgMigration, ...] = (
-    PgMigration(1, "base tables: sessions (with user_id), messages, flushes", _M1),
-    PgMigration(2, "messages.search_tsv with a GIN index", _M2),
+PG_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "base tables: sessions (with user_id), messages, flushes", _M1),
+    Migration(2, "messages.search_tsv with a GIN index", _M2),
 )
 
 _TRIGRAM_INDEX = "messages_trigram"
 _LOCK_KEY = 0x6B65656C  # "keel": serializes concurrent migrations of any keel schema
+
+
+def _too_new(schema: str) -> Callable[[int, int], SessionSchemaError]:
+    def error(found: int, known: int) -> SessionSchemaError:
+        return SessionSchemaError(
+            f"schema {schema!r} is at version {found}, newer than this keel understands ({known}); "
+            "upgrade keel, or set sessions.pg_schema to another schema"
+        )
+
+    return error
 
 
 async def migrate_pg(
@@ -165,28 +168,7 @@ async def migrate_pg(
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         await conn.execute(f'SET LOCAL search_path = "{schema}"')
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
-        )
-        cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM schema_migrations")
-        row = await cur.fetchone()
-        current = int(str(row[0])) if row else 0
-        latest = PG_MIGRATIONS[-1].version
-        if current > latest:
-            raise SessionSchemaError(
-                f"schema {schema!r} is at version {current}, newer than this keel understands ({latest}); "
-                "upgrade keel, or set sessions.pg_schema to another schema"
-            )
-        for migration in PG_MIGRATIONS:
-            if migration.version <= current:
-                continue
-            for statement in migration.statements:
-                await conn.execute(statement)
-            await conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
-                (migration.version, migration.name, time.time() if now is None else now),
-            )
+        await migrate_postgres(conn, PG_MIGRATIONS, too_new=_too_new(schema), now=now)
         has_trigram = await _reconcile_trigram(conn, schema, trigram)
     return IndexFeatures(fts=True, trigram=has_trigram)
 

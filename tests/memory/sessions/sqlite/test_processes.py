@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 PER_PROCESS = 150
 
 WRITER = """

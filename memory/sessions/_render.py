@@ -12,8 +12,7 @@ from datetime import datetime, tzinfo
 from pydantic import JsonValue
 
 from memory.sessions._fts_query import extract_terms
-from memory.sessions._records import MessageRecord, SessionRecord
-from memory.sessions._sql import AnchoredView
+from memory.sessions._records import AnchoredView, MessageRecord, SessionRecord
 
 __all__ = [
     "BOOKEND_CHARS",

@@ -1,6 +1,6 @@
 """PostgreSQL-only behaviour: opening, migrations in a named schema, and clear errors.
 
-The shared behaviour of both backends is in `test_backend_parity.py`.
+The shared behaviour of both backends is in `../test_contract.py`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from memory import (
     open_session_store,
     session_store_location,
 )
-from memory.sessions._pg_conn import redact_url
-from memory.sessions._pg_schema import PG_MIGRATIONS
-from memory.sessions._pg_stats import TermStatsCache, doc_counts
+from memory.sessions.postgres import redact_url
+from memory.sessions.postgres._schema import PG_MIGRATIONS
+from memory.sessions.postgres._stats import TermStatsCache, doc_counts
 
 T0 = 1_700_000_000.0
 

@@ -3,7 +3,7 @@
 The same contract (`SessionStore`) and the same records as `SessionDB`, for homes that
 outgrow one machine: several keel processes on several hosts share one database. Tables
 live in one schema (default `keel`), created and migrated on open; nothing is written
-anywhere else. Search uses a `tsvector` GIN index and `pg_trgm` (see `_pg_search.py` for
+anywhere else. Search uses a `tsvector` GIN index and `pg_trgm` (see `_search.py` for
 where ranking differs from SQLite).
 
 Each call runs in one transaction on a pooled connection. A cancelled caller does not
@@ -26,16 +26,13 @@ import psycopg_pool
 from pydantic import JsonValue
 
 from memory.errors import SessionStoreError
-from memory.sessions import _pg_sql
-from memory.sessions._pg_conn import PgTarget, connect, open_pool, translate
-from memory.sessions._pg_schema import migrate_pg
-from memory.sessions._pg_search import search_messages_pg
-from memory.sessions._pg_sql import Conn, pg_text
-from memory.sessions._pg_stats import TermStatsCache
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
+    IndexFeatures,
+    MatchMode,
     MessageRecord,
     SearchResult,
     SearchRoute,
@@ -43,9 +40,6 @@ from memory.sessions._records import (
     StoredMessage,
     StoredRole,
 )
-from memory.sessions._schema import IndexFeatures
-from memory.sessions._search_index import MatchMode
-from memory.sessions._sql import AnchoredView
 from memory.sessions._validate import (
     check_end_reason,
     check_flush_mode,
@@ -56,6 +50,12 @@ from memory.sessions._validate import (
     check_user_ids,
     checked_message,
 )
+from memory.sessions.postgres import _sql as _pg_sql
+from memory.sessions.postgres._conn import PgTarget, connect, open_pool, translate
+from memory.sessions.postgres._schema import migrate_pg
+from memory.sessions.postgres._search import search_messages_pg
+from memory.sessions.postgres._sql import Conn, pg_text
+from memory.sessions.postgres._stats import TermStatsCache
 
 __all__ = ["PgSessionStore"]
 

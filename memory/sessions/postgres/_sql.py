@@ -1,6 +1,6 @@
 """Reads and writes on the PostgreSQL session store; `PgSessionStore` runs each in a transaction.
 
-The PostgreSQL twins of `_sql.py`, returning the same records. Appending locks the
+The PostgreSQL twins of SQLite's queries, returning the same records. Appending locks the
 session row (`FOR UPDATE`), so concurrent appends to one session get consecutive `seq`
 numbers. A small batch is one statement (lock, insert in order, move the counters: one
 round trip); a large one draws its ids from the identity sequence and streams the rows
@@ -13,16 +13,16 @@ and on id lookups alike, so nothing is refused and ids still match.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import psycopg
 import psycopg.errors
 from psycopg.rows import TupleRow
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import JsonValue
 
-from memory.errors import SessionConflictError, SessionNotFoundError, SessionStoreCorruptError
+from memory.errors import SessionConflictError, SessionNotFoundError
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
@@ -31,11 +31,12 @@ from memory.sessions._records import (
     StoredMessage,
     StoredRole,
 )
-from memory.sessions._sql import (
+from memory.sessions._rows import (
+    MAX_LINEAGE_DEPTH,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
-    AnchoredView,
-    json_safe,
+    flush_from_row,
+    flush_json,
     message_from_row,
     roots_from_parents,
     session_from_row,
@@ -64,8 +65,6 @@ Conn = psycopg.AsyncConnection[TupleRow]
 COPY_THRESHOLD = 32
 """Batches of at least this many messages are written with `COPY` (bulk imports, benchmarks)."""
 
-_JSON = TypeAdapter(JsonValue)
-_MAX_LINEAGE_DEPTH = 10_000
 _INSERT_COLUMNS = (
     "id, session_id, seq, role, content, api_content, tool_calls, tool_call_id, tool_name, "
     "timestamp, token_count, summary"
@@ -235,7 +234,6 @@ async def record_flush(
 ) -> int:
     if not await _exists(conn, session_id):
         raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
-    # json.dumps writes NUL as the escape \\u0000, which text holds fine.
     cur = await conn.execute(
         "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) "
         "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
@@ -243,8 +241,8 @@ async def record_flush(
             session_id,
             timestamp,
             mode,
-            json.dumps(json_safe(saved), ensure_ascii=False),
-            json.dumps(json_safe(refused), ensure_ascii=False),
+            flush_json(saved),
+            flush_json(refused),
             pg_text(reply),
         ),
     )
@@ -259,16 +257,7 @@ async def list_flushes(conn: Conn, session_id: str) -> list[FlushRecord]:
         "WHERE session_id = %s ORDER BY id",
         (session_id,),
     )
-    out: list[FlushRecord] = []
-    for r in await cur.fetchall():
-        try:
-            saved, refused = _JSON.validate_json(r[4]), _JSON.validate_json(r[5])
-        except ValidationError as exc:
-            raise SessionStoreCorruptError(
-                f"flush record {r[0]!r} holds invalid JSON; the row was edited outside keel"
-            ) from exc
-        out.append(FlushRecord(int(r[0]), str(r[1]), float(r[2]), r[3], saved, refused, str(r[6])))
-    return out
+    return [flush_from_row(r) for r in await cur.fetchall()]
 
 
 async def get_session(conn: Conn, session_id: str) -> SessionRecord | None:
@@ -334,7 +323,7 @@ _SAME = "m.session_id = a.session_id AND " + _VISIBLE_M
 _MESSAGE_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
 
 # One statement per view: the anchor, its window and the bookends as tagged positions,
-# then their rows. Mirrors `_sql.anchored_view`, which asks for each part separately.
+# then their rows. Mirrors SQLite's `anchored_view`, which asks for each part separately.
 _VIEW_SQL = (
     "WITH a AS (SELECT session_id, seq FROM messages WHERE id = %(id)s), "
     f"b AS (SELECT m.seq FROM messages m, a WHERE {_SAME} AND m.seq < a.seq ORDER BY m.seq DESC LIMIT %(w)s), "
@@ -400,7 +389,7 @@ async def lineage_roots(conn: Conn, session_ids: Sequence[str]) -> dict[str, str
     """Each id's lineage root: parents fetched a generation at a time, as on SQLite."""
     parents: dict[str, str | None] = {}
     frontier = sorted(set(session_ids))
-    for _ in range(_MAX_LINEAGE_DEPTH):
+    for _ in range(MAX_LINEAGE_DEPTH):
         if not frontier:
             break
         cur = await conn.execute("SELECT id, parent_session_id FROM sessions WHERE id = ANY(%s)", (frontier,))
