@@ -25,10 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
 from harness.config import load_config
+from harness.loop.calls import ModelCalls
+from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import NoProviders, NullRecorder
-from harness.loop.session import Session
+from harness.loop.session import Session, SessionParts
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler
+from harness.loop.system_prompt import PromptAssembler, PromptState
+from harness.loop.transcript import Transcript, new_session_id
+from harness.loop.warnings import WarningSink
 from harness.testing import ScriptedModel, say
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.tools import ToolRegistry
@@ -71,17 +75,40 @@ async def measure(n: int, turns: int) -> list[float]:
 
     samples: list[float] = []
     async with anyio.create_task_group() as tg:
-        session = Session(
-            settings=SessionSettings.from_config(cfg),
+        warnings = WarningSink()
+        counter = TokenCounter(tokenizer)
+        transcript = Transcript(
+            NullRecorder(),
+            new_id=new_session_id,
+            model_name=model.model_name,
+            count=counter.count_message,
+            warn=warnings,
+        )
+        system = PromptState(
+            PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer), None
+        )
+        calls = ModelCalls(
             model=model,
-            counter=TokenCounter(tokenizer),
-            tools=ToolRegistry(),
-            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
-            memory=None,
-            recorder=NullRecorder(),
-            providers=NoProviders(),
-            background=tg,
-            today=date.today,
+            summary_model=None,
+            recorder=transcript.recorder,
+            estimator=PromptEstimator(counter),
+            transcript=transcript,
+            system=system,
+            trace=None,
+            warn=warnings,
+        )
+        session = Session(
+            SessionParts(
+                settings=SessionSettings.from_config(cfg),
+                warnings=warnings,
+                transcript=transcript,
+                system=system,
+                calls=calls,
+                tools=ToolRegistry(),
+                providers=NoProviders(),
+                background=tg,
+                today=date.today,
+            )
         )
         await session.start()
         session.replace_transcript(history(n))

@@ -45,11 +45,12 @@ from harness.events import (
     UsageReported,
     Warning,
 )
-from harness.loop import Session, SessionHandles, open_session
+from harness.loop import Session
 from harness.loop.settings import SessionSettings
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from harness.wiring import SessionHandles, SessionOptions, open_session
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -85,6 +86,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionHandles",
+    "SessionOptions",
     "SessionSettings",
     "StopReason",
     "TextDelta",

@@ -23,6 +23,11 @@ FORBIDDEN = (
     ("prompts", "harness", "prompts never imports harness"),
     ("prompts", "memory", "prompts never imports memory (it receives rendered strings)"),
     ("harness.compress", "harness.loop", "compress/ depends on its CompressionHost protocol, never on loop/"),
+    (
+        "harness.loop",
+        "harness.wiring",
+        "the turn loop never knows how it was wired: wiring/ builds it from a config",
+    ),
 )
 
 

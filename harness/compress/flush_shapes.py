@@ -83,7 +83,27 @@ _MAX_ENTRY = 300
 # counted, since the conversation rarely uses them.
 GROUNDING_SHARE = 0.6
 FACT_LABELS = frozenset(
-    ["name", "names", "named", "role", "roles", "preference", "preferences", "prefers", "correction", "corrections", "environment", "tool", "tools", "project", "projects", "convention", "conventions", "detail", "details"]
+    [
+        "name",
+        "names",
+        "named",
+        "role",
+        "roles",
+        "preference",
+        "preferences",
+        "prefers",
+        "correction",
+        "corrections",
+        "environment",
+        "tool",
+        "tools",
+        "project",
+        "projects",
+        "convention",
+        "conventions",
+        "detail",
+        "details",
+    ]
 )
 """Longer 'facts' are a paragraph copied from the conversation, not a memory entry."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import date
 
-import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -32,91 +32,91 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop.calls import CallContext, ModelCalls
+from harness.loop.calls import ModelCalls
 from harness.loop.compression_host import SessionHost
-from harness.loop.estimate import PromptEstimator
-from harness.loop.ports import MemoryPort, ProviderHooks, Recorder
+from harness.loop.ports import ProviderHooks
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, PromptState
-from harness.loop.transcript import Transcript, new_session_id
-from harness.models.base import ModelClient
-from harness.tokens import TokenCounter
+from harness.loop.system_prompt import PromptState
+from harness.loop.transcript import Transcript
+from harness.loop.warnings import WarningSink
 from harness.tools import ToolRegistry
-from harness.trace import TraceWriter
 from harness.types import Message, ModelRequest
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
-__all__ = ["Session", "Spawn"]
+__all__ = ["Session", "SessionParts", "Spawn"]
 
 Spawn = Callable[[str], Awaitable[tuple[str, str]]]
 """Runs a task in a subagent session: task → (final answer, the subagent's session id)."""
 
 
-class Session:
-    """One conversation. Build it with `harness.open_session`; tests may construct it directly."""
+@dataclass(frozen=True, slots=True)
+class SessionParts:
+    """What a session is composed of, built in this order by `harness.open_session` (or a test).
 
-    def __init__(
-        self,
-        *,
-        settings: SessionSettings,
-        model: ModelClient,
-        counter: TokenCounter,
-        tools: ToolRegistry,
-        assembler: PromptAssembler,
-        memory: MemoryPort | None,
-        recorder: Recorder,
-        providers: ProviderHooks,
-        background: TaskGroup,
-        trace: TraceWriter | None = None,
-        summary_model: ModelClient | None = None,
-        new_id: Callable[[], str] = new_session_id,
-        today: Callable[[], date] = date.today,
-        spawn: Spawn | None = None,
-    ) -> None:
-        self.settings = settings
-        self.model = model
-        self.tools = tools
-        self.memory = memory
-        self.providers = providers
-        self.today = today
-        self._spawn = spawn
-        self.turn = 0
-        self._background = background
+    The warning sink, the transcript, the prompt state and the model calls exist before any
+    tool or provider, so those can be handed the real objects instead of late-bound callbacks.
+
+    Attributes:
+        settings: what the loop needs from the config.
+        warnings: where warnings go (the running turn's events, else the next turn's).
+        transcript: the messages, the session ids and the turn counter.
+        system: the frozen system prompt and the curated memory it shows.
+        calls: the one model-call path (traced, accounted).
+        tools: what the model can call.
+        providers: the external memory provider(s), as the loop drives them.
+        background: owns every background task of the session.
+        today: the date for the session line.
+        spawn: how a subagent session is started (None: `delegate` is refused).
+    """
+
+    settings: SessionSettings
+    warnings: WarningSink
+    transcript: Transcript
+    system: PromptState
+    calls: ModelCalls
+    tools: ToolRegistry
+    providers: ProviderHooks
+    background: TaskGroup
+    today: Callable[[], date] = date.today
+    spawn: Spawn | None = None
+
+
+class Session:
+    """One conversation. Build it with `harness.open_session`; tests may compose `SessionParts` directly."""
+
+    def __init__(self, parts: SessionParts) -> None:
+        self.settings = parts.settings
+        self.model = parts.calls.model
+        self.tools = parts.tools
+        self.memory = parts.system.memory
+        self.providers = parts.providers
+        self.today = parts.today
+        self.warn = parts.warnings
+        """Show a warning to the user: in the running turn's events, else with the next turn's."""
+        self.system = parts.system
+        self.calls = parts.calls
+        self.estimator = parts.calls.estimator
+        self._spawn = parts.spawn
+        self._background = parts.background
         self._busy = False
-        self._events: MemoryObjectSendStream[Event] | None = None
-        self._pending_warnings: list[str] = []  # raised between turns, shown with the next one
-        self.estimator = PromptEstimator(counter)
-        self._transcript = Transcript(
-            recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message, warn=self.warn
-        )
-        self.system = PromptState(assembler, memory)
-        self.calls = ModelCalls(
-            model=model,
-            summary_model=summary_model,
-            recorder=recorder,
-            estimator=self.estimator,
-            context=CallContext(
-                session_id=lambda: self._transcript.session_id,
-                turn=lambda: self.turn,
-                prompt=lambda: (self.system.text, self.system.trace_slots()),
-                version=lambda: self._transcript.version,
-            ),
-            trace=trace,
-            warn=self.warn,
-        )
-        self.compressor = Compressor(settings.compression)
+        self._transcript = parts.transcript
+        self.compressor = Compressor(parts.settings.compression)
         self._host = SessionHost(
-            transcript=self._transcript,
-            system=self.system,
+            transcript=parts.transcript,
+            system=parts.system,
             estimator=self.estimator,
-            calls=self.calls,
-            tools=tools,
-            providers=providers,
-            recorder=recorder,
-            turn=lambda: self.turn,
-            today=today,
+            calls=parts.calls,
+            tools=parts.tools,
+            providers=parts.providers,
+            recorder=parts.transcript.recorder,
+            today=parts.today,
         )
+
+    @property
+    def turn(self) -> int:
+        """User turns begun in this conversation."""
+        return self._transcript.turn
 
     @property
     def session_id(self) -> str:
@@ -155,13 +155,6 @@ class Session:
         for message in messages:
             await self._transcript.append(message)
 
-    def warn(self, text: str) -> None:
-        """Show a warning to the user: in the running turn's events, else with the next turn's."""
-        if self._events is not None:
-            self._events.send_nowait(Warning(text))
-        else:
-            self._pending_warnings.append(text)
-
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
@@ -180,7 +173,6 @@ class Session:
             raise SessionError("cannot start a new conversation while a turn is running")
         await self.providers.on_session_end(self._transcript.messages)
         await self._transcript.restart()
-        self.turn = 0
         self.compressor.reset()
         self.estimator.invalidate()
         await self.system.rebuild(reload_memory=True)
@@ -225,11 +217,8 @@ class Session:
         self._busy = True
 
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
-            self._events = send
-            try:
+            with self.warn.streaming(send):
                 await self._turn(text, send)
-            finally:
-                self._events = None
 
         try:
             async with produced_events(produce) as events:
@@ -239,10 +228,9 @@ class Session:
 
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
         """Recall, the model/tool loop, then background sync and the next turn's prefetch."""
-        self.turn += 1
-        for pending in self._pending_warnings:
+        self._transcript.begin_turn()
+        for pending in self.warn.take_pending():
             await send.send(Warning(pending))
-        self._pending_warnings.clear()
         if self.memory is not None:
             self.memory.start_turn()
         await self.providers.on_turn_start(self.turn, text)
@@ -267,9 +255,7 @@ class Session:
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
         if not self.settings.recall or is_trivial(text):
             return None
-        recalled = ""
-        with anyio.move_on_after(self.settings.recall_wait_s):
-            recalled = await self.providers.recall(turn=self.turn, query=text)
+        recalled = await self.providers.recall(turn=self.turn, query=text, wait_s=self.settings.recall_wait_s)
         api_content = attach_recall(text, recalled)
         if api_content is not None:
             await send.send(RecallAttached(chars=len(recalled)))

@@ -15,10 +15,14 @@ from anyio.abc import TaskGroup
 
 from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
+from harness.loop.calls import ModelCalls
+from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import EndReason, MemoryBlocks, NoProviders, Recorder
-from harness.loop.session import Session
+from harness.loop.session import Session, SessionParts
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler
+from harness.loop.system_prompt import PromptAssembler, PromptState
+from harness.loop.transcript import Transcript
+from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry
@@ -140,11 +144,13 @@ class FakeProviders(NoProviders):
         self.flush_depth = 0
         """How many `flushing()` blocks are open (1 while a flush runs)."""
 
-    async def recall(self, *, turn: int, query: str) -> str:
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         self.recall_calls.append((turn, query))
-        if self.delay_s:
-            await anyio.sleep(self.delay_s)
-        return self.recall_text
+        with anyio.move_on_after(wait_s):
+            if self.delay_s:
+                await anyio.sleep(self.delay_s)
+            return self.recall_text
+        return ""
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
         self.after.append((turn, user, assistant))
@@ -210,20 +216,40 @@ async def make_session(
 
     ids = count(1)
     async with anyio.create_task_group() as tg:
-        session = Session(
-            settings=SessionSettings.from_config(cfg),
-            model=model,
-            counter=TokenCounter(tokenizer),
-            tools=tools,
-            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
-            memory=memory,
-            recorder=recorder or RecordingRecorder(),
-            providers=providers or FakeProviders(),
-            background=tg,
-            trace=trace,
-            summary_model=summary_model,
+        warnings = WarningSink()
+        counter = TokenCounter(tokenizer)
+        transcript = Transcript(
+            recorder or RecordingRecorder(),
             new_id=lambda: f"s{next(ids)}",
-            today=lambda: date(2026, 11, 22),
+            model_name=model.model_name,
+            count=counter.count_message,
+            warn=warnings,
+        )
+        system = PromptState(
+            PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer), memory
+        )
+        calls = ModelCalls(
+            model=model,
+            summary_model=summary_model,
+            recorder=transcript.recorder,
+            estimator=PromptEstimator(counter),
+            transcript=transcript,
+            system=system,
+            trace=trace,
+            warn=warnings,
+        )
+        session = Session(
+            SessionParts(
+                settings=SessionSettings.from_config(cfg),
+                warnings=warnings,
+                transcript=transcript,
+                system=system,
+                calls=calls,
+                tools=tools,
+                providers=providers or FakeProviders(),
+                background=tg,
+                today=lambda: date(2026, 11, 22),
+            )
         )
         await session.start()
         yield session
