@@ -16,7 +16,6 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
-from datetime import date
 from pathlib import Path
 
 import anyio
@@ -25,14 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
 from harness.config import load_config
-from harness.loop.calls import ModelCalls
-from harness.loop.estimate import PromptEstimator
+from harness.loop.parts import SessionParts, call_path
 from harness.loop.ports import NoProviders, NullRecorder
-from harness.loop.session import Session, SessionParts
+from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, PromptState
-from harness.loop.transcript import Transcript, new_session_id
-from harness.loop.warnings import WarningSink
+from harness.loop.system_prompt import PromptAssembler
 from harness.testing import ScriptedModel, say
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.tools import ToolRegistry
@@ -75,39 +71,20 @@ async def measure(n: int, turns: int) -> list[float]:
 
     samples: list[float] = []
     async with anyio.create_task_group() as tg:
-        warnings = WarningSink()
-        counter = TokenCounter(tokenizer)
-        transcript = Transcript(
-            NullRecorder(),
-            new_id=new_session_id,
-            model_name=model.model_name,
-            count=counter.count_message,
-            warn=warnings,
-        )
-        system = PromptState(
-            PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer), None
-        )
-        calls = ModelCalls(
+        path = call_path(
             model=model,
-            summary_model=None,
-            recorder=transcript.recorder,
-            estimator=PromptEstimator(counter),
-            transcript=transcript,
-            system=system,
-            trace=None,
-            warn=warnings,
+            recorder=NullRecorder(),
+            counter=TokenCounter(tokenizer),
+            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
+            memory=None,
         )
         session = Session(
             SessionParts(
                 settings=SessionSettings.from_config(cfg),
-                warnings=warnings,
-                transcript=transcript,
-                system=system,
-                calls=calls,
+                path=path,
                 tools=ToolRegistry(),
                 providers=NoProviders(),
                 background=tg,
-                today=date.today,
             )
         )
         await session.start()

@@ -4,6 +4,7 @@
 # `ports.py` (the seams to memory, persistence and providers), `warnings.py` (where warnings
 # go), `compression_host.py` (the session as compress/ sees it). How a session is built from
 # a config lives in `harness.wiring`, which this package never imports.
-from harness.loop.session import Session, SessionParts
+from harness.loop.parts import SessionParts
+from harness.loop.session import Session
 
 __all__ = ["Session", "SessionParts"]

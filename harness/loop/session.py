@@ -11,12 +11,9 @@ block exits, and the transcript keeps what completed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import date
 
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from harness.compress.run import Compressor
@@ -32,84 +29,44 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop.calls import ModelCalls
 from harness.loop.compression_host import SessionHost
-from harness.loop.ports import ProviderHooks
-from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptState
-from harness.loop.transcript import Transcript
-from harness.loop.warnings import WarningSink
-from harness.tools import ToolRegistry
+from harness.loop.parts import SessionParts
 from harness.types import Message, ModelRequest
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
-__all__ = ["Session", "SessionParts", "Spawn"]
-
-Spawn = Callable[[str], Awaitable[tuple[str, str]]]
-"""Runs a task in a subagent session: task → (final answer, the subagent's session id)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionParts:
-    """What a session is composed of, built in this order by `harness.open_session` (or a test).
-
-    The warning sink, the transcript, the prompt state and the model calls exist before any
-    tool or provider, so those can be handed the real objects instead of late-bound callbacks.
-
-    Attributes:
-        settings: what the loop needs from the config.
-        warnings: where warnings go (the running turn's events, else the next turn's).
-        transcript: the messages, the session ids and the turn counter.
-        system: the frozen system prompt and the curated memory it shows.
-        calls: the one model-call path (traced, accounted).
-        tools: what the model can call.
-        providers: the external memory provider(s), as the loop drives them.
-        background: owns every background task of the session.
-        today: the date for the session line.
-        spawn: how a subagent session is started (None: `delegate` is refused).
-    """
-
-    settings: SessionSettings
-    warnings: WarningSink
-    transcript: Transcript
-    system: PromptState
-    calls: ModelCalls
-    tools: ToolRegistry
-    providers: ProviderHooks
-    background: TaskGroup
-    today: Callable[[], date] = date.today
-    spawn: Spawn | None = None
+__all__ = ["Session"]
 
 
 class Session:
     """One conversation. Build it with `harness.open_session`; tests may compose `SessionParts` directly."""
 
     def __init__(self, parts: SessionParts) -> None:
+        path = parts.path
         self.settings = parts.settings
-        self.model = parts.calls.model
+        self.model = path.calls.model
         self.tools = parts.tools
-        self.memory = parts.system.memory
+        self.memory = path.system.memory
         self.providers = parts.providers
         self.today = parts.today
-        self.warn = parts.warnings
+        self.warn = path.warnings
         """Show a warning to the user: in the running turn's events, else with the next turn's."""
-        self.system = parts.system
-        self.calls = parts.calls
-        self.estimator = parts.calls.estimator
+        self.system = path.system
+        self.calls = path.calls
+        self.estimator = path.calls.estimator
         self._spawn = parts.spawn
         self._background = parts.background
         self._busy = False
-        self._transcript = parts.transcript
+        self._transcript = path.transcript
         self.compressor = Compressor(parts.settings.compression)
         self._host = SessionHost(
-            transcript=parts.transcript,
-            system=parts.system,
+            transcript=path.transcript,
+            system=path.system,
             estimator=self.estimator,
-            calls=parts.calls,
+            calls=path.calls,
             tools=parts.tools,
             providers=parts.providers,
-            recorder=parts.transcript.recorder,
+            recorder=path.transcript.recorder,
             today=parts.today,
         )
 

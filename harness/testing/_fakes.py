@@ -15,14 +15,11 @@ from anyio.abc import TaskGroup
 
 from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
-from harness.loop.calls import ModelCalls
-from harness.loop.estimate import PromptEstimator
+from harness.loop.parts import SessionParts, call_path
 from harness.loop.ports import EndReason, MemoryBlocks, NoProviders, Recorder
-from harness.loop.session import Session, SessionParts
+from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, PromptState
-from harness.loop.transcript import Transcript
-from harness.loop.warnings import WarningSink
+from harness.loop.system_prompt import PromptAssembler
 from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry
@@ -216,41 +213,25 @@ async def make_session(
 
     ids = count(1)
     async with anyio.create_task_group() as tg:
-        warnings = WarningSink()
-        counter = TokenCounter(tokenizer)
-        transcript = Transcript(
-            recorder or RecordingRecorder(),
-            new_id=lambda: f"s{next(ids)}",
-            model_name=model.model_name,
-            count=counter.count_message,
-            warn=warnings,
-        )
-        system = PromptState(
-            PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer), memory
-        )
-        calls = ModelCalls(
+        path = call_path(
             model=model,
             summary_model=summary_model,
-            recorder=transcript.recorder,
-            estimator=PromptEstimator(counter),
-            transcript=transcript,
-            system=system,
-            trace=trace,
-            warn=warnings,
+            recorder=recorder or RecordingRecorder(),
+            counter=TokenCounter(tokenizer),
+            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
+            memory=memory,
+            trace=lambda _: trace,
+            new_id=lambda: f"s{next(ids)}",
         )
-        session = Session(
-            SessionParts(
-                settings=SessionSettings.from_config(cfg),
-                warnings=warnings,
-                transcript=transcript,
-                system=system,
-                calls=calls,
-                tools=tools,
-                providers=providers or FakeProviders(),
-                background=tg,
-                today=lambda: date(2026, 11, 22),
-            )
+        parts = SessionParts(
+            settings=SessionSettings.from_config(cfg),
+            path=path,
+            tools=tools,
+            providers=providers or FakeProviders(),
+            background=tg,
+            today=lambda: date(2026, 11, 22),
         )
+        session = Session(parts)
         await session.start()
         yield session
 

@@ -40,12 +40,10 @@ import anyio.to_thread
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
 from harness.loop._groups import single_error
-from harness.loop.calls import ModelCalls
-from harness.loop.estimate import PromptEstimator
-from harness.loop.session import Session, SessionParts, Spawn
+from harness.loop.parts import SessionParts, Spawn, call_path
+from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, PromptState, static_slot_gatherer
-from harness.loop.transcript import Transcript, new_session_id
+from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.tokens import TokenCounter, load_tokenizer
@@ -116,7 +114,7 @@ def _memory(config: KeelConfig, where: _Where) -> _Memory:
     )
 
 
-def _prompt_state(
+def _assembler(
     config: KeelConfig,
     opts: SessionOptions,
     where: _Where,
@@ -124,8 +122,8 @@ def _prompt_state(
     *,
     registry: ToolRegistry,
     model_name: str,
-    tokenizer: TokenCounter,
-) -> PromptState:
+    counter: TokenCounter,
+) -> PromptAssembler:
     gather = static_slot_gatherer(
         config,
         home=where.home,
@@ -137,13 +135,13 @@ def _prompt_state(
         today=opts.today,
         cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
     )
-    port = (
-        None
-        if mem.curated is None
-        else StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
-    )
-    assembler = PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=tokenizer.tokenizer)
-    return PromptState(assembler, port)
+    return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+
+
+def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
+    if mem.curated is None:
+        return None
+    return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
 
 
 async def _build(
@@ -158,39 +156,32 @@ async def _build(
     db = opts.session_store
     if db is None:
         db = await stack.enter_async_context(config.sessions.open_store(where.home))
-    recorder = DbRecorder(db, source=opts.source, user_id=where.principal.session_user)
-    transcript = Transcript(
-        recorder,
-        new_id=new_session_id,
-        model_name=model.model_name,
-        count=counter.count_message,
-        warn=warnings,
-    )
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where)
-    system = _prompt_state(
-        config, opts, where, mem, registry=registry, model_name=model.model_name, tokenizer=counter
+    assembler = _assembler(
+        config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
     )
-    trace = steps.trace_writer(config, where.home, where.principal, opts.trace_path, transcript.session_id)
-    calls = ModelCalls(
+    path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=recorder,
-        estimator=PromptEstimator(counter),
-        transcript=transcript,
-        system=system,
-        trace=trace,
-        warn=warnings,
+        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user),
+        counter=counter,
+        assembler=assembler,
+        memory=_memory_port(config, where, mem),
+        trace=lambda session_id: steps.trace_writer(
+            config, where.home, where.principal, opts.trace_path, session_id
+        ),
+        warnings=warnings,
     )
     context = ProviderContext(
-        session_id=transcript.session_id,
+        session_id=path.transcript.session_id,
         agent_context=opts.agent_context,
         home=where.home,
         platform=config.agent.platform,
         user_id=where.principal.user_id,
     )
     await steps.start_manager(
-        stack, config, mem.manager, calls=calls, provider=opts.provider, context=context
+        stack, config, mem.manager, calls=path.calls, provider=opts.provider, context=context
     )
     add_builtin_tools(
         registry,
@@ -200,17 +191,14 @@ async def _build(
         skills=mem.skills,
         shared_skills=mem.shared_skills,
         manager=mem.manager,
-        calls=calls,
-        transcript=transcript,
+        calls=path.calls,
+        transcript=path.transcript,
         principal=where.principal,
     )
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
         settings=SessionSettings.from_config(config),
-        warnings=warnings,
-        transcript=transcript,
-        system=system,
-        calls=calls,
+        path=path,
         tools=registry,
         providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
         background=tg,
@@ -219,7 +207,13 @@ async def _build(
     )
     store = None if mem.curated is None else mem.curated[0]
     handles = SessionHandles(
-        where.home, where.principal, store, db, mem.skills, mem.manager, None if trace is None else trace.path
+        where.home,
+        where.principal,
+        store,
+        db,
+        mem.skills,
+        mem.manager,
+        None if path.calls.trace is None else path.calls.trace.path,
     )
     return parts, handles
 
