@@ -48,6 +48,11 @@ FORBIDDEN = (
         )
         for backend in ("sqlite", "postgres")
     ),
+    (
+        "harness.loop",
+        "harness.wiring",
+        "the turn loop never knows how it was wired: wiring/ builds it from a config",
+    ),
 )
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.events import ToolResultReady
-from harness.loop.open import open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.wiring import SessionOptions, open_session
 from memory import PgSessionStore, SessionStoreUnavailableError
 
 
@@ -24,11 +24,11 @@ async def test_sessions_live_on_the_server_and_session_search_finds_them(
 ) -> None:
     cfg = config(sessions__backend="postgres", sessions__url=postgres_url, sessions__pg_schema=pg_schema)
     first = ScriptedModel([say("Noted: the zeppelin is teal.")])
-    async with open_session(cfg, model=first, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=first, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "Remember that my zeppelin is painted teal.")
         first_id = s.session_id
     second = ScriptedModel([call_tool("session_search", {"query": "zeppelin painted"}), say("It is teal.")])
-    async with open_session(cfg, model=second, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=second, home=home, tokenizer=FakeTokenizer())) as s:
         events = await run_turn(s, "What colour is my zeppelin?")
         second_id = s.session_id
     (result,) = [e for e in events if isinstance(e, ToolResultReady)]
@@ -53,7 +53,7 @@ async def test_a_server_that_does_not_answer_stops_the_session_before_anything_r
     cfg = config(sessions__backend="postgres", sessions__url=url, sessions__connect_timeout_s="2")
     model = ScriptedModel([say("never sent")])
     with pytest.raises(SessionStoreUnavailableError) as caught:
-        async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()):
+        async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())):
             pass
     assert f"postgresql://keel:***@127.0.0.1:{port}/keel" in str(caught.value)
     assert "secret" not in str(caught.value)

@@ -11,8 +11,8 @@ import pytest
 
 from harness.errors import ModelServerError
 from harness.events import RecallAttached
-from harness.loop.open import SessionHandles, open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, fail, run_turn, say
+from harness.wiring import SessionOptions, open_session
 from memory import MemoryWrite, SessionDB, TurnMessage
 from memory.testing import ScriptedProvider
 
@@ -25,16 +25,15 @@ def _calls(provider: ScriptedProvider, hook: str) -> list[tuple[object, ...]]:
 
 async def test_a_new_conversation_moves_providers_and_the_manager_to_the_new_session_id(home: Path) -> None:
     provider = ScriptedProvider("p")
-    handles: list[SessionHandles] = []
     model = ScriptedModel([say("one"), say("two")])
     async with open_session(
-        config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider, handles=handles
+        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
     ) as s:
         await run_turn(s, "first conversation")
         old = s.session_id
         await s.new_conversation()
         assert s.session_id != old
-        assert handles[0].manager.session_id == s.session_id
+        assert s.handles.manager.session_id == s.session_id
         await run_turn(s, "second conversation")
         new = s.session_id
     assert _calls(provider, "on_session_switch") == [(new, None, "new")]
@@ -53,7 +52,9 @@ async def test_compression_says_compression_ends_the_old_row_for_providers_and_f
     provider = ScriptedProvider("p")
     model = ScriptedModel(tokenizer=FakeTokenizer())
     cfg = config(model__context_window="100000", compression__flush="memory_only")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), provider=provider) as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
+    ) as s:
         for i in range(4):
             model.extend([say(f"answer {i} {LONG}")])
             await run_turn(s, f"question {i} {LONG}")
@@ -85,7 +86,7 @@ async def test_recall_for_the_next_turn_is_prefetched_in_the_background_after_th
     provider = ScriptedProvider("p", recall=lambda query: f"recalled for {query}")
     model = ScriptedModel([say("a"), say("b")])
     async with open_session(
-        config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider
+        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
     ) as s:
         first = await run_turn(s, "alpha question")
         await provider.entered("prefetch").wait()
@@ -106,7 +107,9 @@ async def test_recall_that_must_not_persist_never_reaches_state_db(home: Path) -
     provider = ScriptedProvider("p", recall="the user likes tea")
     model = ScriptedModel([say("tea it is"), say("and again")])
     cfg = config(recall__persist="false")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), provider=provider) as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
+    ) as s:
         await run_turn(s, "what do I like to drink?")
         sid = s.session_id
         await run_turn(s, "and now?")
@@ -144,7 +147,7 @@ async def test_a_replace_tells_providers_the_locating_substring_and_the_whole_pr
         ]
     )
     async with open_session(
-        config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider
+        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
     ) as s:
         await run_turn(s, "I deploy on Fridays")
         await run_turn(s, "actually Thursdays")
@@ -164,7 +167,7 @@ async def test_a_model_error_leaves_open_session_as_itself_not_as_an_exception_g
 
     async def two_turns() -> None:
         async with open_session(
-            config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider
+            config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
         ) as s:
             await run_turn(s, "hello there")
             await provider.entered("queue_prefetch").wait()
@@ -179,7 +182,7 @@ async def test_a_delegated_task_runs_as_a_subagent_and_the_parents_providers_hea
     provider = ScriptedProvider("p")
     model = ScriptedModel([say("the subagent's answer"), say("parent answer")])
     async with open_session(
-        config(), model=model, home=home, tokenizer=FakeTokenizer(), provider=provider
+        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
     ) as s:
         result = await s.delegate("summarize the deploy notes")
         await run_turn(s, "thanks")
@@ -212,7 +215,9 @@ async def test_a_warm_turn_waits_only_warm_wait_s_for_a_prefetch_still_running(h
     model = ScriptedModel([say("a"), say("b")])
     # A cold wait of 600 s would outlast the test's own timeout: only the warm bound lets turn 2 go on.
     cfg = config(recall__wait_s="600", recall__warm_wait_s="0")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), provider=provider) as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
+    ) as s:
         first = await run_turn(s, "alpha question")
         await run_turn(s, "beta question")
         gates[0].set()

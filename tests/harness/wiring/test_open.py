@@ -10,9 +10,9 @@ import anyio
 
 from harness.config import KeelConfig
 from harness.events import MemoryWritten, RecallAttached, Warning
-from harness.loop.open import SessionHandles, open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.trace import read_trace
+from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, SessionDB
 
 SKILL = """---
@@ -37,10 +37,7 @@ async def test_a_scripted_session_writes_memory_db_rows_and_a_trace(home: Path) 
             say("Hello again."),
         ]
     )
-    handles: list[SessionHandles] = []
-    async with open_session(
-        config(), model=model, home=home, tokenizer=FakeTokenizer(), handles=handles
-    ) as s:
+    async with open_session(config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         events = await run_turn(s, "Remember that I drink oolong.")
         await run_turn(s, "Hi!")
         sid = s.session_id
@@ -59,7 +56,7 @@ async def test_a_scripted_session_writes_memory_db_rows_and_a_trace(home: Path) 
     assert row is not None
     assert row.end_reason == "user_exit"
     assert [m.message.role for m in msgs] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
-    trace = handles[0].trace_path
+    trace = s.handles.trace_path
     assert trace is not None
     records = await _records(trace)
     assert len(records) == 3
@@ -76,7 +73,7 @@ async def test_fifty_turns_under_frozen_keep_the_prefix_byte_identical_and_appen
             )
         script.append(say(f"answer {turn}"))
     model = ScriptedModel(script)
-    async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         for turn in range(50):
             await run_turn(s, f"question {turn}")
     model.assert_complete()
@@ -100,7 +97,7 @@ async def test_under_live_the_system_prompt_changes_after_each_write(home: Path)
         script.append(say(f"answer {turn}"))
     model = ScriptedModel(script)
     cfg = config(memory__snapshot_policy="live")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         for turn in range(15):
             await run_turn(s, f"question {turn}")
     systems: list[str] = []
@@ -121,7 +118,7 @@ async def test_invalidate_on_write_rebuilds_after_own_writes_only(home: Path) ->
         ]
     )
     cfg = config(memory__snapshot_policy="invalidate_on_write")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "write something")
         # another process writes: not our invalidation, the prompt stays
         other = MemoryStore(home / "memories")
@@ -141,7 +138,7 @@ async def test_a_skill_created_mid_session_appears_only_in_the_next_sessions_pro
             say("ok again"),
         ]
     )
-    async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "Save how I brew tea as a skill.")
         await run_turn(s, "thanks")
         await run_turn(s, "and?")
@@ -150,7 +147,7 @@ async def test_a_skill_created_mid_session_appears_only_in_the_next_sessions_pro
     assert "brew-tea" not in current_prompt
     assert all("brew-tea" not in r.system for r in model.requests)
     nxt = ScriptedModel([say("hi")])
-    async with open_session(config(), model=nxt, home=home, tokenizer=FakeTokenizer()) as s2:
+    async with open_session(config(), SessionOptions(model=nxt, home=home, tokenizer=FakeTokenizer())) as s2:
         await run_turn(s2, "hello")
         assert "brew-tea — How the user likes their tea brewed." in s2.prompt.text
 
@@ -168,7 +165,7 @@ async def test_holographic_recall_arrives_fenced_in_the_user_message_and_the_pre
         ]
     )
     cfg = config(memory__provider="holographic")
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "Remember: I drink oolong tea every morning.")
         events = await run_turn(s, "Which tea do I drink in the morning?")
         await run_turn(s, "thanks")
@@ -189,7 +186,7 @@ async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchab
     cfg: KeelConfig = config(
         model__context_window="800", compression__protect_last_n="2", compression__enabled="false"
     )
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         model.extend([say(f"answer about the zanzibar kettle {long}")])
         await run_turn(s, f"tell me about the zanzibar kettle {long}")
         for i in range(3):
@@ -226,7 +223,7 @@ async def test_an_over_budget_memory_file_is_announced_with_the_first_turn(home:
         "\n§\n".join(f"note number {i}" for i in range(400)), encoding="utf-8"
     )
     model = ScriptedModel([say("hi")])
-    async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         events = await run_turn(s, "hello")
         prompt = s.prompt.text
     warnings = [e.message for e in events if isinstance(e, Warning)]

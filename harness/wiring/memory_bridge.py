@@ -122,9 +122,12 @@ def memory_tool(
     schema: JsonObject,
     *,
     manager: MemoryManager | None,
-    session_id: Callable[[], str],
 ) -> RawTool:
-    """The `memory` tool: the store's handler, plus events and provider notifications."""
+    """The `memory` tool: the store's handler, plus events and provider notifications.
+
+    A write is told to the providers against the manager's current session id (it follows
+    every switch: compression, a new conversation).
+    """
 
     async def run(arguments: str) -> ToolOutput:
         reply = await tool.handle(arguments)
@@ -141,7 +144,7 @@ def memory_tool(
                         content=c.content or "",
                         old_text=c.old_text,
                         previous_content=c.previous,
-                        session_id=session_id(),
+                        session_id=manager.session_id,
                     )
                 )
         return ToolOutput(reply.text, is_error=not reply.success, events=events)
@@ -155,7 +158,7 @@ class ManagerHooks:
     Recall follows the prefetch design: after turn N, in the background, the providers
     compute recall for turn N+1 from turn N's message; turn N+1 reads it, waiting at most
     `warm_wait_s` for a prefetch still running. Only a turn with no prefetch (the first, or
-    after a switch) starts one on the spot and waits up to the manager's `recall_wait_s`.
+    after a switch) starts one on the spot and waits up to the session's `wait_s`.
     """
 
     def __init__(self, manager: MemoryManager, background: TaskGroup, *, warm_wait_s: float = 1.0) -> None:
@@ -166,12 +169,12 @@ class ManagerHooks:
     async def on_turn_start(self, turn: int, message: str) -> None:
         await self.manager.on_turn_start(turn, message)
 
-    async def recall(self, *, turn: int, query: str) -> str:
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         warm = self.manager.has_round(turn)
         if not warm:
             self.manager.start_prefetch(self._tg, turn=turn, query=query)
         recalled = await self.manager.recall(
-            turn=turn, query=query, wait_s=self._warm_wait_s if warm else None
+            turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
         )
         return recalled.text
 

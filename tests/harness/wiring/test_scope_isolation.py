@@ -15,8 +15,8 @@ import pytest
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import Event, ToolResultReady
-from harness.loop.open import SessionHandles, open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.wiring import SessionOptions, open_session
 
 # Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own.
 Backend = dict[str, str]
@@ -80,7 +80,9 @@ async def alice_writes_everything(home: Path, cfg: KeelConfig) -> str:
             say(f"Noted, and the codename is {ALICE_TOKEN}."),
         ]
     )
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
         await run_turn(s, f"Remember my cat Mittens; our codename is {ALICE_TOKEN}.")
         return s.session_id
 
@@ -112,7 +114,9 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
             say("Nothing of hers here."),
         ]
     )
-    async with open_session(cfg, model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob") as s:
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
         events = await run_turn(s, "What do you know?")
         bob_prompt = s.prompt.text
     (
@@ -149,7 +153,9 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
 
     # alice, in a new session, finds all of it
     again = ScriptedModel([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
-    async with open_session(cfg, model=again, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
+    async with open_session(
+        cfg, SessionOptions(model=again, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
         events = await run_turn(s, "What was our codename?")
         prompt = s.prompt.text
     [mine] = results(events)
@@ -165,7 +171,9 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
         model__context_window="800", compression__protect_last_n="2", compression__enabled="false", **backend
     )
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
         model.extend([say(f"the {ALICE_TOKEN} answer {long}")])
         await run_turn(s, f"tell me about the {ALICE_TOKEN} {long}")
         for i in range(3):
@@ -188,7 +196,9 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
     bob = ScriptedModel(
         [call_tool("session_search", {"query": ALICE_TOKEN}), call_tool("session_search", {}), say("-")]
     )
-    async with open_session(cfg, model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob") as s:
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
         found, browse = results(await run_turn(s, "anything?"))
     assert found["count"] == 0 and browse["count"] == 0
 
@@ -204,19 +214,13 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backe
             say("sub done"),
         ]
     )
-    handles: list[SessionHandles] = []
     async with open_session(
         cfg,
-        model=model,
-        home=home,
-        tokenizer=FakeTokenizer(),
-        user_id="alice",
-        workspace="web",
-        handles=handles,
+        SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice", workspace="web"),
     ) as s:
         await run_turn(s, "hi")
         await s.delegate("note the build")
-    assert handles[0].principal.user_id == "alice"
+    assert s.handles.principal.user_id == "alice"
     async with cfg.sessions.open_store(home) as db:
         sessions = await db.list_sessions(10)
     assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
@@ -238,7 +242,9 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> N
             say("You drink oolong."),
         ]
     )
-    async with open_session(cfg, model=alice, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
+    async with open_session(
+        cfg, SessionOptions(model=alice, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
         await run_turn(s, "Remember: I drink oolong tea every morning.")
         await run_turn(s, "Which tea do I drink in the morning?")
     recalled = alice.requests[-1].messages[-1].api_content or ""
@@ -249,7 +255,9 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> N
     bob = ScriptedModel(
         [say("No idea."), call_tool("fact_store", {"action": "search", "query": "oolong tea"}), say("-")]
     )
-    async with open_session(cfg, model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob") as s:
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
         await run_turn(s, "Which tea do I drink in the morning?")
         events = await run_turn(s, "search the facts for tea")
     assert all(
@@ -262,17 +270,14 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> N
 
 
 async def test_traces_go_to_the_users_own_owner_only_directory(home: Path) -> None:
-    handles: list[SessionHandles] = []
     async with open_session(
         config(),
-        model=ScriptedModel([say("hi")]),
-        home=home,
-        tokenizer=FakeTokenizer(),
-        user_id="alice",
-        handles=handles,
+        SessionOptions(
+            model=ScriptedModel([say("hi")]), home=home, tokenizer=FakeTokenizer(), user_id="alice"
+        ),
     ) as s:
         await run_turn(s, "hello")
-    trace = handles[0].trace_path
+    trace = s.handles.trace_path
     assert trace is not None and trace.parent == home / "traces" / "users" / "alice"
     assert trace.exists()
     assert stat.S_IMODE(trace.stat().st_mode) == 0o600
@@ -299,7 +304,9 @@ async def test_a_shared_workspace_is_read_only_for_everyone_else(home: Path) -> 
             say("ok"),
         ]
     )
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice") as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
         events = await run_turn(s, "what does the team do?")
         prompt = s.prompt.text
     listed, view, patch, remove = results(events)
@@ -323,6 +330,8 @@ async def test_a_shared_workspace_is_read_only_for_everyone_else(home: Path) -> 
 
 async def test_open_session_refuses_an_unsafe_user_id_before_writing_anything(home: Path) -> None:
     with pytest.raises(ConfigError, match=r"user id '\.\./bob' is not a safe directory name"):
-        async with open_session(config(), model=ScriptedModel([]), home=home, user_id="../bob"):
+        async with open_session(
+            config(), SessionOptions(model=ScriptedModel([]), home=home, user_id="../bob")
+        ):
             pass
     assert await anyio.to_thread.run_sync(lambda: list(home.iterdir())) == []

@@ -1,4 +1,4 @@
-"""`harness.loop.scoped` and the `scope` config: which files a principal gets, from which keys."""
+"""`harness.wiring.scoped` and the `scope` config: which files a principal gets, from which keys."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from harness.config import load_config, resolve_principal
 from harness.errors import ConfigError
-from harness.loop.scoped import (
+from harness.testing import config
+from harness.wiring.scoped import (
     curated_store,
     session_user_ids,
     shared_memory_store,
@@ -16,7 +17,6 @@ from harness.loop.scoped import (
     skill_library,
     trace_dir,
 )
-from harness.testing import config
 
 
 def test_scope_ids_are_checked_when_the_config_loads(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.events import RecallAttached
-from harness.loop.open import open_session
 from harness.testing import FakeTokenizer, ScriptedModel, config, run_turn
 from harness.types import ModelRequest
+from harness.wiring import SessionOptions, open_session
 from memory.providers.semantic import semantic_db_path
 from tests.memory.providers.semantic.conftest import needs_embedder
 
@@ -32,7 +32,9 @@ async def test_a_fact_learned_after_a_turn_is_recalled_by_meaning_in_the_next_se
     cfg = config(memory__provider="semantic", memory__user_id="alice")
     trace = tmp_path / "first.jsonl"
     model = ScriptedModel([respond] * 4, tokenizer=FakeTokenizer())
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer(), trace_path=trace) as s:
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), trace_path=trace)
+    ) as s:
         await run_turn(s, "I always write my tests with pytest, never unittest.")
     # learning ran through the session's own model calls, traced with purpose "extract"
     purposes = [json.loads(line)["purpose"] for line in trace.read_text(encoding="utf-8").splitlines()]
@@ -40,7 +42,7 @@ async def test_a_fact_learned_after_a_turn_is_recalled_by_meaning_in_the_next_se
     assert semantic_db_path(home, "alice").is_file()
 
     model = ScriptedModel([respond] * 4, tokenizer=FakeTokenizer())
-    async with open_session(cfg, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         events = await run_turn(s, "what does the user use for testing?")
     assert any(isinstance(e, RecallAttached) for e in events)
     sent = model.requests[0].messages[-1].api_content or ""
@@ -50,7 +52,7 @@ async def test_a_fact_learned_after_a_turn_is_recalled_by_meaning_in_the_next_se
     # another user of the same home never sees it
     bob = config(memory__provider="semantic", memory__user_id="bob", memory__semantic__learn="false")
     model = ScriptedModel([respond] * 2, tokenizer=FakeTokenizer())
-    async with open_session(bob, model=model, home=home, tokenizer=FakeTokenizer()) as s:
+    async with open_session(bob, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "what does the user use for testing?")
     assert "pytest" not in (model.requests[0].messages[-1].api_content or "")
 
