@@ -84,7 +84,12 @@ class SessionHost:
         return self._estimator.full(self._system.text, (), self._tools.specs())
 
     def full_estimate(self) -> int:
-        return self._estimator.full(self._system.text, self._transcript.messages, self._tools.specs())
+        return self._estimator.full(
+            self._system.text,
+            self._transcript.messages,
+            self._tools.specs(),
+            version=self._transcript.version,
+        )
 
     def today(self) -> date:
         return self._today()
