@@ -21,7 +21,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +36,7 @@ from memory.errors import (
     SessionStoreError,
 )
 
-__all__ = ["LockRetryPolicy", "SqliteConnection", "Translate", "is_busy", "translate"]
+__all__ = ["LockRetryPolicy", "Outcome", "SqliteConnection", "Translate", "is_busy", "translate"]
 
 T = TypeVar("T")
 
@@ -45,6 +45,15 @@ Translate = Callable[[sqlite3.Error, Path], Exception]
 
 _BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One write of `SqliteConnection.write_each`: its value, or the error it alone raised."""
+
+    ok: bool
+    value: object
+    error: Exception | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +173,37 @@ class SqliteConnection:
             return result
 
         return self._with_retry(attempt)
+
+    def write_each(self, fns: Sequence[Callable[[sqlite3.Connection], object]]) -> list[Outcome]:
+        """Run independent writes in one transaction, each in its own savepoint.
+
+        One write's failure (a missing session, a constraint) rolls back that write only and
+        is its own outcome; the others commit together. A lock past every retry, or a failed
+        commit, raises for all of them (nothing was written).
+        """
+
+        def each(conn: sqlite3.Connection) -> list[Outcome]:
+            outcomes: list[Outcome] = []
+            for fn in fns:
+                conn.execute("SAVEPOINT keel_op")
+                try:
+                    value = fn(conn)
+                except sqlite3.Error as exc:
+                    if is_busy(exc):
+                        raise  # the whole transaction is retried
+                    conn.execute("ROLLBACK TO keel_op")
+                    error: Exception = self._translate(exc, self.path)
+                    error.__cause__ = exc
+                    outcomes.append(Outcome(ok=False, value=None, error=error))
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO keel_op")
+                    outcomes.append(Outcome(ok=False, value=None, error=exc))
+                else:
+                    outcomes.append(Outcome(ok=True, value=value, error=None))
+                conn.execute("RELEASE keel_op")
+            return outcomes
+
+        return self.write(each)
 
     def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` in one read transaction (a consistent snapshot), retried while locked."""

@@ -57,6 +57,7 @@ from memory.sessions._validate import (
     checked_message,
 )
 from memory.sessions.sqlite import _search, _sql
+from memory.sessions.sqlite._group import GroupCommit
 from memory.sessions.sqlite._schema import migrate, probe_features, reconcile_indexes
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
@@ -107,6 +108,7 @@ class SessionDB:
         self._features = features
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
+        self._group = GroupCommit(conn, self._run)
 
     @classmethod
     async def open(
@@ -146,6 +148,11 @@ class SessionDB:
     def location(self) -> str:
         """The database file, as text (the `SessionStore` protocol's name for where it lives)."""
         return str(self._conn.path)
+
+    @property
+    def write_batches(self) -> int:
+        """Write transactions run so far (concurrent writes share them: see `_group`)."""
+        return self._group.batches
 
     @property
     def features(self) -> IndexFeatures:
@@ -209,18 +216,16 @@ class SessionDB:
         if parent_session_id is not None:
             check_id(parent_session_id, "parent_session_id")
         check_user_id(user_id)
-        await self._run(
-            lambda: self._conn.write(
-                lambda c: _sql.create_session(
-                    c,
-                    session_id,
-                    source=utf8_safe(source),
-                    model=None if model is None else utf8_safe(model),
-                    parent_session_id=parent_session_id,
-                    title=None if title is None else utf8_safe(title),
-                    started_at=started_at,
-                    user_id=utf8_safe(user_id),
-                )
+        await self._group.write(
+            lambda c: _sql.create_session(
+                c,
+                session_id,
+                source=utf8_safe(source),
+                model=None if model is None else utf8_safe(model),
+                parent_session_id=parent_session_id,
+                title=None if title is None else utf8_safe(title),
+                started_at=started_at,
+                user_id=utf8_safe(user_id),
             )
         )
 
@@ -232,10 +237,8 @@ class SessionDB:
         """
         check_end_reason(reason)
         check_time(ended_at, "ended_at")
-        return await self._run(
-            lambda: self._conn.write(
-                lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
-            )
+        return await self._group.write(
+            lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
         )
 
     async def append_message(self, session_id: str, message: StoredMessage) -> int:
@@ -250,7 +253,7 @@ class SessionDB:
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); return their ids in order."""
         batch = tuple(checked_message(m) for m in messages)
-        return await self._run(lambda: self._conn.write(lambda c: _sql.append_messages(c, session_id, batch)))
+        return await self._group.write(lambda c: _sql.append_messages(c, session_id, batch))
 
     async def add_usage(
         self,
@@ -270,18 +273,16 @@ class SessionDB:
         values = {"input": input, "output": output, "cache_read": cache_read}
         values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
         check_usage(values)
-        await self._run(
-            lambda: self._conn.write(
-                lambda c: _sql.add_usage(
-                    c,
-                    session_id,
-                    input=input,
-                    output=output,
-                    cache_read=cache_read,
-                    cache_write=cache_write,
-                    reasoning=reasoning,
-                    api_calls=api_calls,
-                )
+        await self._group.write(
+            lambda c: _sql.add_usage(
+                c,
+                session_id,
+                input=input,
+                output=output,
+                cache_read=cache_read,
+                cache_write=cache_write,
+                reasoning=reasoning,
+                api_calls=api_calls,
             )
         )
 
@@ -298,17 +299,15 @@ class SessionDB:
         """Log a memory flush: what it saved, what was refused (JSON), the reply text."""
         check_flush_mode(mode)
         check_time(timestamp, "timestamp")
-        return await self._run(
-            lambda: self._conn.write(
-                lambda c: _sql.record_flush(
-                    c,
-                    session_id,
-                    timestamp=timestamp,
-                    mode=mode,
-                    saved=saved,
-                    refused=refused,
-                    reply=utf8_safe(reply),
-                )
+        return await self._group.write(
+            lambda c: _sql.record_flush(
+                c,
+                session_id,
+                timestamp=timestamp,
+                mode=mode,
+                saved=saved,
+                refused=refused,
+                reply=utf8_safe(reply),
             )
         )
 
