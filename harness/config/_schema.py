@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.config._mcp import McpConfig
 from harness.config._section import Section
 from harness.config._stores import SessionsConfig
 from memory import FlushMode, check_scope_id
@@ -266,6 +267,7 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
+    mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()
     """The user's Python functions as tools, by import path (`package.module:function`)."""
 

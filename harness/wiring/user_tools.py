@@ -1,22 +1,25 @@
-"""The user's own tools joining the registry: Python functions from the config and from code.
+"""The user's own tools joining the registry: Python functions and MCP servers.
 
-They are registered after keel's own tools, config entries first, then the functions
-passed to `open_session(tools=...)`, each in the order given (the order is part of the
-cached prefix). A name already taken is refused when the session opens.
+They are registered after keel's own tools: the config's `tools` entries, then the
+functions passed to `open_session(tools=...)`, then each `mcp.servers` entry's tools
+(`<server>__<tool>`, sorted by name), in that order (the order is part of the cached
+prefix). A name already taken is refused when the session opens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import anyio.to_thread
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.function_tools import ToolFunction, import_tool, python_tools
+from harness.mcp import McpToolSource, connect
 from harness.tools import Tool, ToolRegistry
 
-__all__ = ["add_tools", "user_tools"]
+__all__ = ["add_mcp_servers", "add_tools", "user_tools"]
 
 
 async def user_tools(config: KeelConfig, functions: Sequence[ToolFunction]) -> list[Tool]:
@@ -46,3 +49,24 @@ def add_tools(registry: ToolRegistry, tools: Sequence[Tool], *, source: str) -> 
                 f"(@harness.tool(name=...) for a Python function)"
             )
         registry.add(tool)
+
+
+async def add_mcp_servers(
+    stack: AsyncExitStack, registry: ToolRegistry, config: KeelConfig, *, environ: Mapping[str, str]
+) -> None:
+    """Connect every `mcp.servers` entry (in order; each closes with `stack`) and register its tools.
+
+    Raises:
+        ToolServerError: a server would not start or list its tools; those started before it
+            are stopped as `stack` unwinds, so nothing is left running.
+        ConfigError: a server's tool has the name of a tool already registered.
+    """
+    for server in config.mcp.servers:
+        connection = await stack.enter_async_context(
+            connect(server, environ=environ, max_output_chars=config.limits.tool_output_chars)
+        )
+        source = McpToolSource(connection)
+        try:
+            registry.add_source(source)
+        except ValueError as exc:
+            raise ConfigError(f"{exc}; rename the server (mcp.servers[].name) or your tool") from None
