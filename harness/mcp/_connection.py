@@ -244,12 +244,18 @@ async def _start(
     return connection
 
 
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for e in group.exceptions:
+        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return out
+
+
 def _start_error(config: McpServerConfig, exc: BaseException, stderr: TextIO | None) -> ToolServerError:
     if isinstance(exc, TimeoutError):
         what = f"it did not start and list its tools within {config.startup_timeout_s:g} s"
     elif isinstance(exc, BaseExceptionGroup):
-        leaves = exc.exceptions
-        what = "; ".join(f"{type(e).__name__}: {e}" for e in leaves[:3])
+        what = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc)[:3])
     else:
         what = f"{type(exc).__name__}: {exc}"
     where = config.url or " ".join([config.command or "", *config.args])
