@@ -218,12 +218,7 @@ async def test_a_missing_command_is_a_clear_error_and_nothing_is_left_running(ho
             SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
         ):
             pass
-    ps = subprocess.run(
-        ["pgrep", "-f", "harness.testing.project_server --faults$"], capture_output=True, text=True
-    )
-    assert (
-        str(home) not in ps.stdout
-    )  # (the started server is gone; a loose check: pids are not ours to name)
+    assert await anyio.to_thread.run_sync(_servers_started_by_us) == []  # the first server was stopped
 
 
 async def test_a_server_that_fails_at_start_names_itself_and_quotes_its_stderr(home: Path) -> None:
