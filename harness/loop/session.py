@@ -220,6 +220,7 @@ class Session:
 
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
+        retried_empty = False
         for iteration in range(1, limit + 1):
             await self.system.refresh()
             await self.compressor.maybe_compress(self._host, send.send)
@@ -234,8 +235,16 @@ class Session:
             )
             reply, usage = await self.calls.send(request, on_text=lambda t: send.send(TextDelta(t)))
             await send.send(usage)
-            await self._transcript.append(reply.message)
             calls = reply.message.tool_calls
+            if not calls and not reply.message.content.strip():
+                # An empty reply (small local models produce them) is asked again once, unrecorded.
+                if not retried_empty:
+                    retried_empty = True
+                    continue
+                await send.send(
+                    Warning("the model sent an empty reply twice; ask again, or rephrase the question")
+                )
+            await self._transcript.append(reply.message)
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:

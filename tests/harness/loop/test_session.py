@@ -261,3 +261,16 @@ async def test_injected_messages_are_persisted_sent_next_turn_and_refused_mid_tu
         "Ben: Lovely!",
         "And you?",
     ]
+
+
+async def test_an_empty_reply_is_asked_again_once_then_reported() -> None:
+    model = ScriptedModel([say(""), say("here it is")])
+    async with make_session(model) as session:
+        events = await run_turn(session, "what editor do I use?")
+        assert [m.content for m in session.transcript] == ["what editor do I use?", "here it is"]
+    assert len(model.requests) == 2
+    assert not any(isinstance(e, Warning) for e in events)
+    twice = ScriptedModel([say(""), say("")])
+    async with make_session(twice) as session:
+        events = await run_turn(session, "hello?")
+    assert any(isinstance(e, Warning) and "empty reply twice" in e.message for e in events)
