@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 from typing import Literal
 
-from harness.experiments.scenario import (
+from harness.experiments.scenarios.spec import (
     InitialMemory,
     MemoryWriteSpec,
     ProbeSpec,
