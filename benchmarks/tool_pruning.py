@@ -21,7 +21,7 @@ from harness.compress.plan import effective_threshold, plan_cut, stub_bulky_tool
 from harness.compress.summary import serialize_turns, summary_prompt
 from harness.config import load_config
 from harness.experiments.runner import run_scenario
-from harness.experiments.tool_session import tool_session
+from harness.experiments.scenarios.tool_session import tool_session
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.trace import read_trace
 from harness.types import Message, ToolCall

@@ -23,7 +23,7 @@ from harness.experiments.scenarios.spec import (
     ToolCallSpec,
     TurnSpec,
 )
-from harness.experiments.tool_session import tool_session
+from harness.experiments.scenarios.tool_session import tool_session
 
 __all__ = ["BUILTIN_SCENARIOS", "builtin_scenario", "synthetic_200"]
 

@@ -269,3 +269,19 @@ async def test_a_server_tool_that_clashes_with_a_python_tool_is_refused_at_open(
             ),
         ):
             pass
+
+
+async def test_a_tool_whose_schema_is_invalid_is_a_clear_error_at_open_with_nothing_running(
+    home: Path,
+) -> None:
+    def untyped(x) -> str:  # type: ignore[no-untyped-def]  # the bad input under test
+        """No annotation on x."""
+        return str(x)
+
+    with pytest.raises(ConfigError, match=r"'untyped'.*no type annotation"):
+        async with open_session(
+            _with_servers(_stdio()),
+            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer(), tools=(untyped,)),
+        ):
+            pass
+    assert await anyio.to_thread.run_sync(_servers_started_by_us) == []

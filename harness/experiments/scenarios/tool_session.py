@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.experiments.scenario import InitialMemory, ReplySpec, Scenario, ToolCallSpec, TurnSpec
+from harness.experiments.scenarios.spec import InitialMemory, ReplySpec, Scenario, ToolCallSpec, TurnSpec
 from harness.testing.project_server import PROJECT
 
 __all__ = ["tool_session"]
