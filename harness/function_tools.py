@@ -43,7 +43,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
 from harness.errors import ConfigError
-from harness.tools import ArgumentsError, ToolOutput, error_json, parse_arguments
+from harness.tools import (
+    ArgumentsError,
+    ToolOutput,
+    describe_validation,
+    error_json,
+    model_schema,
+    parse_arguments,
+)
 from harness.types import JsonObject, ToolSpec
 
 __all__ = ["PythonTool", "ToolFunction", "cap_text", "import_tool", "python_tool", "python_tools", "tool"]
@@ -130,18 +137,11 @@ def _arguments_model(fn: ToolFunction, name: str) -> type[BaseModel]:
 
 def _schema(model: type[BaseModel], name: str) -> JsonObject:
     try:
-        schema = model.model_json_schema()
+        return model_schema(model)
     except PydanticUserError as exc:
         raise ConfigError(
             f"tool {name!r}: a parameter type has no JSON schema ({exc}); use plain types"
         ) from exc
-    schema.pop("title", None)
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for prop in props.values():
-            if isinstance(prop, dict):
-                prop.pop("title", None)
-    return schema
 
 
 def _as_text(value: object) -> str:
@@ -155,12 +155,6 @@ def _as_text(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
-
-
-def _problems(exc: ValidationError) -> str:
-    return "invalid arguments — " + "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
-    )
 
 
 class PythonTool:
@@ -193,7 +187,7 @@ class PythonTool:
         except ArgumentsError as exc:
             return ToolOutput(error_json(str(exc)), True)
         except ValidationError as exc:
-            return ToolOutput(error_json(_problems(exc)), True)
+            return ToolOutput(error_json(describe_validation(exc)), True)
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
         value: object = None
         with anyio.move_on_after(self.timeout_s) as scope:

@@ -36,7 +36,9 @@ __all__ = [
     "ToolOutput",
     "ToolRegistry",
     "ToolSource",
+    "describe_validation",
     "error_json",
+    "model_schema",
     "parse_arguments",
 ]
 
@@ -134,7 +136,8 @@ def parse_arguments(text: str) -> JsonValue:
     return parsed
 
 
-def _schema_of(model: type[BaseModel]) -> JsonObject:
+def model_schema(model: type[BaseModel]) -> JsonObject:
+    """A pydantic model's JSON schema as a tool's `parameters` (titles dropped: the model does not need them)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     props = schema.get("properties")
@@ -145,7 +148,8 @@ def _schema_of(model: type[BaseModel]) -> JsonObject:
     return schema
 
 
-def _format_validation(exc: ValidationError) -> str:
+def describe_validation(exc: ValidationError) -> str:
+    """A validation error as one line the model can act on."""
     problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
@@ -163,7 +167,7 @@ class FunctionTool(Generic[M]):
         args_model: type[M],
         fn: Callable[[M], Awaitable[str | ToolOutput]],
     ) -> None:
-        self._spec = ToolSpec(name=name, description=description, parameters=_schema_of(args_model))
+        self._spec = ToolSpec(name=name, description=description, parameters=model_schema(args_model))
         self._model = args_model
         self._fn = fn
 
@@ -179,7 +183,7 @@ class FunctionTool(Generic[M]):
         try:
             args = self._model.model_validate(raw)
         except ValidationError as exc:
-            return ToolOutput(error_json(_format_validation(exc)), True)
+            return ToolOutput(error_json(describe_validation(exc)), True)
         out = await self._fn(args)
         return out if isinstance(out, ToolOutput) else ToolOutput(out)
 
