@@ -10,6 +10,7 @@
 # `experiments/` scenarios run under several configurations, and `keel demo`
 # `cli/`         the `keel` command
 # `testing/`     test doubles shipped with the library
+# `mcp/` MCP servers as tool sources; `function_tools.py` Python functions as tools;
 # `errors.py` (the KeelError tree), `events.py`
 # (what a turn streams), `types.py` (wire types), `tokens.py` (tokenizers), `tools.py`
 # (the tool registry), `trace.py` (request traces).
@@ -29,6 +30,7 @@ from harness.errors import (
     RetryableModelError,
     ScriptExhaustedError,
     SessionError,
+    ToolServerError,
 )
 from harness.events import (
     EVENT_ADAPTER,
@@ -47,6 +49,7 @@ from harness.events import (
     UsageReported,
     Warning,
 )
+from harness.function_tools import tool
 from harness.loop import Session
 from harness.loop.settings import SessionSettings
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
@@ -99,6 +102,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "ToolResultReady",
+    "ToolServerError",
     "ToolSpec",
     "TurnEnded",
     "Usage",
@@ -107,4 +111,5 @@ __all__ = [
     "load_config",
     "load_tiktoken",
     "open_session",
+    "tool",
 ]

@@ -4,6 +4,7 @@
     ├── ConfigError              the operator: a bad config file, key or environment value
     ├── LocalModelError          the operator: the embedded model is missing or would not start
     ├── CommandError             the CLI user: a `keel` command was asked for something it cannot do
+    ├── ToolServerError          the operator: an MCP server would not start or list its tools
     ├── MeterError               the cache meter cannot run as asked (a missing package, a bad template)
     │   └── MeterInputError      a trace file is missing or a line is not a request; names the line
     ├── ModelError               a model call failed
@@ -42,6 +43,7 @@ __all__ = [
     "RetryableModelError",
     "ScriptExhaustedError",
     "SessionError",
+    "ToolServerError",
 ]
 
 
@@ -55,6 +57,14 @@ class ConfigError(KeelError):
 
 class LocalModelError(KeelError):
     """The embedded local model is not installed or did not start."""
+
+
+class ToolServerError(KeelError):
+    """An MCP server named in the config would not start, initialize or list its tools.
+
+    The message names the server and quotes the tail of its stderr. Once a session is open,
+    a server that fails is no longer an exception: its calls become tool errors.
+    """
 
 
 class CommandError(KeelError):

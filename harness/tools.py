@@ -35,7 +35,10 @@ __all__ = [
     "Tool",
     "ToolOutput",
     "ToolRegistry",
+    "ToolSource",
+    "describe_validation",
     "error_json",
+    "model_schema",
     "parse_arguments",
 ]
 
@@ -133,7 +136,8 @@ def parse_arguments(text: str) -> JsonValue:
     return parsed
 
 
-def _schema_of(model: type[BaseModel]) -> JsonObject:
+def model_schema(model: type[BaseModel]) -> JsonObject:
+    """A pydantic model's JSON schema as a tool's `parameters` (titles dropped: the model does not need them)."""
     schema = model.model_json_schema()
     schema.pop("title", None)
     props = schema.get("properties")
@@ -144,7 +148,8 @@ def _schema_of(model: type[BaseModel]) -> JsonObject:
     return schema
 
 
-def _format_validation(exc: ValidationError) -> str:
+def describe_validation(exc: ValidationError) -> str:
+    """A validation error as one line the model can act on."""
     problems = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
@@ -162,7 +167,7 @@ class FunctionTool(Generic[M]):
         args_model: type[M],
         fn: Callable[[M], Awaitable[str | ToolOutput]],
     ) -> None:
-        self._spec = ToolSpec(name=name, description=description, parameters=_schema_of(args_model))
+        self._spec = ToolSpec(name=name, description=description, parameters=model_schema(args_model))
         self._model = args_model
         self._fn = fn
 
@@ -178,7 +183,7 @@ class FunctionTool(Generic[M]):
         try:
             args = self._model.model_validate(raw)
         except ValidationError as exc:
-            return ToolOutput(error_json(_format_validation(exc)), True)
+            return ToolOutput(error_json(describe_validation(exc)), True)
         out = await self._fn(args)
         return out if isinstance(out, ToolOutput) else ToolOutput(out)
 
@@ -198,11 +203,37 @@ class RawTool:
         return await self._fn(arguments)
 
 
+class ToolSource(Protocol):
+    """A group of tools that may change between prompt rebuilds (an MCP server)."""
+
+    @property
+    def name(self) -> str:
+        """Where the tools come from, for messages (`MCP server 'files'`)."""
+        ...
+
+    def tools(self) -> Sequence[Tool]: ...
+
+    async def refreshed(self) -> Sequence[Tool] | None:
+        """The new tools if they changed since the last call, else None."""
+        ...
+
+
+@dataclass(eq=False)
+class _Group:
+    source: ToolSource
+    tools: list[Tool]
+
+
 class ToolRegistry:
-    """Named tools in registration order (the order is part of the cached prefix)."""
+    """Named tools in registration order (the order is part of the cached prefix).
+
+    A `ToolSource` joins as a group that keeps its place; its tools change only in
+    `refresh`, which the session runs when it rebuilds the system prompt — never between.
+    """
 
     def __init__(self, *, timeout_s: float = 60.0) -> None:
         self._tools: dict[str, Tool] = {}
+        self._slots: list[Tool | _Group] = []
         self.timeout_s = timeout_s
 
     def add(self, tool: Tool) -> None:
@@ -210,6 +241,51 @@ class ToolRegistry:
         if name in self._tools:
             raise ValueError(f"a tool named {name!r} is already registered")
         self._tools[name] = tool
+        self._slots.append(tool)
+
+    def add_source(self, source: ToolSource) -> None:
+        """Register a source's tools as one group (a name already taken is a `ValueError`)."""
+        tools = list(source.tools())
+        self._check(tools, source, replacing=())
+        self._slots.append(_Group(source, tools))
+        self._tools.update((t.spec.name, t) for t in tools)
+
+    def _check(self, tools: Sequence[Tool], source: ToolSource, *, replacing: Sequence[Tool]) -> None:
+        ours = {t.spec.name for t in replacing}
+        seen: set[str] = set()
+        for t in tools:
+            name = t.spec.name
+            if (name in self._tools and name not in ours) or name in seen:
+                raise ValueError(f"tool {name!r} of {source.name} has the name of a tool already registered")
+            seen.add(name)
+
+    async def refresh(self) -> list[str]:
+        """Apply the sources' changed tool lists; returns a note per source that changed.
+
+        A source whose new list would clash with another tool keeps its old list.
+        """
+        notes: list[str] = []
+        for slot in self._slots:
+            if not isinstance(slot, _Group):
+                continue
+            new = await slot.source.refreshed()
+            if new is None:
+                continue
+            try:
+                self._check(new, slot.source, replacing=slot.tools)
+            except ValueError as exc:
+                notes.append(f"{exc}; its old tools are kept")
+                continue
+            notes.append(f"{slot.source.name}: the tool list changed ({len(slot.tools)} → {len(new)} tools)")
+            slot.tools = list(new)
+        tools: dict[str, Tool] = {}
+        for slot in self._slots:
+            if isinstance(slot, _Group):
+                tools.update((t.spec.name, t) for t in slot.tools)
+            else:
+                tools[slot.spec.name] = slot
+        self._tools = tools
+        return notes
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

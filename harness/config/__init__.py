@@ -1,5 +1,5 @@
 # The one validated configuration model, and how it is loaded.
-# `_schema.py` (the sections and `KeelConfig`), `_stores.py` (the session store a config opens,
+# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_stores.py` (the session store a config opens,
 # and the principal a session runs for), `_loader.py` (`load_config`: the bounded YAML reader
 # and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
 # Library code receives a `KeelConfig`; it never reads files or the environment itself.
@@ -13,6 +13,7 @@ result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documen
 """
 
 from harness.config._loader import MAX_CONFIG_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES, load_config
+from harness.config._mcp import McpConfig, McpServerConfig
 from harness.config._schema import (
     DEFAULT_LOCAL_MODEL,
     AgentConfig,
@@ -47,6 +48,8 @@ __all__ = [
     "KeelConfig",
     "LimitsConfig",
     "LocalModelName",
+    "McpConfig",
+    "McpServerConfig",
     "MemoryConfig",
     "ModelConfig",
     "PriceConfig",

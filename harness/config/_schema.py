@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.config._mcp import McpConfig
 from harness.config._section import Section
 from harness.config._stores import SessionsConfig
 from memory import FlushMode, check_scope_id
@@ -92,6 +93,7 @@ class AgentConfig(Section):
 class LimitsConfig(Section):
     max_iterations: int = Field(12, ge=1, le=1000)
     tool_timeout_s: float = Field(60.0, gt=0)
+    tool_output_chars: int = Field(20_000, ge=200)
 
 
 class PromptConfig(Section):
@@ -265,6 +267,18 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
+    mcp: McpConfig = McpConfig()
+    tools: tuple[str, ...] = ()
+    """The user's Python functions as tools, by import path (`package.module:function`)."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            module, _, attr = item.partition(":")
+            if not module or not attr.isidentifier():
+                raise ValueError(f"{item!r} is not an import path; write 'package.module:function'")
+        return value
 
     def resolved_home(self, environ: Mapping[str, str] | None = None) -> Path:
         """The keel home: config `home`, else `$KEEL_HOME`, else `~/.keel`."""

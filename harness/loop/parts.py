@@ -61,18 +61,20 @@ def call_path(
     trace: Callable[[str], TraceWriter | None] = lambda _session_id: None,
     new_id: Callable[[], str] = new_session_id,
     warnings: WarningSink | None = None,
+    tools: ToolRegistry | None = None,
 ) -> CallPath:
     """Build the core in order: warnings, transcript, prompt state, model calls.
 
     Args:
         trace: the trace writer for the first session id (None: no trace).
         warnings: a sink that already holds warnings (default: a new one).
+        tools: the registry whose tool sources are refreshed at each prompt rebuild.
     """
     sink = WarningSink() if warnings is None else warnings
     transcript = Transcript(
         recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message, warn=sink
     )
-    system = PromptState(assembler, memory)
+    system = PromptState(assembler, memory, tools=tools, warn=sink)
     calls = ModelCalls(
         model=model,
         summary_model=summary_model,

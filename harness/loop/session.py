@@ -29,9 +29,11 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
+from harness.loop._unparsed import unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
-from harness.types import Message, ModelRequest
+from harness.tools import error_json
+from harness.types import Message, ModelRequest, ToolCall, ToolResult
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
@@ -218,8 +220,21 @@ class Session:
             await send.send(RecallAttached(chars=len(recalled)))
         return api_content
 
+    async def _refuse_unparsed(self, why: str, iteration: int, send: MemoryObjectSendStream[Event]) -> None:
+        """Record the unreadable reply as a refused call, so the model hears why and tries again."""
+        call = ToolCall(f"unparsed-{self.turn}-{iteration}", "unparsed_call", "{}")
+        await self._transcript.append(Message("assistant", "", tool_calls=(call,)))
+        text = error_json(
+            f"your reply could not be read as an answer or a tool call ({why}); call tools only through "
+            "the tool-call format, with JSON arguments, or answer in plain text"
+        )
+        result = ToolResult(call.id, call.name, text, True)
+        await self._transcript.append(result.to_message())
+        await send.send(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
+
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
+        retried_empty = False
         for iteration in range(1, limit + 1):
             await self.system.refresh()
             await self.compressor.maybe_compress(self._host, send.send)
@@ -234,8 +249,20 @@ class Session:
             )
             reply, usage = await self.calls.send(request, on_text=lambda t: send.send(TextDelta(t)))
             await send.send(usage)
-            await self._transcript.append(reply.message)
             calls = reply.message.tool_calls
+            if not calls and not reply.message.content.strip():
+                # An empty reply (small local models produce them) is asked again once, unrecorded.
+                if not retried_empty:
+                    retried_empty = True
+                    continue
+                await send.send(
+                    Warning("the model sent an empty reply twice; ask again, or rephrase the question")
+                )
+            refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
+            if refused is not None and iteration < limit:
+                await self._refuse_unparsed(refused, iteration, send)
+                continue
+            await self._transcript.append(reply.message)
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:

@@ -66,9 +66,18 @@ class PromptAssembler:
 class PromptState:
     """The current frozen prefix, and the memory blocks it was built from."""
 
-    def __init__(self, assembler: PromptAssembler, memory: MemoryPort | None) -> None:
+    def __init__(
+        self,
+        assembler: PromptAssembler,
+        memory: MemoryPort | None,
+        *,
+        tools: ToolRegistry | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self._assembler = assembler
         self._memory = memory
+        self._tools = tools
+        self._warn = warn
         self._blocks = MemoryBlocks("", "")
         self.prompt = SystemPrompt("", ())
 
@@ -89,6 +98,12 @@ class PromptState:
         """
         if self._memory is not None and reload_memory:
             await self._memory.load()
+        if self._tools is not None:
+            # Tool sources (MCP servers) that announced a new tool list take it now, with the
+            # rest of the prefix; between rebuilds the tools stay as they were.
+            for note in await self._tools.refresh():
+                if self._warn is not None:
+                    self._warn(note)
         await self._assembler.refresh_static()
         self._blocks = await self._blocks_now()
         self.prompt = await self._assembler.build(self._blocks)

@@ -28,7 +28,7 @@ The order is the specification (each step closes with the stack, in reverse):
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -39,6 +39,7 @@ import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
+from harness.function_tools import ToolFunction
 from harness.loop._groups import single_error
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
@@ -53,6 +54,7 @@ from harness.wiring.builtin_tools import add_builtin_tools
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
 from memory.skills import SkillLibrary
 
@@ -69,20 +71,24 @@ class OpenedSession(Session):
 
 @asynccontextmanager
 async def open_session(
-    config: KeelConfig, options: SessionOptions | None = None
+    config: KeelConfig, options: SessionOptions | None = None, *, tools: Sequence[ToolFunction] = ()
 ) -> AsyncIterator[OpenedSession]:
     """Open a session as the config describes; close everything on exit.
 
     Args:
         config: the validated configuration.
         options: what to use instead of the configured parts (see `SessionOptions`).
+        tools: Python functions the agent may call (added to `options.tools`).
 
     Raises:
         ConfigError, LocalModelError: the configuration or the embedded model is unusable.
         ModelError, SessionError: raised from the block as themselves, never as a group.
     """
     with single_error():
-        async with _open(config, options or SessionOptions()) as session:
+        opts = options or SessionOptions()
+        if tools:
+            opts = replace(opts, tools=(*opts.tools, *tools))
+        async with _open(config, opts) as session:
             yield session
 
 
@@ -150,8 +156,9 @@ async def _build(
     """Steps 2–5 of the module docstring; the caller adds the task group and the session."""
     model, summary_model = opts.model, None
     if model is None:
-        env = os.environ if opts.environ is None else opts.environ
-        model, summary_model = await steps.open_models(stack, config, home=where.home, env=env, warn=warnings)
+        model, summary_model = await steps.open_models(
+            stack, config, home=where.home, env=env_of(opts), warn=warnings
+        )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     db = opts.session_store
     if db is None:
@@ -172,6 +179,7 @@ async def _build(
             config, where.home, where.principal, opts.trace_path, session_id
         ),
         warnings=warnings,
+        tools=registry,
     )
     context = ProviderContext(
         session_id=path.transcript.session_id,
@@ -195,6 +203,8 @@ async def _build(
         transcript=path.transcript,
         principal=where.principal,
     )
+    add_tools(registry, await user_tools(config, opts.tools), source="your tools")
+    await add_mcp_servers(stack, registry, config, environ=env_of(opts))
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
         settings=SessionSettings.from_config(config),
@@ -251,9 +261,13 @@ def _spawner(
     return spawn
 
 
+def env_of(opts: SessionOptions) -> Mapping[str, str]:
+    return os.environ if opts.environ is None else opts.environ
+
+
 @asynccontextmanager
 async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[OpenedSession]:
-    env = os.environ if opts.environ is None else opts.environ
+    env = env_of(opts)
     # First, so an unsafe id is refused before anything is created on disk.
     principal = resolve_principal(config, user_id=opts.user_id, workspace=opts.workspace)
     home = (opts.home or config.resolved_home(env)).expanduser()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from harness.function_tools import ToolFunction
 from harness.models.base import ModelClient
 from harness.tokens import Tokenizer
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
@@ -45,6 +46,8 @@ class SessionOptions:
         session_store: an open session store to record into and search, shared by many
             sessions of one process (a server); the caller opens and closes it. Default: the
             session opens the configured store itself.
+        tools: the user's Python functions, registered after keel's tools and the config's
+            (see `harness.function_tools`).
     """
 
     model: ModelClient | None = None
@@ -60,6 +63,7 @@ class SessionOptions:
     user_id: str | None = None
     workspace: str | None = None
     session_store: SessionStore | None = None
+    tools: tuple[ToolFunction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

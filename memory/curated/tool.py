@@ -235,6 +235,10 @@ class MemoryTool:
             if not args.operations:
                 raise _BadArguments("'operations' is empty; list at least one {action, content, old_text}.")
             return tuple(_to_op(op, n) for n, op in enumerate(args.operations, start=1)), True
+        if args.action is None and args.content and not args.old_text:
+            # Intent is unambiguous (small models often leave `action` out): new text and
+            # nothing to locate is an add.
+            return (_to_op(_OpArgs(action="add", content=args.content), None),), False
         if args.action is None:
             raise _BadArguments(
                 "Say what to do: set 'action' to 'add', 'replace' or 'remove' (with content / old_text), "

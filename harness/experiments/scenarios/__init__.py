@@ -16,6 +16,7 @@ from harness.experiments.scenarios.spec import (
     load_scenario,
     parse_scenario,
 )
+from harness.experiments.scenarios.tool_session import tool_session
 
 __all__ = [
     "BUILTIN_SCENARIOS",
@@ -33,5 +34,6 @@ __all__ = [
     "resolve_scenario",
     "scenario_from_locomo",
     "synthetic_200",
+    "tool_session",
     "truncate_scenario",
 ]

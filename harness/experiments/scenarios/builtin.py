@@ -11,6 +11,7 @@ itself, so only the compression flush can. Out-of-band memory writes happen now 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Literal
 
 from harness.experiments.scenarios.spec import (
@@ -22,6 +23,7 @@ from harness.experiments.scenarios.spec import (
     ToolCallSpec,
     TurnSpec,
 )
+from harness.experiments.scenarios.tool_session import tool_session
 
 __all__ = ["BUILTIN_SCENARIOS", "builtin_scenario", "synthetic_200"]
 
@@ -187,7 +189,10 @@ def synthetic_200(*, turns: int = 200, seed: int = 7, compress_at: int = 170) ->
     )
 
 
-BUILTIN_SCENARIOS = {"synthetic-200": synthetic_200}
+BUILTIN_SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "synthetic-200": synthetic_200,
+    "tool-session": tool_session,
+}
 
 
 def builtin_scenario(name: str) -> Scenario | None:

@@ -261,3 +261,32 @@ async def test_injected_messages_are_persisted_sent_next_turn_and_refused_mid_tu
         "Ben: Lovely!",
         "And you?",
     ]
+
+
+async def test_an_empty_reply_is_asked_again_once_then_reported() -> None:
+    model = ScriptedModel([say(""), say("here it is")])
+    async with make_session(model) as session:
+        events = await run_turn(session, "what editor do I use?")
+        assert [m.content for m in session.transcript] == ["what editor do I use?", "here it is"]
+    assert len(model.requests) == 2
+    assert not any(isinstance(e, Warning) for e in events)
+    twice = ScriptedModel([say(""), say("")])
+    async with make_session(twice) as session:
+        events = await run_turn(session, "hello?")
+    assert any(isinstance(e, Warning) and "empty reply twice" in e.message for e in events)
+
+
+async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -> None:
+    leaked = '{"name": "memory", "arguments": {"target": "user", "content": "x"}}'
+    model = ScriptedModel([say(leaked), say("<|im_start|>assistant"), say("Noted.")])
+    async with make_session(model, memory=FakeMemory()) as session:
+        events = await run_turn(session, "I use neovim")
+        transcript = session.transcript
+    ended = [e for e in events if isinstance(e, TurnEnded)][-1]
+    assert ended.final_text == "Noted."
+    refused = [e for e in events if isinstance(e, ToolResultReady)]
+    assert len(refused) == 2 and all(r.is_error for r in refused)
+    assert "written as text" in refused[0].content and "template markup" in refused[1].content
+    assert not any(leaked in m.content or "<|im_start|>" in m.content for m in transcript)
+    # the model heard why: its next request carried the refusal
+    assert "could not be read" in model.requests[1].messages[-1].content

@@ -305,3 +305,14 @@ def test_arbitrary_arguments_never_raise_and_always_get_a_json_reply(
         assert isinstance(payload["error"], str)
         assert payload["error"]
         assert reply.committed == ()
+
+
+async def test_content_without_action_or_old_text_is_an_add(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "memories")
+    await store.load()
+    reply = await MemoryTool(store).handle('{"target": "user", "content": "User edits with neovim"}')
+    assert reply.success
+    assert [c.kind for c in reply.committed] == ["add"]
+    assert "User edits with neovim" in (tmp_path / "memories" / "USER.md").read_text(encoding="utf-8")
+    ambiguous = await MemoryTool(store).handle('{"target": "user", "content": "x", "old_text": "neovim"}')
+    assert not ambiguous.success and "set 'action'" in ambiguous.text

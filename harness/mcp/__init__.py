@@ -1,0 +1,9 @@
+# MCP servers as tool sources, behind one wall: the rest of keel sees `McpToolSource`s
+# (tools plus a re-list at prompt rebuilds) and never the SDK. `_connection.py` (one server:
+# start, initialize, list, call, stop; failures after the start become tool errors),
+# `_tools.py` (a server's tools as `<server>__<tool>` registry tools), `_results.py` (a call
+# result as text: images as placeholders, structured content as JSON, capped).
+from harness.mcp._connection import McpConnection, connect
+from harness.mcp._tools import McpToolSource, tool_name
+
+__all__ = ["McpConnection", "McpToolSource", "connect", "tool_name"]
