@@ -87,6 +87,8 @@ class Access:
     """Longest shared prefix whose nodes were all used at or after `expire_before`."""
     alive_source: int | None
     path: list[Node]
+    used: float | None = None
+    """When the whole matched prefix was last used (trace time), before this access."""
 
     def locate(self, depth: int) -> Node | None:
         """The path node whose edge holds prefix length `depth` (None for depth 0)."""
@@ -185,6 +187,7 @@ class RadixTree:
         alive = 0
         alive_source: int | None = None
         fresh = True
+        used: float | None = None
         path: list[Node] = []
         while depth < n:
             b = ITEM * depth
@@ -203,6 +206,7 @@ class RadixTree:
                 alive = m
                 alive_source = child.req
             source = child.req
+            used = child.time
             if m < child.end:
                 upper = self._split(child, m)
                 path.append(upper)
@@ -232,7 +236,7 @@ class RadixTree:
             p.time = now
         if path and not path[-1].children:
             self._push(path[-1])
-        return Access(matched, source, alive, alive_source, path)
+        return Access(matched, source, alive, alive_source, path, used if matched else None)
 
     def evict(self, budget: int) -> int:
         """Drop least-recently-stamped leaf tokens until at most `budget` remain.
