@@ -10,7 +10,10 @@ __all__ = ["replica_table"]
 
 
 def _money(value: float | None) -> str:
-    return "—" if value is None else f"${value:,.4f}"
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 and round(value, 4) != 0 else ""
+    return f"{sign}${abs(value):,.4f}"
 
 
 def replica_table(report: ReplicaReport) -> Table:

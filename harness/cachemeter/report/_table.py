@@ -13,7 +13,10 @@ __all__ = ["report_tables"]
 
 
 def _money(value: float | None) -> str:
-    return "—" if value is None else f"${value:,.4f}"
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 and round(value, 4) != 0 else ""
+    return f"{sign}${abs(value):,.4f}"
 
 
 def _top(t: SimTotals) -> str:

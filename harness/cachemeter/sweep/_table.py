@@ -20,7 +20,10 @@ _AS_GIVEN = {
 
 
 def _money(value: float | None) -> str:
-    return "—" if value is None else f"${value:,.4f}"
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 and round(value, 4) != 0 else ""
+    return f"{sign}${abs(value):,.4f}"
 
 
 def _row(label: str, c: TtlCell) -> list[str]:
