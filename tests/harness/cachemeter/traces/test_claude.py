@@ -55,7 +55,7 @@ def test_the_report_puts_the_reported_usage_beside_the_simulation_and_keeps_the_
     assert report.notices[: len(notes)] == tuple(notes)
     # the 451 s idle gap is past Anthropic's 5 minutes: the simulation loses it too
     assert report.requests[2].gap is not None and report.requests[2].gap > 300
-    assert report.requests[2].sims["anthropic"].reason.kind in ("ttl_expired", "below_minimum")
+    assert report.requests[2].sims["anthropic"].reason.kind == "ttl_expired"
 
 
 def test_a_transcript_of_only_bad_lines_reads_as_no_requests(tmp_path: Path) -> None:
