@@ -20,7 +20,7 @@ from harness.cachemeter.attribution import attribute
 from harness.cachemeter.render import Renderer
 from harness.cachemeter.replicas._fleet import FLEET_SIMS, FleetSimulator
 from harness.cachemeter.replicas._router import ROUTING_POLICIES, RoutingPolicy
-from harness.cachemeter.report._cost import Pricer
+from harness.cachemeter.report._cost import Pricer, add_cost
 from harness.cachemeter.report._measure import billed_ttl
 from harness.cachemeter.report._stream import Stream, normalized
 from harness.cachemeter.sim import SimName, SimSettings
@@ -121,10 +121,6 @@ class _Run:
         self.routes: list[RequestRoute] = []
 
 
-def _add(a: float | None, b: float | None) -> float | None:
-    return a if b is None else b if a is None else a + b
-
-
 def replica_sweep(
     requests: Iterable[MeterRequest | TraceRecord],
     renderer: Renderer,
@@ -176,7 +172,7 @@ def replica_sweep(
             run.routes.append(RequestRoute(run.fleet.server, step.reusable, reason.label, reason.lost))
             run.prompt += n
             run.reusable += step.reusable
-            run.cost = _add(
+            run.cost = add_cost(
                 run.cost,
                 pricer.cost(
                     entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=ttl
@@ -188,7 +184,7 @@ def replica_sweep(
                 lost = pricer.lost(
                     entry, prompt=n, reusable=step.reusable, write=step.write, lost=reason.lost, ttl=ttl
                 )
-                run.routed_cost = _add(run.routed_cost, lost)
+                run.routed_cost = add_cost(run.routed_cost, lost)
         if progress is not None:
             progress(i + 1)
     cells = tuple(

@@ -5,15 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from harness.cachemeter.replicas._run import ReplicaReport
+from harness.cachemeter.report._table import money
 
 __all__ = ["replica_table"]
-
-
-def _money(value: float | None) -> str:
-    if value is None:
-        return "—"
-    sign = "-" if value < 0 and round(value, 4) != 0 else ""
-    return f"{sign}${abs(value):,.4f}"
 
 
 def replica_table(report: ReplicaReport) -> Table:
@@ -39,7 +33,7 @@ def replica_table(report: ReplicaReport) -> Table:
             for name in report.simulators:
                 c = report.cell(policy, size, name)
                 routed = f"{c.routed_requests:,} ({c.routed_lost:,} tok"
-                routed += ")" if c.routed_cost is None else f", {_money(c.routed_cost)})"
-                cells += [f"{c.hit_ratio:.1%}", _money(c.cost), routed, f"{c.warm_ratio:.0%}"]
+                routed += ")" if c.routed_cost is None else f", {money(c.routed_cost)})"
+                cells += [f"{c.hit_ratio:.1%}", money(c.cost), routed, f"{c.warm_ratio:.0%}"]
             table.add_row("single server" if size == 1 else policy, str(size), *cells)
     return table

@@ -8,7 +8,14 @@ from typing import Literal
 from harness.cachemeter._errors import MeterError
 from harness.config import PriceConfig
 
-__all__ = ["Pricer", "pick_price", "request_cost"]
+__all__ = ["Pricer", "add_cost", "pick_price", "request_cost"]
+
+
+def add_cost(a: float | None, b: float | None) -> float | None:
+    """A running dollar sum: None until a priced value comes, unpriced values skipped."""
+    if b is None:
+        return a
+    return b if a is None else a + b
 
 
 def pick_price(

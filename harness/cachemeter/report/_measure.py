@@ -20,7 +20,7 @@ import anyio.to_thread
 from harness.cachemeter._request import MeterRequest
 from harness.cachemeter.attribution import attribute
 from harness.cachemeter.render import Renderer
-from harness.cachemeter.report._cost import Pricer
+from harness.cachemeter.report._cost import Pricer, add_cost
 from harness.cachemeter.report._phases import phase_report
 from harness.cachemeter.report._report import MeterReport
 from harness.cachemeter.report._results import (
@@ -45,12 +45,6 @@ def billed_ttl(request_ttl: Literal["5m", "1h"] | None, settings: SimSettings) -
     if settings.anthropic_ttl_s is None:
         return request_ttl
     return "1h" if settings.anthropic_ttl_s > 300 else "5m"
-
-
-def _add(a: float | None, b: float | None) -> float | None:
-    if b is None:
-        return a
-    return b if a is None else a + b
 
 
 class _Meter:
@@ -203,10 +197,10 @@ class _Totals:
             s = r.sims[name]
             seen = reasons.get(s.reason.label, ReasonTotals())
             reasons[s.reason.label] = ReasonTotals(
-                seen.requests + 1, seen.lost + s.reason.lost, _add(seen.cost, s.lost_cost)
+                seen.requests + 1, seen.lost + s.reason.lost, add_cost(seen.cost, s.lost_cost)
             )
-            cost = _add(cost, s.cost)
-            write_cost = _add(write_cost, s.write_cost)
+            cost = add_cost(cost, s.cost)
+            write_cost = add_cost(write_cost, s.write_cost)
         return SimTotals(
             requests=len(self.rows),
             prompt_tokens=sum(r.prompt_tokens for r in self.rows),
@@ -227,7 +221,7 @@ class _Totals:
             for name in self.names:
                 c: float | None = None
                 for r in group:
-                    c = _add(c, self.cost_of(r, name))
+                    c = add_cost(c, self.cost_of(r, name))
                 cost[name] = c
             out[purpose] = PurposeTotals(
                 requests=len(group),
@@ -252,7 +246,7 @@ class _Totals:
     def uncached(self) -> float | None:
         total: float | None = None
         for r in self.rows:
-            total = _add(total, self.cost_of(r, None))
+            total = add_cost(total, self.cost_of(r, None))
         return total
 
 

@@ -9,10 +9,11 @@ from rich.text import Text
 from harness.cachemeter.report._report import MeterReport
 from harness.cachemeter.report._results import RequestResult, SimTotals
 
-__all__ = ["report_tables"]
+__all__ = ["money", "report_tables"]
 
 
-def _money(value: float | None) -> str:
+def money(value: float | None) -> str:
+    """Dollars to four places; — when unpriced."""
     if value is None:
         return "—"
     sign = "-" if value < 0 and round(value, 4) != 0 else ""
@@ -25,8 +26,8 @@ def _top(t: SimTotals) -> str:
     if not losses:
         return ""
     label, r = max(losses, key=lambda kv: (kv[1].cost or 0.0, kv[1].lost))
-    money = "" if r.cost is None else f", {_money(r.cost)}"
-    return f"{label} ({r.lost:,} tok{money}, {r.requests}×)"
+    dollars = "" if r.cost is None else f", {money(r.cost)}"
+    return f"{label} ({r.lost:,} tok{dollars}, {r.requests}×)"
 
 
 def _totals(report: MeterReport) -> Table:
@@ -50,7 +51,7 @@ def _totals(report: MeterReport) -> Table:
             share,
             f"{t.reusable:,} / {prompt:,}",
             f"{t.write:,}",
-            _money(t.cost),
+            money(t.cost),
             _top(t),
         )
     if report.reported is not None:
@@ -67,7 +68,7 @@ def _totals(report: MeterReport) -> Table:
         )
     if report.uncached_cost is not None:
         note = f" ({report.unpriced_requests} unpriced)" if report.unpriced_requests else ""
-        table.caption = f"{table.caption}\nwithout any cache: {_money(report.uncached_cost)}{note}"
+        table.caption = f"{table.caption}\nwithout any cache: {money(report.uncached_cost)}{note}"
     return table
 
 
@@ -91,7 +92,7 @@ def _reason_costs(report: MeterReport) -> Table | None:
         cells = []
         for name in report.simulators:
             got = report.totals[name].reasons.get(label)
-            cells.append("" if got is None else f"{_money(got.cost)} ({got.requests}×)")
+            cells.append("" if got is None else f"{money(got.cost)} ({got.requests}×)")
         table.add_row(label, *cells)
     return table
 

@@ -28,7 +28,7 @@ from pydantic import JsonValue
 from harness.cachemeter._errors import MeterError
 from harness.cachemeter._request import MeterRequest
 from harness.cachemeter.render import Renderer
-from harness.cachemeter.report._cost import Pricer
+from harness.cachemeter.report._cost import Pricer, add_cost
 from harness.cachemeter.report._measure import billed_ttl
 from harness.cachemeter.report._stream import Prepared, Stream, normalized
 from harness.cachemeter.sim import SimName, SimSettings, SimStep, Simulator, make_simulator
@@ -173,10 +173,6 @@ class _Cell:
         self.idle_cost: float | None = None
         self.ping_cost: float | None = None
 
-    @staticmethod
-    def _add(a: float | None, b: float | None) -> float | None:
-        return a if b is None else b if a is None else a + b
-
     def add(
         self,
         p: Prepared,
@@ -192,17 +188,17 @@ class _Cell:
         self.prompt += n
         self.reusable += step.reusable
         self.write += step.write
-        self.cost = self._add(
+        self.cost = add_cost(
             self.cost,
             pricer.cost(entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=billed),
         )
-        self.write_cost = self._add(self.write_cost, pricer.write_cost(entry, write=step.write, ttl=billed))
+        self.write_cost = add_cost(self.write_cost, pricer.write_cost(entry, write=step.write, ttl=billed))
         lost = step.potential - step.reusable
         if step.loss != "ttl_expired" or lost <= 0:
             return
         self.idle_requests += 1
         self.idle_lost += lost
-        self.idle_cost = self._add(
+        self.idle_cost = add_cost(
             self.idle_cost,
             pricer.lost(entry, prompt=n, reusable=step.reusable, write=step.write, lost=lost, ttl=billed),
         )
@@ -213,7 +209,7 @@ class _Cell:
         one = pricer.cost(
             entry, prompt=step.potential, reusable=step.potential, write=0, output=1, ttl=billed
         )
-        self.ping_cost = self._add(self.ping_cost, None if one is None else pings * one)
+        self.ping_cost = add_cost(self.ping_cost, None if one is None else pings * one)
 
     def freeze(self) -> TtlCell:
         return TtlCell(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.table import Table
 
+from harness.cachemeter.report._table import money
 from harness.cachemeter.sweep._sweep import TtlCell, TtlSweep, format_ttl
 
 __all__ = ["sweep_tables"]
@@ -19,25 +20,18 @@ _AS_GIVEN = {
 }
 
 
-def _money(value: float | None) -> str:
-    if value is None:
-        return "—"
-    sign = "-" if value < 0 and round(value, 4) != 0 else ""
-    return f"{sign}${abs(value):,.4f}"
-
-
 def _row(label: str, c: TtlCell) -> list[str]:
     return [
         label,
         f"{c.hit_ratio:.1%}",
         f"{c.write_ratio:.1%}",
-        _money(c.cost),
+        money(c.cost),
         f"{c.idle_requests:,}",
         f"{c.idle_lost:,}",
-        _money(c.idle_cost),
+        money(c.idle_cost),
         f"{c.keepalive_pings:,}",
-        _money(c.keepalive_cost),
-        _money(c.keepalive_net),
+        money(c.keepalive_cost),
+        money(c.keepalive_net),
     ]
 
 

@@ -30,7 +30,7 @@ from harness.cachemeter._request import (
 )
 from harness.types import JsonObject, Purpose
 
-__all__ = ["content_text", "dumps", "request_from_chat", "timestamp_of", "usage_of"]
+__all__ = ["content_text", "dumps", "request_from_chat", "scalar", "timestamp_of", "usage_of"]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES: dict[str, Role] = {
@@ -129,6 +129,11 @@ def _tool(raw: dict[str, JsonValue]) -> MeterTool:
         str(source.get("description", "")),
         params if isinstance(params, dict) else {"value": params},
     )
+
+
+def scalar(value: JsonValue) -> float | str | None:
+    """A JSON value that can be a timestamp (a number or a string), else None."""
+    return value if isinstance(value, float | int | str) and not isinstance(value, bool) else None
 
 
 def timestamp_of(value: float | str | None) -> float | None:

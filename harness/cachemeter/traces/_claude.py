@@ -39,7 +39,7 @@ from typing import Literal
 from pydantic import JsonValue
 
 from harness.cachemeter._request import MeterMessage, MeterRequest
-from harness.cachemeter.traces._chat import content_text, timestamp_of, usage_of
+from harness.cachemeter.traces._chat import content_text, scalar, timestamp_of, usage_of
 from harness.cachemeter.traces._lines import log_lines
 from harness.types import JsonObject
 
@@ -152,7 +152,7 @@ def read_claude_code(path: Path, notes: list[str]) -> Iterator[MeterRequest]:
         if sid is not None and obj.get("isSidechain") is True:
             sid += "/sidechain"
         try:
-            when = timestamp_of(_scalar(obj.get("timestamp")))
+            when = timestamp_of(scalar(obj.get("timestamp")))
         except ValueError as exc:
             notes.append(f"{path}:{lineno}: timestamp ignored: {exc}")
             when = None
@@ -169,10 +169,6 @@ def read_claude_code(path: Path, notes: list[str]) -> Iterator[MeterRequest]:
         )
     if synthetic:
         notes.append(f"{path}: {synthetic} synthetic assistant line(s) (API errors) are not requests")
-
-
-def _scalar(value: JsonValue) -> float | str | None:
-    return value if isinstance(value, float | int | str) and not isinstance(value, bool) else None
 
 
 def _ttl(usage: JsonValue) -> Literal["1h"] | None:

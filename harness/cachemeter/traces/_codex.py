@@ -35,7 +35,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from harness.cachemeter._request import MeterMessage, MeterRequest, MeterToolCall, ReportedUsage
-from harness.cachemeter.traces._chat import dumps, timestamp_of
+from harness.cachemeter.traces._chat import dumps, scalar, timestamp_of
 from harness.cachemeter.traces._lines import log_lines
 from harness.types import JsonObject
 
@@ -180,7 +180,7 @@ def read_codex(path: Path, notes: list[str]) -> Iterator[MeterRequest]:
                 continue  # no usage (rate limits only), or a repeated snapshot
             last_total = found[1]
             try:
-                when = timestamp_of(_scalar(obj.get("timestamp")))
+                when = timestamp_of(scalar(obj.get("timestamp")))
             except ValueError as exc:
                 notes.append(f"{path}:{lineno}: timestamp ignored: {exc}")
                 when = None
@@ -195,7 +195,3 @@ def read_codex(path: Path, notes: list[str]) -> Iterator[MeterRequest]:
                 usage=found[0],
             )
             outputs_from = len(items)
-
-
-def _scalar(value: JsonValue) -> float | str | None:
-    return value if isinstance(value, float | int | str) and not isinstance(value, bool) else None
