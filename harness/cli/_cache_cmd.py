@@ -247,38 +247,8 @@ def _report(args: argparse.Namespace) -> int:
     return anyio.run(_run, args, cfg, sims)
 
 
-def register(sub: Subparsers) -> None:
-    p = sub.add_parser("cache", help="measure prompt-cache reuse in request traces")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
-    r = verbs.add_parser(
-        "report",
-        help="simulate prefix caches over a trace and say why each miss happened",
-        description="Render every request of TRACE (a keel trace or OpenAI-style chat JSONL) to tokens, "
-        "simulate prefix caches, and attribute each miss.",
-    )
-    r.add_argument(
-        "trace",
-        type=Path,
-        nargs="+",
-        metavar="TRACE",
-        help="JSONL trace file(s): keel, chat JSONL, Claude Code transcript, Codex rollout; several are "
-        "interleaved by time",
-    )
-    r.add_argument("--sim", default="all", help="simulators, comma-separated, or 'all' (default)")
-    r.add_argument(
-        "--renderer", choices=get_args(RendererName), default="canonical", help="default: canonical"
-    )
-    r.add_argument(
-        "--template", type=Path, metavar="PATH", help="Jinja chat template file for --renderer jinja"
-    )
-    r.add_argument("--gguf", type=Path, metavar="PATH", help="GGUF for --tokenizer gguf / the jinja template")
-    r.add_argument(
-        "--tokenizer",
-        default="cl100k",
-        metavar="NAME|PATH",
-        help="cl100k (default, offline), chars, gguf, or a Hugging Face tokenizer.json / tokenizer "
-        "directory (its chat template serves --renderer jinja); nothing is downloaded",
-    )
+def _add_sim_args(r: argparse.ArgumentParser) -> None:
+    """The simulators' knobs, the sweeps, and the outputs of `keel cache report`."""
     r.add_argument("--block-size", type=int, default=16, help="vLLM block size (default 16)")
     r.add_argument(
         "--vllm-blocks", type=int, metavar="N", help="vLLM pool size in blocks (default: unlimited)"
@@ -341,5 +311,40 @@ def register(sub: Subparsers) -> None:
         "--price", metavar="MODEL", help="price-table entry for every request (default: match model)"
     )
     r.add_argument("--rows", type=int, default=40, metavar="N", help="per-request rows to print (default 40)")
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("cache", help="measure prompt-cache reuse in request traces")
+    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    r = verbs.add_parser(
+        "report",
+        help="simulate prefix caches over a trace and say why each miss happened",
+        description="Render every request of TRACE (a keel trace or OpenAI-style chat JSONL) to tokens, "
+        "simulate prefix caches, and attribute each miss.",
+    )
+    r.add_argument(
+        "trace",
+        type=Path,
+        nargs="+",
+        metavar="TRACE",
+        help="JSONL trace file(s): keel, chat JSONL, Claude Code transcript, Codex rollout; several are "
+        "interleaved by time",
+    )
+    r.add_argument("--sim", default="all", help="simulators, comma-separated, or 'all' (default)")
+    r.add_argument(
+        "--renderer", choices=get_args(RendererName), default="canonical", help="default: canonical"
+    )
+    r.add_argument(
+        "--template", type=Path, metavar="PATH", help="Jinja chat template file for --renderer jinja"
+    )
+    r.add_argument("--gguf", type=Path, metavar="PATH", help="GGUF for --tokenizer gguf / the jinja template")
+    r.add_argument(
+        "--tokenizer",
+        default="cl100k",
+        metavar="NAME|PATH",
+        help="cl100k (default, offline), chars, gguf, or a Hugging Face tokenizer.json / tokenizer "
+        "directory (its chat template serves --renderer jinja); nothing is downloaded",
+    )
+    _add_sim_args(r)
     r.set_defaults(handler=_report)
     add_lint_verb(verbs)

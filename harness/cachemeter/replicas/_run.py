@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import JsonValue
 
@@ -22,7 +23,7 @@ from harness.cachemeter.replicas._fleet import FLEET_SIMS, FleetSimulator
 from harness.cachemeter.replicas._router import ROUTING_POLICIES, RoutingPolicy
 from harness.cachemeter.report._cost import Pricer, add_cost
 from harness.cachemeter.report._measure import billed_ttl
-from harness.cachemeter.report._stream import Stream, normalized
+from harness.cachemeter.report._stream import Prepared, Stream, normalized
 from harness.cachemeter.sim import SimName, SimSettings
 from harness.config import PriceConfig
 from harness.trace import TraceRecord
@@ -120,6 +121,29 @@ class _Run:
         self.routed_cost: float | None = None
         self.routes: list[RequestRoute] = []
 
+    def feed(
+        self, p: Prepared, pricer: Pricer, entry: str | None, ttl: Literal["5m", "1h"] | None, output: int
+    ) -> None:
+        """Send one request to the fleet and add up what it found."""
+        n = p.rendered.n_tokens
+        step = self.fleet.feed(p.sim)
+        reason = attribute(p.content, step, n=n, shared=p.match.prefix)
+        assert self.fleet.server is not None
+        self.routes.append(RequestRoute(self.fleet.server, step.reusable, reason.label, reason.lost))
+        self.prompt += n
+        self.reusable += step.reusable
+        self.cost = add_cost(
+            self.cost,
+            pricer.cost(entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=ttl),
+        )
+        if reason.kind == "routed_away":
+            self.routed += 1
+            self.routed_lost += reason.lost
+            lost = pricer.lost(
+                entry, prompt=n, reusable=step.reusable, write=step.write, lost=reason.lost, ttl=ttl
+            )
+            self.routed_cost = add_cost(self.routed_cost, lost)
+
 
 def replica_sweep(
     requests: Iterable[MeterRequest | TraceRecord],
@@ -163,28 +187,9 @@ def replica_sweep(
         p = stream.prepare(i, req)
         entry = pricer.pick(req.model)
         ttl = billed_ttl(req.cache_ttl, cfg)
-        n = p.rendered.n_tokens
         output = req.usage.output if req.usage is not None else 0
         for run in runs.values():
-            step = run.fleet.feed(p.sim)
-            reason = attribute(p.content, step, n=n, shared=p.match.prefix)
-            assert run.fleet.server is not None
-            run.routes.append(RequestRoute(run.fleet.server, step.reusable, reason.label, reason.lost))
-            run.prompt += n
-            run.reusable += step.reusable
-            run.cost = add_cost(
-                run.cost,
-                pricer.cost(
-                    entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=ttl
-                ),
-            )
-            if reason.kind == "routed_away":
-                run.routed += 1
-                run.routed_lost += reason.lost
-                lost = pricer.lost(
-                    entry, prompt=n, reusable=step.reusable, write=step.write, lost=reason.lost, ttl=ttl
-                )
-                run.routed_cost = add_cost(run.routed_cost, lost)
+            run.feed(p, pricer, entry, ttl, output)
         if progress is not None:
             progress(i + 1)
     cells = tuple(
