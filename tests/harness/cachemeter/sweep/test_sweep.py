@@ -63,9 +63,10 @@ def test_keep_alive_cost_and_savings_are_priced_exactly() -> None:
     assert cell.idle_requests == 2
     # each idle miss lost its whole shared prefix: processed at $3/M instead of read at $0.30/M
     assert cell.idle_cost == pytest.approx(cell.idle_lost * 0.9 * 3 / 1e6)
-    assert cell.keepalive_cost is not None and cell.keepalive_cost > 0
+    assert cell.idle_cost is not None and cell.keepalive_cost is not None and cell.keepalive_cost > 0
     assert cell.keepalive_net == pytest.approx(cell.idle_cost - cell.keepalive_cost)
-    assert cell.keepalive_net > 0  # two pings of the prefix are cheaper than two full prefills
+    # two pings of the prefix are cheaper than two full prefills
+    assert cell.keepalive_net is not None and cell.keepalive_net > 0
 
 
 def test_anthropic_one_hour_writes_are_billed_at_the_one_hour_price() -> None:
