@@ -35,6 +35,18 @@ def _row(label: str, c: TtlCell) -> list[str]:
     ]
 
 
+def _one_hour(sweep: TtlSweep) -> str:
+    """What every Anthropic entry at the 1-hour TTL would have cost against the trace as sent."""
+    if 3600.0 not in sweep.ttls:
+        return ""
+    hour = sweep.rows["anthropic"][sweep.ttls.index(3600.0)].cost
+    sent = sweep.as_given["anthropic"].cost
+    if hour is None or sent is None:
+        return ""
+    verb = "saves" if hour <= sent else "costs"
+    return f"\nthe 1-hour TTL on every entry: {money(hour)} instead of {money(sent)} ({verb} {money(abs(sent - hour))})"
+
+
 def sweep_tables(sweep: TtlSweep) -> list[RenderableType]:
     """One table per simulator: the trace as it was, then each timeout of the sweep."""
     out: list[RenderableType] = []
@@ -49,6 +61,7 @@ def sweep_tables(sweep: TtlSweep) -> list[RenderableType]:
                 "; Anthropic sells 5 m and 1 h, other timeouts are what-ifs (writes billed at the "
                 "5 m price up to 5 m, the 1 h price above)"
             )
+            caption += _one_hour(sweep)
         table = Table(
             title=f"{name}: hit ratio and cost against the cache timeout",
             title_justify="left",

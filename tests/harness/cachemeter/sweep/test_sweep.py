@@ -92,3 +92,25 @@ def test_timeouts_parse_with_units_and_print_back() -> None:
 def test_a_sweep_without_a_clocked_simulator_is_refused() -> None:
     with pytest.raises(MeterError, match="needs a simulator with a clock"):
         ttl_sweep(_trace(), CanonicalRenderer(CharTokenizer()), simulators=("ideal",))
+
+
+def test_the_anthropic_table_says_what_the_one_hour_ttl_would_have_cost() -> None:
+    from rich.console import Console
+
+    from harness.cachemeter.sweep import sweep_tables
+
+    sweep = ttl_sweep(
+        _trace(),
+        CanonicalRenderer(CharTokenizer()),
+        ttls=(60, 3600),
+        simulators=("anthropic",),
+        prices=PRICES,
+    )
+    console = Console(width=300, record=True)
+    for table in sweep_tables(sweep):
+        console.print(table)
+    text = console.export_text()
+    hour, sent = sweep.rows["anthropic"][1].cost, sweep.as_given["anthropic"].cost
+    assert hour is not None and sent is not None
+    verb = "saves" if hour <= sent else "costs"
+    assert f"the 1-hour TTL on every entry: ${hour:,.4f} instead of ${sent:,.4f} ({verb}" in text
