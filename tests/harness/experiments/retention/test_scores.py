@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.experiments.retention_scores import (
+from harness.experiments.retention.scores import (
     answer_f1,
     answer_tokens,
     normalize_answer,

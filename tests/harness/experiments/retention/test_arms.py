@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.experiments.retention import (
+from harness.experiments.retention.arms import (
     RETENTION_ARMS,
     RetentionOptions,
     RetentionResult,
     arm_overrides,
     run_retention,
 )
-from harness.experiments.retention_report import arm_figures, retention_json
-from harness.experiments.retention_script import Question, RetentionReplay, ScriptLine
+from harness.experiments.retention.report import arm_figures, retention_json
+from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
 from harness.testing import ScriptedModel, call_tool, config, respond, say
 from harness.trace import TraceRecord, read_trace

@@ -1,6 +1,6 @@
 """`keel eval retention`: does the flush keep what matters? Arms side by side, one run.
 
-Each arm replays the same conversation in a fresh keel home (`retention_run.py`), compresses
+Each arm replays the same conversation in a fresh keel home (`run.py`), compresses
 once for real, and answers the questions whose evidence the compression removed:
 
     off                    no flush: only the summary (and the kept tail) remain
@@ -11,10 +11,10 @@ once for real, and answers the questions whose evidence the compression removed:
     ceiling                no compression: the whole replayed conversation in context
     floor                  no history at all
 
-Scores (`retention_scores.py`): *answer retained* — token recall of the gold answer in
+Scores (`scores.py`): *answer retained* — token recall of the gold answer in
 what the model sees after compression (memory snapshot, summary, kept messages), and where
 it survived; *answer F1* — LoCoMo's own rules, category 5 by its "not mentioned" rule.
-Costs (`retention_costs.py`) come from each arm's trace through the cache meter.
+Costs (`costs.py`) come from each arm's trace through the cache meter.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pydantic import JsonValue
 
 from harness.cachemeter import SimName, load_meter_tokenizer
 from harness.config import KeelConfig
-from harness.experiments.retention_costs import CompressionCosts, compression_costs
-from harness.experiments.retention_run import ArmRun, ReplayPlan, run_arm
-from harness.experiments.retention_scores import (
+from harness.experiments.retention.costs import CompressionCosts, compression_costs
+from harness.experiments.retention.run import ArmRun, ReplayPlan, run_arm
+from harness.experiments.retention.scores import (
     ADVERSARIAL,
     RETENTION_SOURCES,
     Retention,
@@ -40,9 +40,9 @@ from harness.experiments.retention_scores import (
     answer_f1,
     retained,
 )
-from harness.experiments.retention_script import Question, RetentionReplay
+from harness.experiments.retention.script import Question, RetentionReplay
+from harness.experiments.retention.shared_replies import SharedReplies
 from harness.experiments.runner import apply_overrides
-from harness.experiments.shared_replies import SharedReplies
 from harness.models.base import ModelClient
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from harness.experiments.scenario import (
+from harness.experiments.scenarios.spec import (
     InitialMemory,
     MemoryWriteSpec,
     ProbeSpec,

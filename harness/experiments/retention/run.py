@@ -37,7 +37,7 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, UsageReported
 from harness.experiments.demo import CompressionRun, compression_runs
-from harness.experiments.retention_script import Question, RetentionReplay, ScriptLine, question_prompt
+from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine, question_prompt
 from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.base import ModelClient

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Literal
 
 from harness.errors import ConfigError
-from harness.experiments.builtin import BUILTIN_SCENARIOS, builtin_scenario
 from harness.experiments.locomo import LocomoConversation, load_locomo, pick_conversation
-from harness.experiments.scenario import Scenario, load_scenario
+from harness.experiments.scenarios.builtin import BUILTIN_SCENARIOS, builtin_scenario
+from harness.experiments.scenarios.spec import Scenario, load_scenario
 from prompts import load_text
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.experiments.shared_replies import SharedReplies
+from harness.experiments.retention.shared_replies import SharedReplies
 from harness.models.base import ModelTextDelta, ReplyDone
 from harness.testing import ScriptedModel, say
 from harness.types import Message, ModelRequest

@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.experiments.locomo import load_locomo
-from harness.experiments.retention_script import load_replay, question_prompt, replay_locomo
+from harness.experiments.retention.script import load_replay, question_prompt, replay_locomo
 
 SAMPLE = [
     {

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from itertools import count
 
-from harness.experiments.scenario import ReplySpec, Scenario
+from harness.experiments.scenarios.spec import ReplySpec, Scenario
 from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
 from harness.types import Message, ModelReply, ModelRequest, ToolCall
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from harness.experiments.locomo import LOCOMO_CATEGORIES
-from harness.experiments.retention import RetentionArm, RetentionResult, where_counts
+from harness.experiments.retention.arms import RetentionArm, RetentionResult, where_counts
 
 __all__ = ["ArmFigures", "arm_figures", "retention_json"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from harness.errors import ConfigError
-from harness.experiments.builtin import BUILTIN_SCENARIOS, builtin_scenario
-from harness.experiments.scenario import ProbeSpec, ReplySpec, Scenario, TurnSpec, load_scenario
+from harness.experiments.scenarios.builtin import BUILTIN_SCENARIOS, builtin_scenario
+from harness.experiments.scenarios.spec import ProbeSpec, ReplySpec, Scenario, TurnSpec, load_scenario
 
 __all__ = ["resolve_scenario", "scenario_from_locomo", "truncate_scenario"]
 
