@@ -1,6 +1,6 @@
 """How fast the cache simulators are on a long synthetic trace, and that they scale linearly.
 
-    PYTHONPATH=. python benchmarks/meter_scale.py [--requests N] [--budgets]
+    PYTHONPATH=. python benchmarks/meter_scale.py [--requests N] [--budgets] [--idle S]
 
 The trace is synthetic token ids (tokenization is skipped: simulators work on ids): several
 interleaved agent sessions that grow by appending turns (user message, tool call, tool
@@ -8,6 +8,9 @@ result), with occasional memory-slot rewrites in the system prompt, and compress
 session passes ~10.5k tokens — a flush request with a different tool list, a summary request,
 then the middle rewritten into a summary. Requests average about 8,000 tokens.
 
+Every simulator runs with its clock on, as `keel cache report` runs them: the trace's
+timestamps drive OpenAI's idle TTL and Anthropic's 5-minute entries, and the local servers drop
+an entry unused for `--idle` seconds (default 600; 0 turns the servers' timeout off).
 Each simulator runs once over the trace of N requests and three times (median) over one of
 N/10; the script prints seconds per simulator, the totals, and the ratio (linear growth ≈ 10).
 `--budgets` also times vLLM with a block pool and SGLang with a token budget (block-by-block
@@ -127,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=10_000)
     parser.add_argument("--budgets", action="store_true", help="also time the LRU-budget variants")
+    parser.add_argument("--idle", type=float, default=600.0, help="servers' idle timeout in s (0: none)")
     args = parser.parse_args()
     big = args.requests
     small = max(1, big // 10)
@@ -139,12 +143,18 @@ def main() -> None:
             f"trace {size:,} requests: {tokens:,} tokens, {tokens / size:,.0f} avg per request "
             f"(generated in {time.perf_counter() - t0:.1f}s)"
         )
-    default = SimSettings()
+    idle = args.idle if args.idle > 0 else None
+    default = SimSettings(server_idle_s=idle)
+    print(f"servers' idle timeout: {'none' if idle is None else f'{idle:g} s'}")
     variants: list[tuple[str, SimName, SimSettings]] = [(n, n, default) for n in SIM_NAMES]
     if args.budgets:
         variants += [
-            ("vllm(budget 20k blocks)", "vllm", SimSettings(vllm_budget_blocks=20_000)),
-            ("sglang(budget 320k tok)", "sglang", SimSettings(sglang_budget_tokens=320_000)),
+            ("vllm(budget 20k blocks)", "vllm", SimSettings(vllm_budget_blocks=20_000, server_idle_s=idle)),
+            (
+                "sglang(budget 320k tok)",
+                "sglang",
+                SimSettings(sglang_budget_tokens=320_000, server_idle_s=idle),
+            ),
         ]
     totals = {small: 0.0, big: 0.0}
     print(f"{'simulator':<26}{f'{small:,} req (s)':>14}{f'{big:,} req (s)':>15}{'ratio':>8}{'hit ratio':>11}")

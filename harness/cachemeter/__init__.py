@@ -1,12 +1,15 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
 # the rest was lost (design.md §7). Layout, one folder per family:
-#   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL) into `MeterRequest`s (`_request`)
+#   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL, Claude Code transcripts, Codex
+#             rollouts) into `MeterRequest`s (`_request`); several traces interleaved by time
 #   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja`, `_gguf`,
 #             `_hf` for a model's own chat template and tokenizer, `_factory` by name)
 #   sim/      the cache simulators, over a token radix tree
 #   attribution  the reason of each miss
-#   report/   runs everything over a trace (`measure`), owns the JSON schema, per phase, tables
-#   plot      the PNG
+#   report/   runs everything over a trace (`measure`), owns the JSON schema, per phase, costs, tables
+#   sweep/    the same trace at several cache timeouts: hit ratio, cost, idle misses, keep-alive
+#   replicas/ N servers behind a router (round_robin, session, prefix): what each policy costs
+#   plot      the PNGs
 #   lint/     the habits behind the misses, at the text level
 #   contract  both as a test assertion
 # The CLI is harness/cli/_cache_cmd.py and harness/cli/_cache_lint.py.
@@ -49,7 +52,15 @@ from harness.cachemeter.lint import (
     Occurrence,
     lint,
 )
-from harness.cachemeter.plot import PlotData, PlotMark, PlotSeries, plot_data, plot_report
+from harness.cachemeter.plot import (
+    PlotData,
+    PlotMark,
+    PlotSeries,
+    plot_data,
+    plot_replicas,
+    plot_report,
+    plot_ttl_sweep,
+)
 from harness.cachemeter.render import (
     CanonicalRenderer,
     ChatMLRenderer,
@@ -59,6 +70,15 @@ from harness.cachemeter.render import (
     Segment,
     SegmentKind,
     TokenMemo,
+)
+from harness.cachemeter.replicas import (
+    ROUTING_POLICIES,
+    FleetCell,
+    FleetSimulator,
+    ReplicaReport,
+    RoutingPolicy,
+    replica_sweep,
+    replica_table,
 )
 from harness.cachemeter.report import (
     BREAK_KINDS,
@@ -98,9 +118,11 @@ from harness.cachemeter.sim import (
     make_simulator,
     parse_sim_names,
 )
+from harness.cachemeter.sweep import TtlCell, TtlSweep, parse_ttls, sweep_tables, ttl_sweep
 from harness.cachemeter.traces import (
     TraceFormat,
     detect_format,
+    interleave,
     read_requests,
     request_from_chat,
     request_from_record,
@@ -113,6 +135,7 @@ __all__ = [
     "HABIT_RULES",
     "LINT_SCHEMA",
     "PHASES",
+    "ROUTING_POLICIES",
     "SCHEMA",
     "SIM_NAMES",
     "AllowedEvent",
@@ -124,6 +147,8 @@ __all__ = [
     "ChatMLRenderer",
     "ChatTemplate",
     "CompressionPhase",
+    "FleetCell",
+    "FleetSimulator",
     "GGUFTokenizer",
     "HFTokenizer",
     "HabitRule",
@@ -159,9 +184,11 @@ __all__ = [
     "Rendered",
     "Renderer",
     "RendererName",
+    "ReplicaReport",
     "ReportedTotals",
     "ReportedUsage",
     "RequestResult",
+    "RoutingPolicy",
     "Segment",
     "SegmentKind",
     "SglangSimulator",
@@ -174,6 +201,8 @@ __all__ = [
     "Simulator",
     "TokenMemo",
     "TraceFormat",
+    "TtlCell",
+    "TtlSweep",
     "VllmSimulator",
     "anthropic_min_tokens",
     "assert_cache_stable",
@@ -182,6 +211,7 @@ __all__ = [
     "content_break",
     "detect_format",
     "hf_template",
+    "interleave",
     "lint",
     "load_hf_tokenizer",
     "load_meter_tokenizer",
@@ -192,16 +222,23 @@ __all__ = [
     "pack",
     "parse_sim_names",
     "parse_tokenizer",
+    "parse_ttls",
     "plot_data",
+    "plot_replicas",
     "plot_report",
+    "plot_ttl_sweep",
     "read_gguf_metadata",
     "read_requests",
+    "replica_sweep",
+    "replica_table",
     "report_tables",
     "request_from_chat",
     "request_from_record",
     "requests_from_records",
     "smollm2_gguf_path",
+    "sweep_tables",
     "template_from_file",
     "template_from_gguf",
+    "ttl_sweep",
     "unpack",
 ]

@@ -9,7 +9,8 @@ Two questions, answered per request:
    more; `first_request` for the first request of its model; `none` when the earlier
    request is wholly a prefix of this one (only a new suffix was appended — no break).
 2. **Per simulator** (`attribute`): a simulator can reuse less than the content allows.
-   `ttl_expired` / `evicted`: the longer prefix was cached once and was gone; the
+   `ttl_expired` / `evicted`: the longer prefix was cached once and was gone
+   (`routed_away`: it was on another server of a fleet, `harness.cachemeter.replicas`); the
    simulator's rules — `block_rounding` (vLLM blocks, OpenAI 128-token steps),
    `below_minimum` (OpenAI 1,024, Anthropic per-model), `no_breakpoint` (no Anthropic
    breakpoint where an earlier request wrote one) — kept it below the shared prefix.
@@ -38,6 +39,7 @@ ReasonKind: TypeAlias = Literal[
     "messages_changed",
     "ttl_expired",
     "evicted",
+    "routed_away",
     "below_minimum",
     "block_rounding",
     "no_breakpoint",

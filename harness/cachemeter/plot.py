@@ -1,4 +1,7 @@
-"""PNG plot: cumulative reused prompt tokens per request, one line per simulator, misses marked.
+"""PNG plots: reuse per request (`plot_report`), the TTL sweep (`plot_ttl_sweep`), replicas
+(`plot_replicas`).
+
+The report plot: cumulative reused prompt tokens per request, one line per simulator, misses marked.
 
 Each chosen simulator is one line (cumulative tokens it reused); a grey dashed line is the
 cumulative prompt, what a cacheless server processes. Where a simulator lost tokens to a
@@ -15,11 +18,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from harness.cachemeter._errors import MeterError
+from harness.cachemeter.replicas import ReplicaReport
 from harness.cachemeter.report import BREAK_KINDS, MeterReport
+from harness.cachemeter.sweep import TtlSweep, format_ttl
 
-__all__ = ["PlotData", "PlotMark", "PlotSeries", "plot_data", "plot_report"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "PlotData",
+    "PlotMark",
+    "PlotSeries",
+    "plot_data",
+    "plot_replicas",
+    "plot_report",
+    "plot_ttl_sweep",
+]
 
 # One marker shape per break reason, so the legend can name them once for all lines.
 _MARKERS: dict[str, str] = {
@@ -90,14 +108,9 @@ def plot_report(report: MeterReport, path: Path) -> None:
     Raises:
         MeterError: matplotlib is not installed, or the file cannot be written.
     """
-    try:
-        import matplotlib
+    plt = _pyplot()
+    from matplotlib.lines import Line2D
 
-        matplotlib.use("Agg")  # files only: never open a window
-        import matplotlib.pyplot as plt
-        from matplotlib.lines import Line2D
-    except ImportError as exc:
-        raise MeterError("plotting needs matplotlib; pip install -e '.[plot]' (or drop --plot)") from exc
     data = plot_data(report)
     x = list(range(len(data.prompt)))
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
@@ -148,10 +161,90 @@ def plot_report(report: MeterReport, path: Path) -> None:
                 title="miss reasons",
                 title_fontsize="small",
             )
-        fig.tight_layout()
-        try:
-            fig.savefig(path, format="png")
-        except OSError as exc:
-            raise MeterError(f"cannot write the plot to {str(path)!r}: {exc}") from exc
+        _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def _pyplot() -> ModuleType:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never open a window
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise MeterError("plotting needs matplotlib; pip install -e '.[plot]' (or drop --plot)") from exc
+    return plt
+
+
+def _save(fig: Figure, path: Path) -> None:
+    fig.tight_layout()
+    try:
+        fig.savefig(path, format="png")
+    except OSError as exc:
+        raise MeterError(f"cannot write the plot to {str(path)!r}: {exc}") from exc
+
+
+def plot_ttl_sweep(sweep: TtlSweep, path: Path) -> None:
+    """Hit ratio and cost against the cache timeout, one line per simulator (PNG; blocking).
+
+    Raises:
+        MeterError: matplotlib is not installed, or the file cannot be written.
+    """
+    plt = _pyplot()
+    priced = any(c.cost is not None for cells in sweep.rows.values() for c in cells)
+    fig, axes = plt.subplots(
+        1, 2 if priced else 1, figsize=(11 if priced else 6.5, 4.5), dpi=110, squeeze=False
+    )
+    try:
+        x = list(sweep.ttls)
+        for name in sweep.simulators:
+            cells = sweep.rows[name]
+            axes[0][0].plot(x, [c.hit_ratio for c in cells], marker="o", label=name)
+            if priced:
+                axes[0][1].plot(x, [c.cost or 0.0 for c in cells], marker="o", label=name)
+        panels = [(axes[0][0], "hit ratio (token-weighted)")]
+        if priced:
+            panels.append((axes[0][1], "cost (USD)"))
+        for ax, label in panels:
+            ax.set_xscale("log")
+            ax.set_xticks(x, [format_ttl(t) for t in x])
+            ax.minorticks_off()
+            ax.set_xlabel("cache timeout")
+            ax.set_ylabel(label)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize="small")
+        axes[0][0].set_ylim(0, 1)
+        fig.suptitle("prefix-cache reuse and cost against the cache timeout")
+        _save(fig, path)
+    finally:
+        plt.close(fig)
+
+
+def plot_replicas(report: ReplicaReport, path: Path) -> None:
+    """Hit ratio per routing policy and number of servers, as grouped bars (PNG; blocking).
+
+    Raises:
+        MeterError: matplotlib is not installed, or the file cannot be written.
+    """
+    plt = _pyplot()
+    sims = report.simulators
+    fig, axes = plt.subplots(1, len(sims), figsize=(5.5 * len(sims), 4.5), dpi=110, squeeze=False)
+    try:
+        width = 0.8 / len(report.policies)
+        for ax, sim in zip(axes[0], sims, strict=True):
+            for k, policy in enumerate(report.policies):
+                heights = [report.cell(policy, n, sim).hit_ratio for n in report.counts]
+                xs = [i + (k - (len(report.policies) - 1) / 2) * width for i in range(len(report.counts))]
+                ax.bar(xs, heights, width, label=policy)
+            ax.set_xticks(range(len(report.counts)), [str(n) for n in report.counts])
+            ax.set_xlabel("servers")
+            ax.set_ylabel("hit ratio (token-weighted)")
+            ax.set_ylim(0, 1)
+            ax.set_title(sim)
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize="small", title="routing", title_fontsize="small")
+        fig.suptitle("prefix-cache reuse behind a router")
+        _save(fig, path)
     finally:
         plt.close(fig)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -234,21 +235,82 @@ class TracesConfig(Section):
 
 
 class PriceConfig(Section):
-    """Dollars per million tokens; cache prices are multipliers of `input`."""
+    """Dollars per million tokens; cache prices are multipliers of `input`.
+
+    `cache_write` is a 5-minute cache write (or the provider's only kind; 1.0 where writes
+    are billed as plain input), `cache_write_1h` a 1-hour one (Anthropic). `source` and
+    `read_on` say where and when the numbers were read.
+    """
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cache_write: float = Field(1.25, ge=0)
+    cache_write_1h: float = Field(2.0, ge=0)
     cache_read: float = Field(0.1, ge=0)
+    source: str = ""
+    read_on: date | None = None
+
+
+_ANTHROPIC = "platform.claude.com/docs/en/about-claude/pricing"
+_OPENAI = "developers.openai.com/api/docs/pricing (as quoted by tokenmix.ai, checked 2026-06-04)"
+_READ = date(2026, 11, 25)
+
+
+def _price(
+    source: str, inp: float, out: float, *, read: float, write: float = 1.25, write_1h: float = 2.0
+) -> PriceConfig:
+    return PriceConfig(
+        input=inp,
+        output=out,
+        cache_write=write,
+        cache_write_1h=write_1h,
+        cache_read=read,
+        source=source,
+        read_on=_READ,
+    )
 
 
 def _default_prices() -> dict[str, PriceConfig]:
-    # Public list prices (USD per million tokens) as of late 2026; edit to taste.
+    # Public list prices (USD per million tokens), read on 2026-11-25 from stored copies of the
+    # pages named in `source`; a model matches the longest entry its name contains. Edit to taste.
     return {
-        "claude-sonnet-4-5": PriceConfig(input=3.0, output=15.0, cache_write=1.25, cache_read=0.1),
-        "gpt-4o": PriceConfig(input=2.5, output=10.0, cache_write=1.0, cache_read=0.5),
-        "gpt-5": PriceConfig(input=1.25, output=10.0, cache_write=1.0, cache_read=0.1),
-        "deepseek-chat": PriceConfig(input=0.28, output=0.42, cache_write=1.0, cache_read=0.1),
+        "claude-opus-5": _price(_ANTHROPIC, 5.0, 25.0, read=0.1),
+        "claude-opus-4-8": _price(_ANTHROPIC, 5.0, 25.0, read=0.1),
+        "claude-opus-4-7": _price(_ANTHROPIC, 5.0, 25.0, read=0.1),
+        "claude-opus-4-6": _price(_ANTHROPIC, 5.0, 25.0, read=0.1),
+        "claude-opus-4-5": _price(_ANTHROPIC, 5.0, 25.0, read=0.1),
+        "claude-sonnet-5-5": _price(
+            "platform.claude.com/docs/en/models/sonnet-5-5 (cache read cut to $0.10 on 2026-10-07)",
+            2.0,
+            10.0,
+            read=0.05,
+        ),
+        "claude-sonnet-5": _price(_ANTHROPIC, 2.0, 10.0, read=0.1),
+        "claude-sonnet-4-6": _price(_ANTHROPIC, 3.0, 15.0, read=0.1),
+        "claude-sonnet-4-5": _price(_ANTHROPIC, 3.0, 15.0, read=0.1),
+        "claude-haiku-5-5": _price(_ANTHROPIC + " (prompts up to 100k tokens)", 0.1, 0.5, read=0.1),
+        "claude-haiku-4-5": _price(_ANTHROPIC, 1.0, 5.0, read=0.1),
+        "gpt-5.5": _price(_OPENAI, 5.0, 30.0, read=0.1, write=1.0, write_1h=1.0),
+        "gpt-5.4": _price(_OPENAI, 2.5, 15.0, read=0.1, write=1.0, write_1h=1.0),
+        "gpt-5.4-mini": _price(_OPENAI, 0.75, 4.5, read=0.1, write=1.0, write_1h=1.0),
+        "gpt-5.2": _price(
+            "openai.com GPT-5.2 launch page (as quoted by benchlm.ai, 2026-04-13)",
+            1.75,
+            14.0,
+            read=0.1,
+            write=1.0,
+            write_1h=1.0,
+        ),
+        "gpt-5": _price(_OPENAI + "; gpt-5 and gpt-5.1", 1.25, 10.0, read=0.1, write=1.0, write_1h=1.0),
+        "gpt-4o": _price("OpenAI cookbook, Prompt Caching 101", 2.5, 10.0, read=0.5, write=1.0, write_1h=1.0),
+        "deepseek-chat": PriceConfig(
+            input=0.28,
+            output=0.42,
+            cache_write=1.0,
+            cache_write_1h=1.0,
+            cache_read=0.1,
+            source="api-docs.deepseek.com, V3.2 list price of September 2025 (not re-read)",
+        ),
     }
 
 

@@ -11,16 +11,16 @@ In-process use (an experiment runner holding `TraceRecord`s)::
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
 
 import anyio.to_thread
 
 from harness.cachemeter._request import MeterRequest
-from harness.cachemeter.attribution import Attribution, attribute, content_break
-from harness.cachemeter.render import Rendered, Renderer
-from harness.cachemeter.report._cost import pick_price, request_cost
+from harness.cachemeter.attribution import attribute
+from harness.cachemeter.render import Renderer
+from harness.cachemeter.report._cost import Pricer, add_cost
 from harness.cachemeter.report._phases import phase_report
 from harness.cachemeter.report._report import MeterReport
 from harness.cachemeter.report._results import (
@@ -31,73 +31,42 @@ from harness.cachemeter.report._results import (
     SimResult,
     SimTotals,
 )
-from harness.cachemeter.sim import (
-    SIM_NAMES,
-    IdealSimulator,
-    PrefixMatch,
-    SimName,
-    SimRequest,
-    SimSettings,
-    SimStep,
-    Simulator,
-    make_simulator,
-)
-from harness.cachemeter.traces import request_from_record
+from harness.cachemeter.report._stream import Prepared, Stream, normalized
+from harness.cachemeter.sim import SIM_NAMES, SimName, SimSettings, SimStep, Simulator, make_simulator
 from harness.config import PriceConfig
 from harness.trace import TraceRecord
 
-__all__ = ["measure", "measure_async"]
+__all__ = ["billed_ttl", "measure", "measure_async"]
 
 
-def _add(a: float | None, b: float | None) -> float | None:
-    if b is None:
-        return a
-    return b if a is None else a + b
+def billed_ttl(request_ttl: Literal["5m", "1h"] | None, settings: SimSettings) -> Literal["5m", "1h"] | None:
+    """The TTL cache writes are billed at: the request's own, unless the settings impose one
+    (a TTL over 5 minutes is billed as Anthropic's 1-hour writes, the cheapest that covers it)."""
+    if settings.anthropic_ttl_s is None:
+        return request_ttl
+    return "1h" if settings.anthropic_ttl_s > 300 else "5m"
 
 
 class _Meter:
     """The state of one pass over a trace: the simulators, and what earlier requests left."""
 
     def __init__(
-        self,
-        renderer: Renderer,
-        names: tuple[SimName, ...],
-        settings: SimSettings,
-        prices: Mapping[str, PriceConfig] | None,
-        price: str | None,
+        self, renderer: Renderer, names: tuple[SimName, ...], settings: SimSettings, pricer: Pricer
     ) -> None:
-        self.renderer = renderer
+        self.stream = Stream(renderer)
         self.names = names
-        self.prices = prices
-        self.price = price
-        self.ideal = IdealSimulator()
+        self.settings = settings
+        self.pricer = pricer
         self.sims: dict[str, Simulator] = {
             n: make_simulator(n, settings=settings) for n in names if n != "ideal"
         }
-        self.generation_starts: list[int] = []
-        self.notices: dict[str, None] = {}  # ordered set
 
     def step(self, i: int, req: MeterRequest) -> RequestResult:
         """Render, simulate and attribute request number `i`."""
-        rendered = self.renderer.render(req)
-        self.notices.update(dict.fromkeys(rendered.notices))
-        sreq = SimRequest(
-            tokens=rendered.tokens,
-            model=req.model,
-            timestamp=req.timestamp,
-            breakpoints=rendered.breakpoints,
-            boundaries=rendered.boundaries,
-            ttl=req.cache_ttl,
-        )
-        match = self.ideal.match(sreq)
-        sreq = dataclasses.replace(sreq, known_prefix=match.prefix)
-        source_gen = self.generation_starts[match.source] if match.source is not None else None
-        content = content_break(
-            match, rendered, first=i == 0, source_generation_start=source_gen, message_base=req.message_base
-        )
-        self.generation_starts.append(rendered.generation_start)
-        results, warnings = self._simulate(sreq, match, content, rendered)
-        picked = pick_price(req.model, self.prices, override=self.price) if self.prices is not None else None
+        p = self.stream.prepare(i, req)
+        entry = self.pricer.pick(req.model)
+        ttl = billed_ttl(req.cache_ttl, self.settings)
+        results, warnings = self._simulate(p, entry, ttl)
         return RequestResult(
             index=i,
             line=req.line,
@@ -106,29 +75,45 @@ class _Meter:
             purpose=req.purpose,
             model=req.model,
             timestamp=req.timestamp,
-            prompt_tokens=rendered.n_tokens,
+            prompt_tokens=p.rendered.n_tokens,
             reported=req.usage,
-            price=None if picked is None else picked[0],
-            content=content,
+            price=entry,
+            content=p.content,
             sims=results,
             warnings=tuple(warnings),
+            ttl=ttl,
+            gap=p.gap,
         )
 
     def _simulate(
-        self, sreq: SimRequest, match: PrefixMatch, content: Attribution, rendered: Rendered
+        self, p: Prepared, entry: str | None, ttl: Literal["5m", "1h"] | None
     ) -> tuple[dict[str, SimResult], list[str]]:
         results: dict[str, SimResult] = {}
-        warnings = list(rendered.warnings)
+        warnings = list(p.rendered.warnings)
+        n = p.rendered.n_tokens
+        output = p.request.usage.output if p.request.usage is not None else 0
         for name in self.names:
             if name == "ideal":
-                step = SimStep(
-                    reusable=match.prefix, prefix=match.prefix, source=match.source, potential=match.prefix
-                )
+                m = p.match
+                step = SimStep(reusable=m.prefix, prefix=m.prefix, source=m.source, potential=m.prefix)
             else:
-                step = self.sims[name].feed(sreq)
-            reason = attribute(content, step, n=rendered.n_tokens, shared=match.prefix)
+                step = self.sims[name].feed(p.sim)
+            reason = attribute(p.content, step, n=n, shared=p.match.prefix)
+            pay = self.pricer
             results[name] = SimResult(
-                step.reusable, step.write, step.prefix, step.source, reason, step.warnings
+                step.reusable,
+                step.write,
+                step.prefix,
+                step.source,
+                reason,
+                step.warnings,
+                cost=pay.cost(
+                    entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=ttl
+                ),
+                lost_cost=pay.lost(
+                    entry, prompt=n, reusable=step.reusable, write=step.write, lost=reason.lost, ttl=ttl
+                ),
+                write_cost=pay.write_cost(entry, write=step.write, ttl=ttl),
             )
             warnings.extend(w for w in step.warnings if w not in warnings)
         return results, warnings
@@ -144,6 +129,7 @@ def measure(
     prices: Mapping[str, PriceConfig] | None = None,
     price: str | None = None,
     progress: Callable[[int], None] | None = None,
+    notices: Sequence[str] = (),
 ) -> MeterReport:
     """Render every request, run the simulators in trace order, attribute each miss, total.
 
@@ -156,20 +142,22 @@ def measure(
         prices: the config's price table (None: no cost estimate).
         price: a price-table name to use for every request instead of matching model names.
         progress: called with the count of requests done after each one.
+        notices: what reading the trace found (skipped lines, what its format lacks), shown
+            first among the report's notices.
 
     Raises:
         MeterError: a price name is unknown, or the renderer refused a request.
     """
     cfg = settings or SimSettings()
     names = tuple(dict.fromkeys(simulators))
-    meter = _Meter(renderer, names, cfg, prices, price)
+    pricer = Pricer(prices, price)
+    meter = _Meter(renderer, names, cfg, pricer)
     rows: list[RequestResult] = []
-    for i, item in enumerate(requests):
-        req = item if isinstance(item, MeterRequest) else request_from_record(item, line=i + 1)
+    for i, req in enumerate(normalized(requests)):
         rows.append(meter.step(i, req))
         if progress is not None:
             progress(i + 1)
-    totals = _Totals(rows, names, prices)
+    totals = _Totals(rows, names, pricer)
     return MeterReport(
         renderer=renderer.name,
         tokenizer=tokenizer,
@@ -182,42 +170,37 @@ def measure(
         unpriced_requests=sum(1 for r in rows if r.price is None) if prices is not None else len(rows),
         uncached_cost=totals.uncached(),
         phases=phase_report(rows, names),
-        notices=tuple(meter.notices),
+        notices=(*notices, *meter.stream.notices),
     )
 
 
 class _Totals:
     """Sums over the requests of a trace: per simulator, per purpose, reported, cost."""
 
-    def __init__(
-        self, rows: list[RequestResult], names: tuple[SimName, ...], prices: Mapping[str, PriceConfig] | None
-    ) -> None:
+    def __init__(self, rows: list[RequestResult], names: tuple[SimName, ...], pricer: Pricer) -> None:
         self.rows = rows
         self.names = names
-        self.prices = prices
+        self.pricer = pricer
 
     def cost_of(self, r: RequestResult, name: str | None) -> float | None:
         """What request `r` costs under simulator `name` (None: with no cache at all)."""
-        if self.prices is None or r.price is None:
-            return None
+        if name is not None:
+            return r.sims[name].cost
         output = r.reported.output if r.reported is not None else 0
-        s = r.sims[name] if name is not None else None
-        return request_cost(
-            self.prices[r.price],
-            prompt=r.prompt_tokens,
-            reusable=0 if s is None else s.reusable,
-            write=0 if s is None else s.write,
-            output=output,
-        )
+        return self.pricer.cost(r.price, prompt=r.prompt_tokens, reusable=0, write=0, output=output)
 
     def sim(self, name: str) -> SimTotals:
         reasons: dict[str, ReasonTotals] = {}
         cost: float | None = None
+        write_cost: float | None = None
         for r in self.rows:
-            label = r.sims[name].reason.label
-            seen = reasons.get(label, ReasonTotals())
-            reasons[label] = ReasonTotals(seen.requests + 1, seen.lost + r.sims[name].reason.lost)
-            cost = _add(cost, self.cost_of(r, name))
+            s = r.sims[name]
+            seen = reasons.get(s.reason.label, ReasonTotals())
+            reasons[s.reason.label] = ReasonTotals(
+                seen.requests + 1, seen.lost + s.reason.lost, add_cost(seen.cost, s.lost_cost)
+            )
+            cost = add_cost(cost, s.cost)
+            write_cost = add_cost(write_cost, s.write_cost)
         return SimTotals(
             requests=len(self.rows),
             prompt_tokens=sum(r.prompt_tokens for r in self.rows),
@@ -225,6 +208,7 @@ class _Totals:
             write=sum(r.sims[name].write for r in self.rows),
             cost=cost,
             reasons=dict(sorted(reasons.items(), key=lambda kv: (-kv[1].lost, kv[0]))),
+            write_cost=write_cost,
         )
 
     def by_purpose(self) -> dict[str, PurposeTotals]:
@@ -237,7 +221,7 @@ class _Totals:
             for name in self.names:
                 c: float | None = None
                 for r in group:
-                    c = _add(c, self.cost_of(r, name))
+                    c = add_cost(c, self.cost_of(r, name))
                 cost[name] = c
             out[purpose] = PurposeTotals(
                 requests=len(group),
@@ -262,7 +246,7 @@ class _Totals:
     def uncached(self) -> float | None:
         total: float | None = None
         for r in self.rows:
-            total = _add(total, self.cost_of(r, None))
+            total = add_cost(total, self.cost_of(r, None))
         return total
 
 

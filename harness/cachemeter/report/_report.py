@@ -8,16 +8,19 @@ added; token counts are ints, ratios floats in [0, 1], costs USD floats or null)
      "settings": {"block_size": 16, "vllm_budget_blocks": null, ...},
      "requests": [{
         "index": 0, "line": 1, "session_id": "s1" | null, "turn": 0 | null, "purpose": "turn",
-        "model": "...", "timestamp": 1700000000.0 | null, "prompt_tokens": 5120,
+        "model": "...", "timestamp": 1700000000.0 | null, "gap": 42.0 | null, "ttl": "5m" | "1h" | null,
+        "prompt_tokens": 5120,
         "reported": {"input": 0, "cache_read": 0, "cache_write": 0, "output": 0} | null,
         "price": "gpt-4o" | null,
         "content": {"reason": "system_changed:memory", "lost": 3100, "position": 2020 | null},
         "sims": {"vllm": {"reusable": 2016, "write": 0, "prefix": 2016, "source": 0 | null,
-                          "reason": "system_changed:memory", "lost": 3100, "warnings": []}, ...},
+                          "reason": "system_changed:memory", "lost": 3100,
+                          "cost": 0.01 | null, "lost_cost": 0.008 | null, "warnings": []}, ...},
         "warnings": ["..."]}, ...],
      "totals": {"vllm": {"requests": 10, "prompt_tokens": 51200, "reusable": 40000, "write": 0,
-                         "hit_ratio": 0.78, "cost": 0.05 | null,
-                         "reasons": {"none": {"requests": 8, "lost": 0}, ...}}, ...},
+                         "hit_ratio": 0.78, "write_ratio": 0.1, "cost": 0.05 | null,
+                         "write_cost": 0.01 | null, "write_share": 0.2 | null,
+                         "reasons": {"none": {"requests": 8, "lost": 0, "cost": 0.0 | null}, ...}}, ...},
      "by_purpose": {"turn": {"requests": 9, "prompt_tokens": 48000,
                              "sims": {"vllm": {"reusable": 1, "write": 0, "hit_ratio": 0.8,
                                                "cost": 0.04 | null}, ...}}, ...},
@@ -35,8 +38,12 @@ added; token counts are ints, ratios floats in [0, 1], costs USD floats or null)
 about how the renderer treated the trace (e.g. tools a chat template drops), each once.
 
 `reason` labels: none, first_request, model_changed, tools_changed, system_changed[:<slot>],
-messages_changed:<index>, ttl_expired, evicted, below_minimum, block_rounding, no_breakpoint
-(see `harness.cachemeter.attribution`). `hit_ratio` is token-weighted: reusable / prompt.
+messages_changed:<index>, ttl_expired, evicted, routed_away, below_minimum, block_rounding,
+no_breakpoint (see `harness.cachemeter.attribution`). `hit_ratio` is token-weighted: reusable /
+prompt; `write_ratio` written / prompt; `write_share` the share of the cost spent on writes.
+`gap` is the seconds since the prefix a request shares was last used; `ttl` the TTL its
+writes are billed at. `lost_cost` is what a request's miss reason cost: the request as it was
+minus the same request had it read the lost tokens; a reason's `cost` sums it.
 """
 
 from __future__ import annotations
@@ -127,6 +134,8 @@ def _request_json(r: RequestResult) -> JsonObject:
             "source": s.source,
             "reason": s.reason.label,
             "lost": s.reason.lost,
+            "cost": s.cost,
+            "lost_cost": s.lost_cost,
             "warnings": list(s.warnings),
         }
         for name, s in r.sims.items()
@@ -140,6 +149,8 @@ def _request_json(r: RequestResult) -> JsonObject:
         "purpose": r.purpose,
         "model": r.model,
         "timestamp": r.timestamp,
+        "gap": r.gap,
+        "ttl": r.ttl,
         "prompt_tokens": r.prompt_tokens,
         "reported": None
         if u is None
@@ -158,6 +169,11 @@ def _totals_json(t: SimTotals) -> JsonObject:
         "reusable": t.reusable,
         "write": t.write,
         "hit_ratio": t.hit_ratio,
+        "write_ratio": t.write_ratio,
         "cost": t.cost,
-        "reasons": {label: {"requests": r.requests, "lost": r.lost} for label, r in t.reasons.items()},
+        "write_cost": t.write_cost,
+        "write_share": t.write_share,
+        "reasons": {
+            label: {"requests": r.requests, "lost": r.lost, "cost": r.cost} for label, r in t.reasons.items()
+        },
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from harness.cachemeter._request import ReportedUsage
 from harness.cachemeter.attribution import Attribution
@@ -19,7 +20,15 @@ __all__ = [
 ]
 
 BREAK_KINDS = frozenset(
-    {"model_changed", "tools_changed", "system_changed", "messages_changed", "evicted", "ttl_expired"}
+    {
+        "model_changed",
+        "tools_changed",
+        "system_changed",
+        "messages_changed",
+        "evicted",
+        "ttl_expired",
+        "routed_away",
+    }
 )
 """Reasons that mean the cache broke: the content changed, or the cache lost what it held.
 The others (`none`, `first_request`, `block_rounding`, `below_minimum`, `no_breakpoint`) are
@@ -28,7 +37,12 @@ the normal working of a cache."""
 
 @dataclass(frozen=True, slots=True)
 class SimResult:
-    """One simulator's outcome on one request."""
+    """One simulator's outcome on one request.
+
+    `cost` is what the request costs under this simulator, `lost_cost` what its miss reason
+    cost: the request as it was minus the same request had it read the lost tokens (None
+    when unpriced).
+    """
 
     reusable: int
     write: int
@@ -36,6 +50,9 @@ class SimResult:
     source: int | None
     reason: Attribution
     warnings: tuple[str, ...] = ()
+    cost: float | None = None
+    lost_cost: float | None = None
+    write_cost: float | None = None
 
     @property
     def is_break(self) -> bool:
@@ -45,7 +62,11 @@ class SimResult:
 
 @dataclass(frozen=True, slots=True)
 class RequestResult:
-    """One request: what it was, what each simulator reused, and why not more."""
+    """One request: what it was, what each simulator reused, and why not more.
+
+    `ttl` is the cache TTL its writes are billed at; `gap` the seconds since the prefix it
+    shares with an earlier request was last used (None without timestamps).
+    """
 
     index: int
     line: int
@@ -60,12 +81,17 @@ class RequestResult:
     content: Attribution
     sims: dict[str, SimResult]
     warnings: tuple[str, ...] = ()
+    ttl: Literal["5m", "1h"] | None = None
+    gap: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ReasonTotals:
+    """Requests whose miss had one reason, the tokens and the dollars it cost (None: unpriced)."""
+
     requests: int = 0
     lost: int = 0
+    cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +104,24 @@ class SimTotals:
     write: int
     cost: float | None
     reasons: dict[str, ReasonTotals] = field(default_factory=dict)
+    write_cost: float | None = None
 
     @property
     def hit_ratio(self) -> float:
         """Token-weighted: reusable / prompt tokens."""
         return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def write_ratio(self) -> float:
+        """Token-weighted: tokens written to the cache / prompt tokens (0 where writes are not billed)."""
+        return self.write / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    @property
+    def write_share(self) -> float | None:
+        """The share of the cost spent on cache writes (None when unpriced)."""
+        if self.cost is None or self.write_cost is None:
+            return None
+        return self.write_cost / self.cost if self.cost else 0.0
 
 
 @dataclass(frozen=True, slots=True)

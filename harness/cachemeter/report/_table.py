@@ -7,38 +7,60 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.cachemeter.report._report import MeterReport
-from harness.cachemeter.report._results import RequestResult
+from harness.cachemeter.report._results import RequestResult, SimTotals
 
-__all__ = ["report_tables"]
+__all__ = ["money", "report_tables"]
 
 
-def _money(value: float | None) -> str:
-    return "—" if value is None else f"${value:,.4f}"
+def money(value: float | None) -> str:
+    """Dollars to four places; — when unpriced."""
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 and round(value, 4) != 0 else ""
+    return f"{sign}${abs(value):,.4f}"
+
+
+def _top(t: SimTotals) -> str:
+    """The costliest miss reason: by dollars when priced, else by tokens."""
+    losses = [(label, r) for label, r in t.reasons.items() if label != "none" and r.lost > 0]
+    if not losses:
+        return ""
+    label, r = max(losses, key=lambda kv: (kv[1].cost or 0.0, kv[1].lost))
+    dollars = "" if r.cost is None else f", {money(r.cost)}"
+    return f"{label} ({r.lost:,} tok{dollars}, {r.requests}×)"
 
 
 def _totals(report: MeterReport) -> Table:
     table = Table(
         title=f"cache meter — {len(report.requests):,} requests, renderer {report.renderer}",
         title_justify="left",
+        caption="write share: tokens written to the cache / prompt tokens (and the share of the cost "
+        "spent on writes); top loss: the miss reason that cost most",
+        caption_justify="left",
     )
-    for col in ("simulator", "hit ratio", "reused tokens", "written", "cost", "top loss"):
+    for col in ("simulator", "hit ratio", "write share", "reused tokens", "written", "cost", "top loss"):
         table.add_column(col, justify="left" if col in ("simulator", "top loss") else "right")
     prompt = sum(r.prompt_tokens for r in report.requests)
     for name, t in report.totals.items():
-        top = next(((label, r) for label, r in t.reasons.items() if label != "none" and r.lost > 0), None)
+        share = f"{t.write_ratio:.1%}"
+        if t.write_share is not None and t.write:
+            share += f" ({t.write_share:.0%} of $)"
         table.add_row(
             name,
             f"{t.hit_ratio:.1%}",
+            share,
             f"{t.reusable:,} / {prompt:,}",
             f"{t.write:,}",
-            _money(t.cost),
-            "" if top is None else f"{top[0]} ({top[1].lost:,} tok, {top[1].requests}×)",
+            money(t.cost),
+            _top(t),
         )
     if report.reported is not None:
         rep = report.reported
+        written = rep.cache_write / rep.prompt_tokens if rep.prompt_tokens else 0.0
         table.add_row(
             Text("reported", style="italic"),
             f"{rep.hit_ratio:.1%}",
+            f"{written:.1%}",
             f"{rep.cache_read:,} / {rep.prompt_tokens:,}",
             f"{rep.cache_write:,}",
             "",
@@ -46,7 +68,32 @@ def _totals(report: MeterReport) -> Table:
         )
     if report.uncached_cost is not None:
         note = f" ({report.unpriced_requests} unpriced)" if report.unpriced_requests else ""
-        table.caption = f"without any cache: {_money(report.uncached_cost)}{note}"
+        table.caption = f"{table.caption}\nwithout any cache: {money(report.uncached_cost)}{note}"
+    return table
+
+
+def _reason_costs(report: MeterReport) -> Table | None:
+    """What each miss reason cost, per simulator (priced traces only)."""
+    labels: dict[str, float] = {}
+    for t in report.totals.values():
+        for label, r in t.reasons.items():
+            if label not in ("none", "first_request") and r.cost:
+                labels[label] = labels.get(label, 0.0) + r.cost
+    if not labels:
+        return None
+    table = Table(
+        title="what each miss cost (tokens a cache could have read; $ over reading them)",
+        title_justify="left",
+    )
+    table.add_column("reason")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for label in sorted(labels, key=lambda k: -labels[k]):
+        cells = []
+        for name in report.simulators:
+            got = report.totals[name].reasons.get(label)
+            cells.append("" if got is None else f"{money(got.cost)} ({got.requests}×)")
+        table.add_row(label, *cells)
     return table
 
 
@@ -171,6 +218,9 @@ def report_tables(report: MeterReport, *, max_rows: int = 40) -> list[Renderable
     out.append(_phases(report))
     if report.phases.compressions:
         out.append(_compressions(report))
+    costs = _reason_costs(report)
+    if costs is not None:
+        out.append(costs)
     out.append(_totals(report))
     out.extend(Text(f"note: {notice}", style="cyan") for notice in report.notices)
     warned = sum(1 for r in report.requests if r.warnings)

@@ -12,6 +12,10 @@ Rules (shared/reference/caching.md §2.5–2.7):
   (`Req.adjust_max_prefix_ids` caps the match at n - 1). With a token budget, after each
   request the least-recently-used leaves are trimmed until the budget holds.
 
+Both take an optional idle timeout `idle_s` (a TTL-based eviction policy, or a deployment
+that drops its cache when idle): an entry unused for longer is gone, and the tokens it would
+have served are lost to `ttl_expired`. Trace timestamps are the clock.
+
 Caches are per model (another model means another server). Without a budget, vLLM's hits
 are computed from a radix tree instead of a block-hash set: a full block is cached exactly
 when an earlier request shared every token up to its end, which the tree answers directly.
@@ -23,7 +27,15 @@ from collections import OrderedDict
 
 from harness.cachemeter._seq import ITEM
 from harness.cachemeter.sim._tree import RadixTree
-from harness.cachemeter.sim._types import SimRequest, SimStep, last_token_rule
+from harness.cachemeter.sim._types import (
+    Clock,
+    LossReason,
+    SimRequest,
+    SimStep,
+    check_idle,
+    idle_cutoff,
+    last_token_rule,
+)
 
 __all__ = ["SglangSimulator", "VllmSimulator"]
 
@@ -38,7 +50,23 @@ class _BlockPool:
         self.free: OrderedDict[int, None] = OrderedDict()
         self.block_hash: dict[int, int | None] = {}
         self.writer: dict[int, int] = {}
+        self.used: dict[int, float] = {}
         self.by_hash: dict[int, dict[int, None]] = {}
+
+    def forget(self, block: int) -> None:
+        """Unregister `block`'s hash: its content is gone (taken over, or idle too long)."""
+        old = self.block_hash.pop(block, None)
+        if old is not None:
+            holders = self.by_hash[old]
+            del holders[block]
+            if not holders:
+                del self.by_hash[old]
+
+    def forget_idle(self, hashes: list[int], cutoff: float) -> None:
+        """Unregister every block of these hashes last used before `cutoff`."""
+        for h in hashes:
+            for block in [blk for blk in self.by_hash.get(h, ()) if self.used[blk] < cutoff]:
+                self.forget(block)
 
     def take(self) -> int | None:
         # Never-used blocks sit at the head of vLLM's initial free queue, ahead of any freed one.
@@ -49,28 +77,28 @@ class _BlockPool:
         if not self.free:
             return None
         block, _ = self.free.popitem(last=False)
-        old = self.block_hash.pop(block, None)
-        if old is not None:
-            holders = self.by_hash[old]
-            del holders[block]
-            if not holders:
-                del self.by_hash[old]
+        self.forget(block)
         return block
 
 
 class VllmSimulator:
     """vLLM automatic prefix caching (see the module docstring)."""
 
-    def __init__(self, *, block_size: int = 16, budget_blocks: int | None = None) -> None:
+    def __init__(
+        self, *, block_size: int = 16, budget_blocks: int | None = None, idle_s: float | None = None
+    ) -> None:
         if block_size < 1:
             raise ValueError(f"block_size must be at least 1, got {block_size!r}")
         if budget_blocks is not None and budget_blocks < 1:
             raise ValueError(f"budget_blocks must be at least 1, got {budget_blocks!r}")
+        check_idle(idle_s)
         self.block_size = block_size
         self.budget_blocks = budget_blocks
+        self.idle_s = idle_s
         self._trees: dict[str, RadixTree] = {}
         self._pools: dict[str, _BlockPool] = {}
         self._count = 0
+        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -83,26 +111,31 @@ class VllmSimulator:
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
         self._count += 1
+        now = self._clock.tick(request)
         if self.budget_blocks is None:
-            return self._feed_unbounded(request, idx)
-        return self._feed_pool(request, idx, self.budget_blocks)
+            return self._feed_unbounded(request, idx, now)
+        return self._feed_pool(request, idx, self.budget_blocks, now)
 
-    def _feed_unbounded(self, request: SimRequest, idx: int) -> SimStep:
+    def _feed_unbounded(self, request: SimRequest, idx: int, now: float) -> SimStep:
         tree = self._trees.get(request.model)
         if tree is None:
             tree = self._trees[request.model] = RadixTree()
         n = request.n_tokens
-        access = tree.access(request.tokens, n, stamp=idx, req=idx)
-        hits = self._rule(access.matched, n)
+        access = tree.access(
+            request.tokens, n, stamp=idx, req=idx, now=now, expire_before=idle_cutoff(now, self.idle_s)
+        )
+        hits = self._rule(access.alive, n)
+        potential = self._rule(access.matched, n)
         return SimStep(
             reusable=hits,
-            prefix=access.matched // self.block_size * self.block_size,
-            source=access.source if hits else None,
-            potential=hits,
+            prefix=access.alive // self.block_size * self.block_size,
+            source=access.alive_source if hits else None,
+            potential=potential,
+            loss="ttl_expired" if potential > hits else None,
             policy="block_rounding",
         )
 
-    def _feed_pool(self, request: SimRequest, idx: int, budget: int) -> SimStep:
+    def _feed_pool(self, request: SimRequest, idx: int, budget: int, now: float) -> SimStep:
         pool = self._pools.get(request.model)
         if pool is None:
             pool = self._pools[request.model] = _BlockPool(budget)
@@ -114,9 +147,22 @@ class VllmSimulator:
             h = hash((h, data[j * step : (j + 1) * step]))
             hashes.append(h)
         limit = (n - 1) // b if n > 0 else 0
+        cutoff = idle_cutoff(now, self.idle_s)
         cached = 0
+        lapsed = 0
         hit_blocks: list[int] = []
         while cached < len(hashes) and hashes[cached] in pool.by_hash:
+            if cutoff is not None:
+                holders = pool.by_hash[hashes[cached]]
+                if all(pool.used[blk] < cutoff for blk in holders):
+                    # Idle too long: gone, and so is every block after it (used no later).
+                    reach = cached
+                    while reach < len(hashes) and hashes[reach] in pool.by_hash:
+                        reach += 1
+                    lapsed = min(reach, limit) * b
+                    pool.forget_idle(hashes[cached:reach], cutoff)
+                    break
+                pool.forget_idle(hashes[cached : cached + 1], cutoff)  # idle duplicates
             if cached < limit:
                 # Among duplicates vLLM takes the first block registered under the hash.
                 hit_blocks.append(next(iter(pool.by_hash[hashes[cached]])))
@@ -139,14 +185,20 @@ class VllmSimulator:
                 pool.block_hash[block] = None
         for block in reversed(hit_blocks + new_blocks):
             pool.free[block] = None
+            pool.used[block] = now
         hits = len(hit_blocks) * b
-        potential = hits if request.known_prefix is None else max(hits, self._rule(request.known_prefix, n))
+        potential = max(hits, lapsed)
+        if request.known_prefix is not None:
+            potential = max(potential, self._rule(request.known_prefix, n))
+        loss: LossReason | None = None
+        if potential > hits:
+            loss = "ttl_expired" if lapsed > hits else "evicted"
         return SimStep(
             reusable=hits,
             prefix=cached * b,
             source=source,
             potential=potential,
-            loss="evicted" if potential > hits else None,
+            loss=loss,
             policy="block_rounding",
         )
 
@@ -154,12 +206,15 @@ class VllmSimulator:
 class SglangSimulator:
     """SGLang RadixAttention (see the module docstring)."""
 
-    def __init__(self, *, budget_tokens: int | None = None) -> None:
+    def __init__(self, *, budget_tokens: int | None = None, idle_s: float | None = None) -> None:
         if budget_tokens is not None and budget_tokens < 1:
             raise ValueError(f"budget_tokens must be at least 1, got {budget_tokens!r}")
+        check_idle(idle_s)
         self.budget_tokens = budget_tokens
+        self.idle_s = idle_s
         self._trees: dict[str, RadixTree] = {}
         self._count = 0
+        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -168,21 +223,30 @@ class SglangSimulator:
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
         self._count += 1
+        now = self._clock.tick(request)
         tree = self._trees.get(request.model)
         if tree is None:
             tree = self._trees[request.model] = RadixTree(lru=self.budget_tokens is not None)
         n = request.n_tokens
-        access = tree.access(request.tokens, n, stamp=idx, req=idx)
+        access = tree.access(
+            request.tokens, n, stamp=idx, req=idx, now=now, expire_before=idle_cutoff(now, self.idle_s)
+        )
         if self.budget_tokens is not None:
             tree.evict(self.budget_tokens)
-        hits = last_token_rule(access.matched, n)
-        potential = hits
+        hits = last_token_rule(access.alive, n)
+        held = last_token_rule(access.matched, n)
+        potential = held
         if self.budget_tokens is not None and request.known_prefix is not None:
-            potential = max(hits, last_token_rule(request.known_prefix, n))
+            potential = max(held, last_token_rule(request.known_prefix, n))
+        loss: LossReason | None = None
+        if held > hits:
+            loss = "ttl_expired"
+        elif potential > hits:
+            loss = "evicted"
         return SimStep(
             reusable=hits,
-            prefix=access.matched,
-            source=access.source if access.matched else None,
+            prefix=access.alive,
+            source=access.alive_source if access.alive else None,
             potential=potential,
-            loss="evicted" if potential > hits else None,
+            loss=loss,
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.cachemeter.sim._tree import RadixTree
-from harness.cachemeter.sim._types import SimRequest, SimStep
+from harness.cachemeter.sim._types import Clock, SimRequest, SimStep
 
 __all__ = ["IdealSimulator", "PrefixMatch"]
 
@@ -28,6 +28,7 @@ class PrefixMatch:
         seen_model: an earlier request used this model.
         other_prefix: longest prefix shared with an earlier request of another model.
         other_model: that request's model.
+        idle: seconds since the shared prefix was last used (None when nothing is shared).
     """
 
     prefix: int
@@ -36,6 +37,7 @@ class PrefixMatch:
     seen_model: bool
     other_prefix: int = 0
     other_model: str | None = None
+    idle: float | None = None
 
 
 class IdealSimulator:
@@ -44,6 +46,7 @@ class IdealSimulator:
     def __init__(self) -> None:
         self._trees: dict[str, RadixTree] = {}
         self._count = 0
+        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -52,6 +55,7 @@ class IdealSimulator:
     def match(self, request: SimRequest) -> PrefixMatch:
         """Answer for one request with the full content view, then remember it."""
         data, n = request.tokens, request.n_tokens
+        now = self._clock.tick(request)
         tree = self._trees.get(request.model)
         seen = tree is not None
         other, other_model = 0, None
@@ -63,7 +67,7 @@ class IdealSimulator:
                     other, other_model = shared, model
         if tree is None:
             tree = self._trees[request.model] = RadixTree()
-        access = tree.access(data, n, stamp=self._count, req=self._count)
+        access = tree.access(data, n, stamp=self._count, req=self._count, now=now)
         prefix = access.matched
         source = access.source
         holder = access.locate(prefix) or tree.root
@@ -78,7 +82,8 @@ class IdealSimulator:
             end_node.marks = {}
         end_node.marks[n] = self._count
         self._count += 1
-        return PrefixMatch(prefix, source, is_prefix, seen, other, other_model)
+        idle = None if access.used is None else max(0.0, now - access.used)
+        return PrefixMatch(prefix, source, is_prefix, seen, other, other_model, idle)
 
     def feed(self, request: SimRequest) -> SimStep:
         m = self.match(request)

@@ -7,7 +7,8 @@ Rules (shared/reference/caching.md §2.1–2.2):
   lives for an idle TTL (default 10 minutes) from its last use, measured on trace timestamps.
 - Anthropic: reads only at the request's `cache_control` breakpoints (at most 4 count; more
   are reported and the extra ones ignored) whose exact prefix an earlier request wrote
-  within its TTL (5 minutes or 1 hour; a hit refreshes it). Prefixes shorter than the
+  within its TTL (5 minutes or 1 hour; a hit refreshes it; `ttl_s` overrides every request's
+  TTL, for what-if sweeps). Prefixes shorter than the
   model's minimum are never cached. The request writes its breakpoints; it is billed
   `cache_read` for the read prefix and `cache_write` from there to its last cacheable
   breakpoint. A request without breakpoints uses automatic mode: one breakpoint at the end
@@ -26,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from harness.cachemeter.sim._tree import Access, RadixTree
-from harness.cachemeter.sim._types import PolicyReason, SimRequest, SimStep
+from harness.cachemeter.sim._types import Clock, PolicyReason, SimRequest, SimStep, check_idle
 
 __all__ = ["AnthropicSimulator", "OpenAISimulator", "anthropic_min_tokens"]
 
@@ -44,7 +45,7 @@ class OpenAISimulator:
         self.step = step
         self._trees: dict[str, RadixTree] = {}
         self._count = 0
-        self._now = 0.0
+        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -59,13 +60,12 @@ class OpenAISimulator:
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
         self._count += 1
-        if request.timestamp is not None:
-            self._now = request.timestamp
+        now = self._clock.tick(request)
         tree = self._trees.get(request.model)
         if tree is None:
             tree = self._trees[request.model] = RadixTree()
         access = tree.access(
-            request.tokens, request.n_tokens, stamp=self._now, req=idx, expire_before=self._now - self.ttl_s
+            request.tokens, request.n_tokens, stamp=idx, req=idx, now=now, expire_before=now - self.ttl_s
         )
         hits = self.rule(access.alive)
         potential = self.rule(access.matched)
@@ -139,14 +139,17 @@ class AnthropicSimulator:
         automatic_lookback: int = 20,
         explicit_lookback: int = 0,
         max_breakpoints: int = 4,
+        ttl_s: float | None = None,
     ) -> None:
+        check_idle(ttl_s)
+        self.ttl_s = ttl_s
         self.min_tokens = min_tokens
         self.automatic_lookback = automatic_lookback
         self.explicit_lookback = explicit_lookback
         self.max_breakpoints = max_breakpoints
         self._trees: dict[str, RadixTree] = {}
         self._count = 0
-        self._now = 0.0
+        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -184,9 +187,7 @@ class AnthropicSimulator:
     def feed(self, request: SimRequest) -> SimStep:
         idx = self._count
         self._count += 1
-        if request.timestamp is not None:
-            self._now = request.timestamp
-        now = self._now
+        now = self._clock.tick(request)
         n = request.n_tokens
         warnings: list[str] = []
         breakpoints = [min(max(p, 0), n) for p in request.breakpoints]
@@ -223,7 +224,7 @@ class AnthropicSimulator:
                 entry.stamp = now  # a hit refreshes the entry's TTL
                 break
 
-        ttl_s = _TTL_SECONDS[request.ttl or "5m"]
+        ttl_s = self.ttl_s if self.ttl_s is not None else _TTL_SECONDS[request.ttl or "5m"]
         cacheable = [p for p in breakpoints if p >= minimum and p > 0]
         for p in cacheable:
             node = access.locate(p)

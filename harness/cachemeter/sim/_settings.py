@@ -26,6 +26,10 @@ class SimSettings:
         sglang_budget_tokens: SGLang radix-cache size in tokens (None: unlimited).
         ram_states: prompt states kept by `llamacpp-ram`.
         openai_ttl_s: idle seconds an OpenAI cached prefix survives.
+        anthropic_ttl_s: seconds every Anthropic cache entry lives (None: as each request
+            asked, 5 minutes or 1 hour).
+        server_idle_s: seconds an unused entry survives on the local servers (vllm, sglang,
+            llamacpp, llamacpp-ram); None: until evicted for space.
         anthropic_min_tokens: override the per-model minimum (None: the model table).
         anthropic_automatic_lookback: block boundaries checked before an automatic breakpoint.
         anthropic_explicit_lookback: the same for explicit breakpoints (0: exact breakpoints only).
@@ -36,6 +40,8 @@ class SimSettings:
     sglang_budget_tokens: int | None = None
     ram_states: int = 8
     openai_ttl_s: float = 600.0
+    anthropic_ttl_s: float | None = None
+    server_idle_s: float | None = None
     anthropic_min_tokens: int | None = None
     anthropic_automatic_lookback: int = 20
     anthropic_explicit_lookback: int = 0
@@ -46,20 +52,22 @@ def make_simulator(name: SimName, *, settings: SimSettings | None = None) -> Sim
     s = settings or SimSettings()
     if name == "ideal":
         return IdealSimulator()
+    idle = s.server_idle_s
     if name == "vllm":
-        return VllmSimulator(block_size=s.block_size, budget_blocks=s.vllm_budget_blocks)
+        return VllmSimulator(block_size=s.block_size, budget_blocks=s.vllm_budget_blocks, idle_s=idle)
     if name == "sglang":
-        return SglangSimulator(budget_tokens=s.sglang_budget_tokens)
+        return SglangSimulator(budget_tokens=s.sglang_budget_tokens, idle_s=idle)
     if name == "llamacpp":
-        return LlamaCppSimulator()
+        return LlamaCppSimulator(idle_s=idle)
     if name == "llamacpp-ram":
-        return LlamaCppRamSimulator(states=s.ram_states)
+        return LlamaCppRamSimulator(states=s.ram_states, idle_s=idle)
     if name == "openai":
         return OpenAISimulator(ttl_s=s.openai_ttl_s)
     return AnthropicSimulator(
         min_tokens=s.anthropic_min_tokens,
         automatic_lookback=s.anthropic_automatic_lookback,
         explicit_lookback=s.anthropic_explicit_lookback,
+        ttl_s=s.anthropic_ttl_s,
     )
 
 

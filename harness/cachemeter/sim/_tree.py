@@ -1,7 +1,8 @@
 """A radix tree over packed token sequences: the shared structure of the prefix simulators.
 
 Each node is an edge of tokens `[start, end)` (absolute positions from the root) plus:
-`stamp` (last access: a request counter for LRU, a trace time for TTLs), `req` (the latest
+`stamp` (last access, by request counter: the LRU order), `time` (last access in trace
+seconds: the idle timeouts), `req` (the latest
 request whose prompt covers the whole edge: any prefix along the edge is a prefix of that
 request), and `marks` (values attached to exact prefix lengths inside the edge: where an
 earlier request ended, where an Anthropic breakpoint was written). A mark at depth `p`
@@ -28,7 +29,20 @@ __all__ = ["Access", "Node", "RadixTree"]
 class Node:
     """One edge of the tree. `src` holds the edge's tokens from absolute position `off` on."""
 
-    __slots__ = ("children", "dead", "end", "key", "marks", "off", "parent", "req", "src", "stamp", "start")
+    __slots__ = (
+        "children",
+        "dead",
+        "end",
+        "key",
+        "marks",
+        "off",
+        "parent",
+        "req",
+        "src",
+        "stamp",
+        "start",
+        "time",
+    )
 
     def __init__(
         self,
@@ -40,6 +54,7 @@ class Node:
         key: bytes,
         stamp: float,
         req: int,
+        time: float = 0.0,
     ) -> None:
         self.parent = parent
         self.src = src
@@ -49,6 +64,7 @@ class Node:
         self.key = key
         self.stamp = stamp
         self.req = req
+        self.time = time
         self.children: dict[bytes, Node] = {}
         self.marks: dict[int, object] | None = None
         self.dead = False
@@ -68,9 +84,11 @@ class Access:
     source: int | None
     """An earlier request holding that whole prefix (the latest through the deepest edge)."""
     alive: int
-    """Longest shared prefix whose nodes are all still within their TTL."""
+    """Longest shared prefix whose nodes were all used at or after `expire_before`."""
     alive_source: int | None
     path: list[Node]
+    used: float | None = None
+    """When the whole matched prefix was last used (trace time), before this access."""
 
     def locate(self, depth: int) -> Node | None:
         """The path node whose edge holds prefix length `depth` (None for depth 0)."""
@@ -103,7 +121,15 @@ class RadixTree:
         lo = ITEM * (child.start - child.off)
         hi = ITEM * (at - child.off)
         upper = Node(
-            parent, child.src[lo:hi], child.start, child.start, at, child.key, child.stamp, child.req
+            parent,
+            child.src[lo:hi],
+            child.start,
+            child.start,
+            at,
+            child.key,
+            child.stamp,
+            child.req,
+            child.time,
         )
         parent.children[child.key] = upper
         child.parent = upper
@@ -136,16 +162,24 @@ class RadixTree:
         return depth
 
     def access(
-        self, data: bytes, n: int, *, stamp: float, req: int, expire_before: float | None = None
+        self,
+        data: bytes,
+        n: int,
+        *,
+        stamp: float,
+        req: int,
+        now: float = 0.0,
+        expire_before: float | None = None,
     ) -> Access:
         """Match `data` (n tokens), then insert it, stamping every node on its path.
 
         Args:
             data: the packed request.
             n: its length in tokens.
-            stamp: the access time written on the path (request counter or trace time).
+            stamp: the LRU order written on the path (a request counter).
             req: the request's index, written as the path's `req` tag.
-            expire_before: nodes stamped earlier than this count as expired for `alive`.
+            now: the trace time written on the path.
+            expire_before: nodes last used (`time`) before this count as expired for `alive`.
         """
         node = self.root
         depth = 0
@@ -153,6 +187,7 @@ class RadixTree:
         alive = 0
         alive_source: int | None = None
         fresh = True
+        used: float | None = None
         path: list[Node] = []
         while depth < n:
             b = ITEM * depth
@@ -165,12 +200,13 @@ class RadixTree:
                 m = lim
             else:
                 m = depth + min(common_prefix(data, child.src, depth, 0, child.off), lim - depth)
-            if fresh and expire_before is not None and child.stamp < expire_before:
+            if fresh and expire_before is not None and child.time < expire_before:
                 fresh = False
             if fresh:
                 alive = m
                 alive_source = child.req
             source = child.req
+            used = child.time
             if m < child.end:
                 upper = self._split(child, m)
                 path.append(upper)
@@ -190,16 +226,17 @@ class RadixTree:
                 node.end = n
             else:
                 b = ITEM * depth
-                leaf = Node(node, data, 0, depth, n, data[b : b + ITEM], stamp, req)
+                leaf = Node(node, data, 0, depth, n, data[b : b + ITEM], stamp, req, now)
                 node.children[leaf.key] = leaf
                 path.append(leaf)
                 self.size += n - depth
         for p in path:
             p.stamp = stamp
             p.req = req
+            p.time = now
         if path and not path[-1].children:
             self._push(path[-1])
-        return Access(matched, source, alive, alive_source, path)
+        return Access(matched, source, alive, alive_source, path, used if matched else None)
 
     def evict(self, budget: int) -> int:
         """Drop least-recently-stamped leaf tokens until at most `budget` remain.

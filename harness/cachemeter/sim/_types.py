@@ -7,11 +7,23 @@ from typing import Literal, Protocol, TypeAlias
 
 from harness.cachemeter._seq import ITEM
 
-__all__ = ["LossReason", "PolicyReason", "SimName", "SimRequest", "SimStep", "Simulator", "last_token_rule"]
+__all__ = [
+    "Clock",
+    "LossReason",
+    "PolicyReason",
+    "SimName",
+    "SimRequest",
+    "SimStep",
+    "Simulator",
+    "check_idle",
+    "idle_cutoff",
+    "last_token_rule",
+]
 
 SimName: TypeAlias = Literal["ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "anthropic"]
-LossReason: TypeAlias = Literal["evicted", "ttl_expired"]
-"""A longer prefix had been cached but was gone when this request came."""
+LossReason: TypeAlias = Literal["evicted", "ttl_expired", "routed_away"]
+"""A longer prefix had been cached but was gone when this request came (`routed_away`: it was
+on another server of a fleet)."""
 PolicyReason: TypeAlias = Literal["block_rounding", "below_minimum", "no_breakpoint"]
 """The cache held the prefix but its rules reuse less of it."""
 
@@ -32,6 +44,7 @@ class SimRequest:
         known_prefix: the longest prefix this request shares with any earlier request of the
             same model (the `ideal` answer). The meter fills it so eviction-based simulators
             can tell what they lost to eviction; None when unknown.
+        session: the conversation the request belongs to (what a router keeps together).
     """
 
     tokens: bytes
@@ -41,6 +54,7 @@ class SimRequest:
     boundaries: tuple[int, ...] = ()
     ttl: Literal["5m", "1h"] | None = None
     known_prefix: int | None = None
+    session: str | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -86,3 +100,29 @@ class Simulator(Protocol):
 def last_token_rule(prefix: int, n: int) -> int:
     """The engines always compute the prompt's last token: at most `n - 1` tokens are reused."""
     return max(0, min(prefix, n - 1))
+
+
+class Clock:
+    """Trace time as a simulator sees it: a request without a timestamp comes when the previous one did."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def tick(self, request: SimRequest) -> float:
+        """Advance to `request`'s time; return it."""
+        if request.timestamp is not None:
+            self.now = request.timestamp
+        return self.now
+
+
+def idle_cutoff(now: float, idle_s: float | None) -> float | None:
+    """Entries last used before this moment are gone (None: nothing expires)."""
+    return None if idle_s is None else now - idle_s
+
+
+def check_idle(idle_s: float | None) -> None:
+    """Raises ValueError unless `idle_s` is None or positive."""
+    if idle_s is not None and not idle_s > 0:
+        raise ValueError(f"idle_s must be a positive number of seconds, got {idle_s!r}")

@@ -30,7 +30,7 @@ from harness.cachemeter._request import (
 )
 from harness.types import JsonObject, Purpose
 
-__all__ = ["request_from_chat"]
+__all__ = ["content_text", "dumps", "request_from_chat", "scalar", "timestamp_of", "usage_of"]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES: dict[str, Role] = {
@@ -67,7 +67,7 @@ class _ChatLine(_Loose):
     session_id: str | None = None
 
 
-def _dumps(value: JsonValue) -> str:
+def dumps(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -80,7 +80,7 @@ def _has_marker(block: JsonValue) -> tuple[bool, Literal["5m", "1h"] | None]:
     return False, None
 
 
-def _content_text(content: str | list[JsonValue] | None) -> tuple[str, list[MeterToolCall], bool]:
+def content_text(content: str | list[JsonValue] | None) -> tuple[str, list[MeterToolCall], bool]:
     """Flatten message content; collect Anthropic tool_use blocks; report a cache marker."""
     if content is None:
         return "", [], False
@@ -99,16 +99,14 @@ def _content_text(content: str | list[JsonValue] | None) -> tuple[str, list[Mete
             parts.append(text)
         elif isinstance(block, dict) and block.get("type") == "tool_use":
             calls.append(
-                MeterToolCall(
-                    str(block.get("id", "")), str(block.get("name", "")), _dumps(block.get("input"))
-                )
+                MeterToolCall(str(block.get("id", "")), str(block.get("name", "")), dumps(block.get("input")))
             )
         else:
             # Images, tool results and other parts: their canonical JSON, so a change is seen.
             shown = (
                 {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
             )
-            parts.append(_dumps(shown))
+            parts.append(dumps(shown))
     return "\n".join(parts), calls, marked
 
 
@@ -117,7 +115,7 @@ def _tool_call(raw: dict[str, JsonValue]) -> MeterToolCall:
     source = fn if isinstance(fn, dict) else raw
     args = source.get("arguments", "")
     name = source.get("name", "")
-    return MeterToolCall(str(raw.get("id", "")), str(name), args if isinstance(args, str) else _dumps(args))
+    return MeterToolCall(str(raw.get("id", "")), str(name), args if isinstance(args, str) else dumps(args))
 
 
 def _tool(raw: dict[str, JsonValue]) -> MeterTool:
@@ -125,7 +123,7 @@ def _tool(raw: dict[str, JsonValue]) -> MeterTool:
     source = fn if isinstance(fn, dict) else raw
     params = source.get("parameters", source.get("input_schema", {}))
     if "name" not in source:
-        raise ValueError(f"tools: a tool has no 'name' ({_dumps(raw)[:80]!r})")
+        raise ValueError(f"tools: a tool has no 'name' ({dumps(raw)[:80]!r})")
     return MeterTool(
         str(source.get("name")),
         str(source.get("description", "")),
@@ -133,7 +131,12 @@ def _tool(raw: dict[str, JsonValue]) -> MeterTool:
     )
 
 
-def _timestamp(value: float | str | None) -> float | None:
+def scalar(value: JsonValue) -> float | str | None:
+    """A JSON value that can be a timestamp (a number or a string), else None."""
+    return value if isinstance(value, float | int | str) and not isinstance(value, bool) else None
+
+
+def timestamp_of(value: float | str | None) -> float | None:
     if value is None or isinstance(value, float | int):
         return value
     try:
@@ -147,7 +150,7 @@ def _int(obj: JsonObject, key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _usage(raw: dict[str, JsonValue] | None) -> ReportedUsage | None:
+def usage_of(raw: dict[str, JsonValue] | None) -> ReportedUsage | None:
     if not raw:
         return None
     if "prompt_tokens" in raw:  # OpenAI: cached tokens are included in prompt_tokens
@@ -202,7 +205,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         system_parts.append(chat.system)
     elif isinstance(chat.system, list):
         for block in chat.system:
-            text, _, marked = _content_text([block])
+            text, _, marked = content_text([block])
             if system_parts:
                 chars += 2  # the "\n\n" joining blocks
             system_parts.append(text)
@@ -219,7 +222,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         role = _ROLES.get(m.role)
         if role is None:
             raise ValueError(f"messages.{i}.role: {m.role!r} is not a chat role; use {', '.join(_ROLES)}")
-        text, calls, marked = _content_text(m.content)
+        text, calls, marked = content_text(m.content)
         if role == "system" and not messages:
             system_parts.append(text)
             system_messages.append(text)
@@ -239,12 +242,12 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         system_messages=tuple(system_messages) if len(system_messages) > 1 else (),
         messages=tuple(messages),
         tools=tools,
-        timestamp=_timestamp(chat.timestamp),
+        timestamp=timestamp_of(chat.timestamp),
         session_id=chat.session_id,
         purpose=chat.purpose,
         line=line,
         message_base=lifted,
         breakpoints=tuple(breakpoints),
         cache_ttl=ttl,
-        usage=_usage(chat.usage),
+        usage=usage_of(chat.usage),
     )

@@ -52,3 +52,21 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     plot_report(report(), out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 10_000
+
+
+def test_the_ttl_sweep_and_the_replicas_plot_as_pngs(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from harness.cachemeter import plot_replicas, plot_ttl_sweep, replica_sweep, ttl_sweep
+    from harness.config import PriceConfig
+
+    records = [rec(k) for k in range(1, 6)]
+    renderer = CanonicalRenderer(CharTokenizer())
+    prices = {"m": PriceConfig(input=1.0, output=2.0)}
+    sweep = ttl_sweep(records, renderer, ttls=(30, 300), simulators=("sglang", "openai"), prices=prices)
+    replicas = replica_sweep(records, renderer, counts=(1, 2), simulators=("sglang", "vllm"))
+    plot_ttl_sweep(sweep, tmp_path / "ttl.png")
+    plot_replicas(replicas, tmp_path / "replicas.png")
+    for name in ("ttl.png", "replicas.png"):
+        out = tmp_path / name
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert out.stat().st_size > 10_000

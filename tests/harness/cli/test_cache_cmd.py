@@ -207,3 +207,68 @@ def test_report_reads_a_hugging_face_tokenizer_directory_and_its_chat_template(
     proc = keel(str(trace), "--tokenizer", str(tmp_path / "missing"), home=home)
     assert proc.returncode == 2
     assert "nothing is downloaded" in " ".join(proc.stderr.split())
+
+
+def test_report_sweeps_the_timeout_and_routes_replicas_with_tables_json_and_plots(
+    home: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    write_trace(trace)  # requests one second apart
+    out_json, out_png = tmp_path / "report.json", tmp_path / "plot.png"
+    proc = keel(
+        str(trace),
+        "--tokenizer",
+        "chars",
+        "--sim",
+        "ideal,sglang,openai",
+        "--ttl-sweep",
+        "0.5s,1h",
+        "--replicas",
+        "1,2",
+        "--json",
+        str(out_json),
+        "--plot",
+        str(out_png),
+        home=home,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "sglang: hit ratio and cost against the cache timeout" in out
+    assert "replicas: hit ratio and cost per routing policy and number of servers" in out
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    sweep = data["ttl_sweep"]
+    assert sweep["ttls"] == [0.5, 3600.0] and sweep["simulators"] == ["sglang", "openai"]
+    half, hour = sweep["rows"]["sglang"]
+    assert (half["idle"]["requests"], hour["idle"]["requests"]) == (2, 0)  # every 1 s gap outlasts 0.5 s
+    runs = {(r["policy"], r["replicas"]): r for r in data["replicas"]["runs"]}
+    # request 1 lands on the server without request 0; request 2 (memory changed) shares as much with both
+    assert runs[("round_robin", 2)]["routed_away"]["requests"] == 1
+    assert [r["server"] for r in runs[("round_robin", 2)]["requests"]] == [0, 1, 0]
+    assert runs[("session", 2)]["hit_ratio"] == runs[("session", 1)]["hit_ratio"]
+    for path in (out_png, tmp_path / "plot-ttl.png", tmp_path / "plot-replicas.png"):
+        assert path.read_bytes()[:4] == b"\x89PNG", path
+
+
+def test_report_reads_a_claude_code_transcript_and_names_the_lines_it_skipped(home: Path) -> None:
+    fixture = REPO / "tests" / "harness" / "cachemeter" / "traces" / "data" / "claude_code_session.jsonl"
+    proc = keel(str(fixture), "--tokenizer", "chars", "--sim", "ideal,anthropic", "--json", "-", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert len(data["requests"]) == 3
+    assert data["reported"]["cache_read"] == 14_210
+    assert any("claude_code_session.jsonl:9: skipped: not valid JSON" in n for n in data["notices"])
+    assert any("carry neither the system prompt" in n for n in data["notices"])
+
+
+def test_several_traces_are_interleaved_by_time_each_session_kept_apart(home: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_trace(first)
+    lines = [json.loads(line) for line in first.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        line["timestamp"] += 0.5
+    second.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    proc = keel(str(first), str(second), "--tokenizer", "chars", "--sim", "ideal", "--json", "-", home=home)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["session_id"] for r in data["requests"]] == ["a/s", "b/s"] * 3
+    assert [r["timestamp"] for r in data["requests"]] == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5]

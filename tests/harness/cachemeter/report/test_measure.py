@@ -104,8 +104,8 @@ def test_json_report_follows_the_documented_schema() -> None:
     assert data["settings"]["block_size"] == 16
     first = data["requests"][1]
     assert set(first) == {
-        "index", "line", "session_id", "turn", "purpose", "model", "timestamp", "prompt_tokens",
-        "reported", "price", "content", "sims", "warnings",
+        "index", "line", "session_id", "turn", "purpose", "model", "timestamp", "gap", "ttl",
+        "prompt_tokens", "reported", "price", "content", "sims", "warnings",
     }  # fmt: skip
     assert set(first["sims"]["vllm"]) == {
         "reusable",
@@ -114,6 +114,8 @@ def test_json_report_follows_the_documented_schema() -> None:
         "source",
         "reason",
         "lost",
+        "cost",
+        "lost_cost",
         "warnings",
     }
     assert first["content"]["reason"] == "none"
@@ -124,7 +126,10 @@ def test_json_report_follows_the_documented_schema() -> None:
         "reusable",
         "write",
         "hit_ratio",
+        "write_ratio",
         "cost",
+        "write_cost",
+        "write_share",
         "reasons",
     }
     assert data["by_purpose"]["turn"]["sims"]["ideal"]["hit_ratio"] == report.by_purpose["turn"].hit_ratio(
