@@ -7,7 +7,8 @@ with every committed write (which is durable on disk at once) and are what `entr
 `usage()` and tool replies report.
 
 Every write: validate → scan → take the sidecar lock → re-read the file under the lock →
-(drift check for replace/remove/batch) → plan → archive evictions → atomic replace. All
+(drift check for replace/remove/batch) → plan → scan the entries joined (a write must not
+complete an attack split over entries) → archive evictions → atomic replace. All
 blocking work runs in worker threads through `anyio.to_thread.run_sync`.
 """
 
@@ -64,6 +65,7 @@ from memory.scanner import (
     describe_findings,
     oversize_finding,
     scan,
+    scan_joined,
 )
 from memory.scope import Principal
 
@@ -147,6 +149,23 @@ def sanitize_entry(target: MemoryTarget, entry: str) -> str:
             f"tool (action 'remove', target {target!r}) or `keel memory remove {target} '<part of it>'`."
         ),
     )
+
+
+def _refuse_split_attack(
+    target: MemoryTarget, before: Sequence[str], after: Sequence[str], *, batch: bool
+) -> None:
+    """Refuse a write whose new entry completes an attack with the entries beside it (see
+    `scan_joined`). Only new text is read this way: a removal adds nothing to complete."""
+    old = set(before)
+    for index, entry in enumerate(after):
+        joined = () if entry in old else scan_joined(after, index, "strict")
+        if joined:
+            suffix = " No operations were applied (batch is all-or-nothing)." if batch else ""
+            raise ScanBlockedError(
+                f"{describe_findings(joined)} Read together with the entries beside it in {FILE_NAMES[target]}, "
+                f"this entry would complete it; nothing was changed.{suffix}",
+                findings=joined,
+            )
 
 
 class MemoryStore:
@@ -416,6 +435,7 @@ class MemoryStore:
                 target, current, ops, limit=self._limits[target], overflow=self._overflow, batch=batch
             )
             if plan.committed:
+                _refuse_split_attack(target, current, plan.entries, batch=batch)
                 if plan.evicted:
                     stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
                     _disk.append_jsonl(

@@ -3,8 +3,9 @@
 # categories), `_normalize.py` (invisible characters, NFKC, confusable skeleton, joined and
 # compact views), `_decode.py` (base64/hex runs, tag characters), `_rule.py` (the Rule type
 # and the imperative detector), `_rules.py` (the rule for each category, stated in one
-# place), `_rules_en.py` / `_rules_i18n.py` (the patterns), `_commands.py` (secrets in
-# network commands), `_engine.py` (scan, messages, placeholders).
+# place), `_rules_en.py` / `_rules_i18n.py` / `_rules_i18n_more.py` (the patterns),
+# `_commands.py` (secrets in network commands), `_engine.py` (scan, the joined scan of a
+# write with the entries beside it, messages, placeholders).
 """The write scanner.
 
 Memory entries and context files end up in the system prompt of every later session, so a
@@ -13,11 +14,21 @@ callers decide what a hit means (a refused write, a `[BLOCKED: ...]` placeholder
 for each category is in `memory.scanner._rules`.
 """
 
-from memory.scanner._engine import blocked_placeholder, describe_findings, oversize_finding, scan
+from memory.scanner._engine import (
+    ENTRY_DELIMITER,
+    JOIN_REACH,
+    blocked_placeholder,
+    describe_findings,
+    oversize_finding,
+    scan,
+    scan_joined,
+)
 from memory.scanner._types import SCAN_WINDOW, Finding, FindingCategory, ScanScope
 
 __all__ = [
+    "ENTRY_DELIMITER",
     "INVISIBLE_CODE_POINTS",
+    "JOIN_REACH",
     "SCAN_WINDOW",
     "Finding",
     "FindingCategory",
@@ -26,6 +37,7 @@ __all__ = [
     "describe_findings",
     "oversize_finding",
     "scan",
+    "scan_joined",
 ]
 
 INVISIBLE_CODE_POINTS: tuple[int, ...] = (

@@ -3,7 +3,8 @@
 `Learner.learn_turn` is what the provider's `sync_turn` runs in the background. Model calls
 go through the provider's circuit breaker (5 failures in a row → 2 minutes without model
 calls); while it is open, turns are not learned from (search and the tools keep working).
-Every candidate passes the write scanner before anything is stored.
+Every candidate passes the write scanner before anything is stored, alone and read beside
+the memories it would be recalled with (`neighbour_texts`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from numpy.typing import NDArray
 
 from memory.errors import SemanticInputError
 from memory.providers._breaker import CircuitBreaker
-from memory.providers._guard import write_findings
+from memory.providers._guard import joined_findings, write_findings
 from memory.providers.contract import TurnMessage
 from memory.providers.semantic.embedder import Embedder
 from memory.providers.semantic.extract import (
@@ -37,7 +38,9 @@ from memory.providers.semantic.extract import (
 from memory.providers.semantic.search import Ranker
 from memory.providers.semantic.store import Memory, SemanticStore
 
-__all__ = ["Learned", "Learner", "TurnReport"]
+__all__ = ["Learned", "Learner", "TurnReport", "neighbour_texts"]
+
+_NEIGHBOURS = 3
 
 _log = logging.getLogger(__name__)
 
@@ -138,7 +141,11 @@ class Learner:
         if not grounded(candidate, exchange):
             return Learned(candidate, "ungrounded", None, "grounding")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
-        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=1))
+        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=_NEIGHBOURS))
+        beside = await anyio.to_thread.run_sync(partial(neighbour_texts, self._store, nearest))
+        if joined_findings(candidate, beside):
+            _log.warning("semantic memory: an extracted fact completes a threat with the memories beside it")
+            return Learned(candidate, "blocked", None, "scanner")
         if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
             return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
         if not nearest or nearest[0][1] < self._rules.related_similarity:
@@ -204,6 +211,17 @@ class Learner:
             # e.g. the update would duplicate another memory, or the target is gone already
             _log.info("semantic memory: %s; the candidate was left out", exc)
         return Learned(candidate, "none", None if target is None else target.memory_id, decided_by)
+
+
+def neighbour_texts(store: SemanticStore, nearest: list[tuple[Memory, float]]) -> list[str]:
+    """The memories a new one is likely recalled beside: the most similar and the newest.
+
+    Blocking (SQLite): call it in a worker thread.
+    """
+    seen: dict[int, str] = {m.memory_id: m.content for m, _ in nearest}
+    for memory in store.recent(limit=_NEIGHBOURS):
+        seen.setdefault(memory.memory_id, memory.content)
+    return list(seen.values())
 
 
 def _clip(text: str, limit: int) -> str:

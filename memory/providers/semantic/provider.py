@@ -29,9 +29,15 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from memory.curated import memories_dir
 from memory.errors import SemanticBlockedError, SemanticError
 from memory.providers._breaker import BreakerState, CircuitBreaker
-from memory.providers._guard import blocked_write_message, one_user, recall_safe, write_findings
+from memory.providers._guard import (
+    blocked_write_message,
+    joined_findings,
+    one_user,
+    recall_safe,
+    write_findings,
+)
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
-from memory.providers.semantic._learn import Learner, TurnReport
+from memory.providers.semantic._learn import Learner, TurnReport, neighbour_texts
 from memory.providers.semantic._tools import (
     PROFILE_TOOL,
     SAVE_TOOL,
@@ -264,6 +270,13 @@ class SemanticProvider(MemoryProvider):
         if findings:
             raise SemanticBlockedError(blocked_write_message("memory", findings), findings=findings)
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([content])[0])
+        ranker = self._ranker
+        if ranker is not None:
+            nearest = await anyio.to_thread.run_sync(partial(ranker.nearest, vector, limit=3))
+            beside = await anyio.to_thread.run_sync(partial(neighbour_texts, store, nearest))
+            findings = joined_findings(content, beside)
+            if findings:
+                raise SemanticBlockedError(blocked_write_message("memory", findings), findings=findings)
         add = partial(
             store.add,
             content,
