@@ -70,9 +70,7 @@ def _load(module: str) -> ModuleType | None:
         return None
 
 
-def _measure(
-    name: str, corpus: ModuleType, meaning: MeaningCheck, *, verbose: bool
-) -> tuple[_Rates, _Rates]:
+def _measure(name: str, corpus: ModuleType, meaning: MeaningCheck, *, verbose: bool) -> tuple[_Rates, _Rates]:
     attacks = [text for _, text in corpus.ATTACKS]
     benign = list(corpus.BENIGN)
     rule_a = [bool(scan(t, "strict")) for t in attacks]
@@ -159,7 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.append((name, rules, layered))
     round2 = _load("tests.memory.scanner_corpus_round2")
     _locomo(args.data or default_data_dir() / "locomo-dev.json", meaning)
-    print(f"\nmeaning check: threshold {meaning.threshold}; rules and probe tuned on original, disguised, round2")
+    print(
+        f"\nmeaning check: threshold {meaning.threshold}; rules and probe tuned on original, disguised, round2"
+    )
     for name, rules, _ in table:
         print(rules.line(name, "rules"))
     if round2 is not None:

@@ -35,12 +35,18 @@ from memory.providers.semantic import MiniLmEmbedder  # noqa: E402
 from tests.memory import scanner_corpus, scanner_corpus_disguised, scanner_corpus_round2  # noqa: E402
 
 Matrix = NDArray[np.float64]
-_CORPORA = {"original": scanner_corpus, "disguised": scanner_corpus_disguised, "round2": scanner_corpus_round2}
+_CORPORA = {
+    "original": scanner_corpus,
+    "disguised": scanner_corpus_disguised,
+    "round2": scanner_corpus_round2,
+}
 _SCALE = 4.0  # unit vectors have tiny coordinates; scaling makes plain gradient descent converge
 _OUT = REPO / "memory" / "scanner" / "meaning_probe.json"
 
 
-def train_probe(x: Matrix, y: Matrix, *, l2: float = 1.0, steps: int = 3000, rate: float = 0.5) -> tuple[Matrix, float]:
+def train_probe(
+    x: Matrix, y: Matrix, *, l2: float = 1.0, steps: int = 3000, rate: float = 0.5
+) -> tuple[Matrix, float]:
     """Logistic regression by full-batch gradient descent; returns weights for *unscaled* vectors."""
     xs = x * _SCALE
     w = np.zeros(x.shape[1])
@@ -59,7 +65,9 @@ def _sigmoid(z: Matrix) -> Matrix:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write the probe trained on all three to {_OUT}")
+    parser.add_argument(
+        "--write", action="store_true", help=f"write the probe trained on all three to {_OUT}"
+    )
     args = parser.parse_args(argv)
     embedder = MiniLmEmbedder(threads=2)
     vectors: dict[str, tuple[Matrix, Matrix]] = {}
@@ -74,14 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         b = np.concatenate([vectors[n][1] for n in train])
         ta, tb = vectors[test]
         for tau, margin in ((0.5, 0.1), (0.6, 0.05), (0.7, 0.0)):
-            def knn(x: Matrix, tau: float = tau, margin: float = margin) -> Matrix:
-                near_a = (x @ a.T).max(axis=1)
-                flagged: Matrix = ((near_a >= tau) & (near_a - (x @ b.T).max(axis=1) >= margin)).astype(np.float64)
-                return flagged
-
+            near_a, near_b = (ta @ a.T).max(axis=1), (ta @ b.T).max(axis=1)
+            knn_catch = float(((near_a >= tau) & (near_a - near_b >= margin)).mean())
+            near_a, near_b = (tb @ a.T).max(axis=1), (tb @ b.T).max(axis=1)
+            knn_fp = float(((near_a >= tau) & (near_a - near_b >= margin)).mean())
             print(
                 f"knn    {'+'.join(train):<18} -> {test:<9} tau {tau:.2f} margin {margin:.2f}  "
-                f"catch {knn(ta).mean():.3f}  fp {knn(tb).mean():.3f}"
+                f"catch {knn_catch:.3f}  fp {knn_fp:.3f}"
             )
         w, bias = train_probe(np.concatenate([a, b]), np.r_[np.ones(len(a)), np.zeros(len(b))])
         for threshold in (0.7, 0.8, 0.9, 0.95):

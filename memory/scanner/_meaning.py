@@ -94,7 +94,11 @@ class MeaningCheck:
     """
 
     def __init__(
-        self, embedder: SentenceEmbedder, *, threshold: float = DEFAULT_MEANING_THRESHOLD, probe: MeaningProbe | None = None
+        self,
+        embedder: SentenceEmbedder,
+        *,
+        threshold: float = DEFAULT_MEANING_THRESHOLD,
+        probe: MeaningProbe | None = None,
     ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"the meaning threshold must be between 0 and 1, got {threshold!r}")

@@ -86,8 +86,12 @@ class Rule:
     def _found(self, text: str) -> bool:
         if self.before is None and self.negation is None:
             return self.regex.search(text) is not None
-        for match in self.regex.finditer(text):
+        pos = 0
+        while (match := self.regex.search(text, pos)) is not None:
             start = match.start()
+            # A negated hit must not swallow a later one inside its span: go on from the next
+            # character. Each retry starts further on, so the work stays bounded.
+            pos = start + 1 if self.negation is not None else max(match.end(), start + 1)
             if self.negation is not None and self.negation.search(text, max(0, start - 40), start):
                 continue
             if self.before is None:

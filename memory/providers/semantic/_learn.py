@@ -4,7 +4,9 @@
 go through the provider's circuit breaker (5 failures in a row → 2 minutes without model
 calls); while it is open, turns are not learned from (search and the tools keep working).
 Every candidate passes the write scanner before anything is stored, alone and read beside
-the memories it would be recalled with (`neighbour_texts`).
+the memories it would be recalled with (`neighbour_texts`); an instruction to the assistant
+is never learned (`extract.directive`), and a fact must be grounded in the user's own words
+— not in text they pasted or quoted (`extract.own_words`) — or the assistant's reply.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    directive,
     grounded,
     negates,
+    own_words,
     parse_candidates,
     parse_verdict,
     restates,
@@ -52,7 +56,7 @@ class Learned:
     candidate: str
     action: Literal["add", "update", "delete", "none", "blocked", "ungrounded"]
     memory_id: int | None
-    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding"]
+    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding", "directive"]
     kind: Literal["learned"] = "learned"
 
 
@@ -126,8 +130,9 @@ class Learner:
             )
             candidates = parse_candidates(await self._ask(prompt, report))
             for candidate in candidates:
+                # Grounded in what the user said themselves, not in what they pasted (see `own_words`).
                 report.learned.append(
-                    await self._reconcile(candidate, f"{user}\n{assistant}", report, session_id)
+                    await self._reconcile(candidate, f"{own_words(user)}\n{assistant}", report, session_id)
                 )
         except _ModelDown as down:
             report.skipped = "paused" if str(down) == "paused" else "model_failed"
@@ -138,6 +143,10 @@ class Learner:
         if write_findings(candidate):
             _log.warning("semantic memory: an extracted fact was refused by the write scanner")
             return Learned(candidate, "blocked", None, "scanner")
+        if directive(candidate):
+            # An instruction to the assistant is not a fact about the user (issue 28, N3).
+            _log.info("semantic memory: an extracted instruction was not learned: %r", candidate[:80])
+            return Learned(candidate, "blocked", None, "directive")
         if not grounded(candidate, exchange):
             return Learned(candidate, "ungrounded", None, "grounding")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
