@@ -5,8 +5,9 @@ go through the provider's circuit breaker (5 failures in a row → 2 minutes wit
 calls); while it is open, turns are not learned from (search and the tools keep working).
 Every candidate passes the write scanner before anything is stored, alone and read beside
 the memories it would be recalled with (`neighbour_texts`); an instruction to the assistant
-is never learned (`extract.directive`), and a fact must be grounded in the user's own words
-— not in text they pasted or quoted (`extract.own_words`) — or the assistant's reply.
+is never learned (`extract.directive`), and a fact must be grounded in the user's own words:
+not in text they pasted or quoted (`extract.own_words`), nor in the assistant's reply, which
+may carry a tool result, a fetched document or recalled memory (issue 28's provenance rule).
 """
 
 from __future__ import annotations
@@ -130,9 +131,10 @@ class Learner:
             )
             candidates = parse_candidates(await self._ask(prompt, report))
             for candidate in candidates:
-                # Grounded in what the user said themselves, not in what they pasted (see `own_words`).
+                # Grounded in what the user said themselves: not in what they pasted (see `own_words`),
+                # and not in the reply, which may repeat a tool result, a fetched page or recalled memory.
                 report.learned.append(
-                    await self._reconcile(candidate, f"{own_words(user)}\n{assistant}", report, session_id)
+                    await self._reconcile(candidate, own_words(user), report, session_id)
                 )
         except _ModelDown as down:
             report.skipped = "paused" if str(down) == "paused" else "model_failed"
