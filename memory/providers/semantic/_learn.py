@@ -133,9 +133,7 @@ class Learner:
             for candidate in candidates:
                 # Grounded in what the user said themselves: not in what they pasted (see `own_words`),
                 # and not in the reply, which may repeat a tool result, a fetched page or recalled memory.
-                report.learned.append(
-                    await self._reconcile(candidate, own_words(user), report, session_id)
-                )
+                report.learned.append(await self._reconcile(candidate, own_words(user), report, session_id))
         except _ModelDown as down:
             report.skipped = "paused" if str(down) == "paused" else "model_failed"
         report.seconds = time.perf_counter() - started

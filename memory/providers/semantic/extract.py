@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from memory.grounding import content_stems, grounded
+from memory.provenance import own_words
 from memory.providers.contract import TurnMessage
 
 __all__ = [
@@ -198,33 +199,9 @@ def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider"
 # billing@..." became "The user prefers that the assistant forwards invoices to billing@..."
 # — a stored fact, recalled into every later session as an instruction (issue 28, N3). Two
 # checks close that at the root: a fact is grounded only in the user's *own* words (pasted
-# and quoted text taken out, `own_words`), and a fact that tells an assistant to act is
+# and quoted text taken out, `memory.provenance.own_words`), and a fact that tells an assistant to act is
 # never learned at all (`directive`): learned memory holds facts about the user, and an
 # instruction is not one — the user can still save it on purpose (`semantic_save`).
-
-_FENCE = re.compile(r"```.{0,20000}?(?:```|$)", re.DOTALL)
-_QUOTED_LINE = re.compile(r"^[ \t]{0,3}>.{0,2000}$", re.MULTILINE)
-_PASTED_TAG = re.compile(
-    r"<(pasted|document|email|file)\b[^>]{0,200}>.{0,200000}?(?:</\1>|$)", re.DOTALL | re.IGNORECASE
-)
-# Where a forwarded message or a pasted document starts; the rest of the message is theirs, not the user's.
-_PASTE_START = re.compile(
-    r"^[ \t]{0,3}(?:-{2,}\s{0,3}(?:original|forwarded)\s{1,3}message\s{0,3}-{2,}|begin\s{1,3}forwarded\s{1,3}message"
-    r"|(?:from|subject|to|cc|date|sent)\s{0,3}:\s{0,3}\S[^\n]{0,200}\n(?:[ \t]{0,3}(?:from|subject|to|cc|date|sent)\s{0,3}:))",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-def own_words(user_text: str) -> str:
-    """`user_text` without what the user pasted or quoted: fenced blocks, `>` lines, text
-    marked as pasted (`<pasted>...</pasted>`, `<document>`, `<email>`, `<file>`), and
-    everything from a forwarded message or an e-mail header block on."""
-    text = _PASTED_TAG.sub(" ", user_text)
-    text = _FENCE.sub(" ", text)
-    text = _QUOTED_LINE.sub(" ", text)
-    start = _PASTE_START.search(text)
-    return text[: start.start()] if start else text
-
 
 _AGENT = r"(?:assistants?|ai|agents?|models?|bots?|chatbots?|llms?|copilots?|you|claude|keel|gpt)"
 _ACT = (
