@@ -76,8 +76,9 @@ async def test_refuse_saves_nothing_and_says_why(tmp_path: Path) -> None:
 
 
 async def test_allow_and_a_write_of_the_users_own_words_land_as_before(tmp_path: Path) -> None:
-    tool, store, _ = await _tool(tmp_path, "allow")
+    tool, allowed, _ = await _tool(tmp_path, "allow")
     assert (await tool.handle(json.dumps(WRITE), provenance=TURN)).success
+    assert allowed.entries("user") == (WRITE["content"],)
     held_tool, held_store, _ = await _tool(tmp_path / "b", "hold")
     own = {"action": "add", "target": "user", "content": "User asked to look up the supplier's page."}
     assert (await held_tool.handle(json.dumps(own), provenance=TURN)).success
