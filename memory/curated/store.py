@@ -61,6 +61,7 @@ from memory.errors import (
 from memory.scanner import (
     SCAN_WINDOW,
     Finding,
+    MeaningCheck,
     blocked_placeholder,
     describe_findings,
     oversize_finding,
@@ -189,6 +190,8 @@ class MemoryStore:
         memory_enabled: `False` disables the `memory` target.
         user_profile_enabled: `False` disables the `user` target.
         clock: returns Unix seconds; used for backup names and archive timestamps.
+        meaning: the scanner's second layer (`memory.scanner.MeaningCheck`); when given, new
+            content it flags is refused like a rule finding. None: the rules alone.
     """
 
     def __init__(
@@ -205,6 +208,7 @@ class MemoryStore:
         clock: Callable[[], float] = time.time,
         user_directory: Path | None = None,
         memory_title: str | None = None,
+        meaning: MeaningCheck | None = None,
     ) -> None:
         if memory_char_limit <= 0 or user_char_limit <= 0:
             raise ValueError("memory_char_limit and user_char_limit must be positive")
@@ -226,6 +230,7 @@ class MemoryStore:
         self._snapshot: dict[MemoryTarget, str] = {"memory": "", "user": ""}
         self._generation = 0
         self._rendered_generation = 0
+        self._meaning = meaning
         # Serializes this instance's writes so the live view follows commit order.
         self._write_lock = anyio.Lock()
 
@@ -390,9 +395,23 @@ class MemoryStore:
                 exc.args = (f"{prefix}{exc.args[0]}{suffix}",)
                 raise
 
+    @staticmethod
+    async def _check_meaning(meaning: MeaningCheck, ops: Sequence[MemoryOp], *, batch: bool) -> None:
+        numbered = [(n, op.content) for n, op in enumerate(ops, start=1) if op.kind != "remove"]
+        scores = await anyio.to_thread.run_sync(
+            meaning.scores, [text for _, text in numbered]
+        )  # blocking: the embedder
+        for (n, _), score in zip(numbered, scores, strict=True):
+            if findings := meaning.findings_for(score):
+                prefix = f"Operation {n}: " if batch else ""
+                suffix = " No operations were applied (batch is all-or-nothing)." if batch else ""
+                raise ScanBlockedError(f"{prefix}{describe_findings(findings)}{suffix}", findings=findings)
+
     async def _write(self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool) -> WriteResult:
         self._require_enabled(target)
         self._prevalidate(ops, batch=batch)
+        if self._meaning is not None:
+            await self._check_meaning(self._meaning, ops, batch=batch)
         drift_check = batch or any(op.kind != "add" for op in ops)
         transact = functools.partial(self._transact, target, ops, batch=batch, drift_check=drift_check)
         async with self._write_lock:

@@ -122,11 +122,19 @@ class MeaningCheck:
             return []
         return self._probe.scores(self._embedder.embed(list(texts)))
 
+    def score_vector(self, vector: NDArray[np.float32]) -> float:
+        """The attack score of a text already embedded with the same embedder (no model call)."""
+        return self._probe.scores(vector.reshape(1, -1))[0]
+
     def findings(self, text: str) -> tuple[Finding, ...]:
         """`(meaning_attack,)` when `text` scores at or above the threshold, else `()` (blocking)."""
         if not text.strip():
             return ()
         (score,) = self.scores([text])
+        return self.findings_for(score)
+
+    def findings_for(self, score: float) -> tuple[Finding, ...]:
+        """The findings for a score already computed with `scores` (no model call)."""
         if score < self._threshold:
             return ()
         return (

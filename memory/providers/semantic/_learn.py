@@ -42,6 +42,7 @@ from memory.providers.semantic.extract import (
 )
 from memory.providers.semantic.search import Ranker
 from memory.providers.semantic.store import Memory, SemanticStore
+from memory.scanner import MeaningCheck
 
 __all__ = ["Learned", "Learner", "TurnReport", "neighbour_texts"]
 
@@ -91,6 +92,7 @@ class Learner:
         breaker: CircuitBreaker,
         max_turn_chars: int,
         clock: Callable[[], float] = time.monotonic,
+        meaning: MeaningCheck | None = None,
     ) -> None:
         self._store = store
         self._ranker = ranker
@@ -102,6 +104,7 @@ class Learner:
         self._breaker = breaker
         self._max_chars = max_turn_chars
         self._clock = clock
+        self._meaning = meaning
 
     async def _ask(self, prompt: str, report: TurnReport) -> str:
         if not self._breaker.acquire():
@@ -150,6 +153,9 @@ class Learner:
         if not grounded(candidate, exchange):
             return Learned(candidate, "ungrounded", None, "grounding")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
+        if self._meaning is not None and self._meaning.findings_for(self._meaning.score_vector(vector)):
+            _log.warning("semantic memory: an extracted fact was refused by the meaning check")
+            return Learned(candidate, "blocked", None, "scanner")
         nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=_NEIGHBOURS))
         beside = await anyio.to_thread.run_sync(partial(neighbour_texts, self._store, nearest))
         if joined_findings(candidate, beside):
