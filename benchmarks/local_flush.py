@@ -3,7 +3,7 @@
 Twelve short conversations (`local_flush_conversations.yaml`, written for keel) plant 61
 durable facts — names, time zones, editors, deploy rules, database versions, preferences —
 next to transient detail that should not be kept. For each model and each request shape of
-`harness.compress.flush_shapes` it sends one flush request per conversation (keel's own
+`harness.compress.flush` it sends one flush request per conversation (keel's own
 identity and memory guidance as the system prompt, the memory tool as the tool list, the
 same for every shape so only the final note and `tool_choice` differ), reads the reply with
 `read_flush_reply`, and runs the writes through the real memory tool into a fresh store
@@ -49,7 +49,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
-from harness.compress.flush_shapes import (
+from harness.compress.flush import (
     FLUSH_SHAPES,
     FlushShape,
     build_flush_shape_request,

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._util import default_data_dir
 from harness.config import KeelConfig, load_config
 from harness.experiments.locomo import load_locomo
-from harness.experiments.retention import (
+from harness.experiments.retention.arms import (
     FLUSH_ARMS,
     RETENTION_ARMS,
     RetentionArm,
@@ -52,8 +52,8 @@ from harness.experiments.retention import (
     model_config,
     run_retention,
 )
-from harness.experiments.retention_report import arm_figures, retention_json
-from harness.experiments.retention_script import replay_locomo
+from harness.experiments.retention.report import arm_figures, retention_json
+from harness.experiments.retention.script import replay_locomo
 from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
 

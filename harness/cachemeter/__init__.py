@@ -1,14 +1,15 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
-# the rest was lost (design.md §7). Layout: `_input` reads traces (keel JSONL, OpenAI/Anthropic
-# chat JSONL) into `MeterRequest`s (`_request`); `render` (+ `_jinja`, `_gguf`, `_hf` for
-# Hugging Face tokenizers, `_factory` by name) turns a request into packed token ids with
-# segment boundaries; `sim` holds the simulators (`_ideal`, `_engines`, `_providers`, all over
-# the radix tree in `_tree`); `attribution` names the reason of each miss; `report` runs
-# everything over a trace (`measure`, results in `_results`, phases in `_phases`) and owns the
-# JSON schema; `_table` and `plot` present it. `lint` names the habits behind the misses at the
-# text level (`_streams` pairs each request with the one it should extend, `_lint_checks` and
-# `_lint_rules` judge, `_diff` quotes); `contract` turns both into a test assertion. The CLI is
-# harness/cli/_cache_cmd.py and harness/cli/_cache_lint.py.
+# the rest was lost (design.md §7). Layout, one folder per family:
+#   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL) into `MeterRequest`s (`_request`)
+#   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja`, `_gguf`,
+#             `_hf` for a model's own chat template and tokenizer, `_factory` by name)
+#   sim/      the cache simulators, over a token radix tree
+#   attribution  the reason of each miss
+#   report/   runs everything over a trace (`measure`), owns the JSON schema, per phase, tables
+#   plot      the PNG
+#   lint/     the habits behind the misses, at the text level
+#   contract  both as a test assertion
+# The CLI is harness/cli/_cache_cmd.py and harness/cli/_cache_lint.py.
 from harness.cachemeter._errors import MeterError, MeterInputError
 from harness.cachemeter._factory import (
     MeterTokenizerName,
@@ -18,16 +19,7 @@ from harness.cachemeter._factory import (
 )
 from harness.cachemeter._gguf import GGUFTokenizer, read_gguf_metadata, smollm2_gguf_path
 from harness.cachemeter._hf import HFTokenizer, hf_template, load_hf_tokenizer
-from harness.cachemeter._input import (
-    TraceFormat,
-    detect_format,
-    read_requests,
-    request_from_chat,
-    request_from_record,
-    requests_from_records,
-)
 from harness.cachemeter._jinja import ChatTemplate, JinjaRenderer, template_from_file, template_from_gguf
-from harness.cachemeter._phases import PHASES, CompressionPhase, PhaseName, PhaseReport, PhaseTotals
 from harness.cachemeter._request import (
     MeterBreakpoint,
     MeterMessage,
@@ -37,9 +29,7 @@ from harness.cachemeter._request import (
     MeterToolCall,
     ReportedUsage,
 )
-from harness.cachemeter._results import BREAK_KINDS
 from harness.cachemeter._seq import pack, unpack
-from harness.cachemeter._table import report_tables
 from harness.cachemeter.attribution import Attribution, ReasonKind, attribute, content_break
 from harness.cachemeter.contract import (
     DEFAULT_ALLOWED,
@@ -71,8 +61,14 @@ from harness.cachemeter.render import (
     TokenMemo,
 )
 from harness.cachemeter.report import (
+    BREAK_KINDS,
+    PHASES,
     SCHEMA,
+    CompressionPhase,
     MeterReport,
+    PhaseName,
+    PhaseReport,
+    PhaseTotals,
     PurposeTotals,
     ReasonTotals,
     ReportedTotals,
@@ -81,6 +77,7 @@ from harness.cachemeter.report import (
     SimTotals,
     measure,
     measure_async,
+    report_tables,
 )
 from harness.cachemeter.sim import (
     SIM_NAMES,
@@ -100,6 +97,14 @@ from harness.cachemeter.sim import (
     anthropic_min_tokens,
     make_simulator,
     parse_sim_names,
+)
+from harness.cachemeter.traces import (
+    TraceFormat,
+    detect_format,
+    read_requests,
+    request_from_chat,
+    request_from_record,
+    requests_from_records,
 )
 
 __all__ = [

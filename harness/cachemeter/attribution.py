@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from harness.cachemeter._ideal import PrefixMatch
-from harness.cachemeter._simtypes import SimStep
 from harness.cachemeter.render import Rendered
+from harness.cachemeter.sim import PrefixMatch, SimStep
 
 __all__ = ["Attribution", "ReasonKind", "attribute", "content_break"]
 

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from harness.cachemeter._input import read_requests, request_from_record
-from harness.cachemeter._lint_checks import check_step
-from harness.cachemeter._lint_rules import RULES
 from harness.cachemeter._request import MeterRequest
-from harness.cachemeter._streams import Step, walk
+from harness.cachemeter.lint._checks import check_step
+from harness.cachemeter.lint._rules import RULES
+from harness.cachemeter.lint._streams import Step, walk
 from harness.cachemeter.render import CanonicalRenderer, Renderer
 from harness.cachemeter.report import measure
+from harness.cachemeter.traces import read_requests, request_from_record
 from harness.tokens import CharTokenizer
 from harness.trace import TraceRecord
 from harness.types import Purpose

@@ -17,8 +17,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from harness.cachemeter._errors import MeterError
-from harness.cachemeter._results import BREAK_KINDS
-from harness.cachemeter.report import MeterReport
+from harness.cachemeter.report import BREAK_KINDS, MeterReport
 
 __all__ = ["PlotData", "PlotMark", "PlotSeries", "plot_data", "plot_report"]
 

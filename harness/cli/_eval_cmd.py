@@ -18,7 +18,7 @@ from harness.cli._common import Subparsers, config_from_args, console, err_conso
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.experiments.locomo import LOCOMO_CATEGORIES
-from harness.experiments.retention import (
+from harness.experiments.retention.arms import (
     RETENTION_ARMS,
     RetentionArmName,
     RetentionOptions,
@@ -26,9 +26,9 @@ from harness.experiments.retention import (
     model_config,
     run_retention,
 )
-from harness.experiments.retention_report import ArmFigures, arm_figures, retention_json
-from harness.experiments.retention_scores import RETENTION_SOURCES
-from harness.experiments.retention_script import load_replay
+from harness.experiments.retention.report import ArmFigures, arm_figures, retention_json
+from harness.experiments.retention.scores import RETENTION_SOURCES
+from harness.experiments.retention.script import load_replay
 from harness.models.factory import open_model
 
 __all__ = ["category_table", "default_sim", "register", "retention_table"]

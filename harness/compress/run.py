@@ -31,6 +31,7 @@ from harness.compress.summary import fallback_summary, serialize_turns, summary_
 from harness.errors import ModelAuthError, ModelError, RetryableModelError
 from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
 from harness.types import Message, ModelRequest
+from memory import MEMORY_TOOL_NAME
 
 __all__ = ["MAX_ABORTS", "Compressor"]
 
@@ -170,7 +171,7 @@ class Compressor:
 
     async def _flush(self, host: CompressionHost, emit: Emit) -> None:
         mode = self.settings.flush
-        tool = host.tool("memory")
+        tool = host.tool(MEMORY_TOOL_NAME)
         if mode == "off" or tool is None or self._flushed:
             return  # off, no memory tool, or a retry after an abort (its facts are saved already)
         request = build_flush_request(

@@ -1,12 +1,8 @@
 # Experiments: run one scenario under several configurations and compare the cache meter's
-# numbers. `scenario` (the file format), `builtin` (synthetic-200), `sources` (names, files,
-# LoCoMo), `scenario_model` (the deterministic model that plays scripted replies), `runner`
-# (one run + fact-retention probes), `compare` (arms, metering, JSON), `plot` (PNG).
-# The retention eval (`keel eval retention`): `locomo` (typed LoCoMo files), `retention_script`
-# (what is replayed, and the questions), `retention_run` (one arm through a real session),
-# `retention` (the arms side by side), `retention_scores` (LoCoMo F1, answer retained),
-# `retention_costs` (the compression's cache costs from the trace), `retention_report` (JSON).
-from harness.experiments.builtin import BUILTIN_SCENARIOS, builtin_scenario, synthetic_200
+# numbers. `scenarios/` (the file format, synthetic-200, sources, the model that plays
+# scripted replies), `runner` (one run + fact-retention probes), `compare` (arms, metering,
+# JSON), `demo` (`keel demo`), `locomo` (typed LoCoMo files, shared with the benchmarks).
+# `retention/` is the retention eval (`keel eval retention`): see its `__init__`.
 from harness.experiments.compare import (
     Arm,
     ArmResult,
@@ -21,26 +17,33 @@ from harness.experiments.retention import (
     RetentionArm,
     RetentionArmName,
     RetentionOptions,
+    RetentionReplay,
     RetentionResult,
+    answer_f1,
+    load_replay,
+    retained,
+    retention_json,
     run_retention,
 )
-from harness.experiments.retention_report import retention_json
-from harness.experiments.retention_scores import answer_f1, retained
-from harness.experiments.retention_script import RetentionReplay, load_replay
 from harness.experiments.runner import ProbeResult, RunResult, TurnStat, apply_overrides, run_scenario
-from harness.experiments.scenario import (
+from harness.experiments.scenarios import (
+    BUILTIN_SCENARIOS,
     InitialMemory,
     MemoryWriteSpec,
     ProbeSpec,
     ReplySpec,
     Scenario,
+    ScenarioModel,
     ToolCallSpec,
     TurnSpec,
+    builtin_scenario,
     load_scenario,
     parse_scenario,
+    resolve_scenario,
+    scenario_from_locomo,
+    synthetic_200,
+    truncate_scenario,
 )
-from harness.experiments.scenario_model import ScenarioModel
-from harness.experiments.sources import resolve_scenario, scenario_from_locomo, truncate_scenario
 
 __all__ = [
     "BUILTIN_SCENARIOS",

@@ -27,7 +27,7 @@ from pydantic import JsonValue
 from harness.cachemeter import CanonicalRenderer, MeterReport, SimName, load_meter_tokenizer, measure_async
 from harness.config import KeelConfig
 from harness.experiments.runner import Progress, RunResult, apply_overrides, run_scenario
-from harness.experiments.scenario import Scenario
+from harness.experiments.scenarios.spec import Scenario
 from harness.models.base import ModelClient
 from harness.trace import TraceRecord, read_trace
 

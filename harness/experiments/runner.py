@@ -20,8 +20,8 @@ from pydantic import JsonValue
 from harness.config import KeelConfig, resolve_principal
 from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, FlushCompleted, TextDelta, TurnEnded
-from harness.experiments.scenario import MemoryWriteSpec, Scenario, TurnSpec
-from harness.experiments.scenario_model import ScenarioModel
+from harness.experiments.scenarios.model import ScenarioModel
+from harness.experiments.scenarios.spec import MemoryWriteSpec, Scenario, TurnSpec
 from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.base import ModelClient

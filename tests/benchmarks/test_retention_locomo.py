@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.experiments.retention import RetentionOptions, run_retention
-from harness.experiments.retention_script import Question, RetentionReplay, ScriptLine
+from harness.experiments.retention.arms import RetentionOptions, run_retention
+from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
 from harness.testing import ScriptedModel, config, respond, say
 from harness.types import ModelRequest

@@ -15,9 +15,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.experiments.retention import RETENTION_ARMS, RetentionArmName, RetentionOptions, run_retention
-from harness.experiments.retention_report import arm_figures
-from harness.experiments.retention_script import Question, RetentionReplay, ScriptLine
+from harness.experiments.retention.arms import (
+    RETENTION_ARMS,
+    RetentionArmName,
+    RetentionOptions,
+    run_retention,
+)
+from harness.experiments.retention.report import arm_figures
+from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.factory import local_client
 from harness.models.local import LocalModel, start_local_model
 from harness.testing import config

@@ -1,0 +1,19 @@
+# The cache lint: the habits behind a trace's misses, at the text level (no tokenizer).
+# `_streams` pairs each request with the one it should extend; `_checks` compares the two and
+# names each habit, quoting the changed lines with `_diff`; `_rules` lists the habits (title,
+# severity, fix); `_lint` walks a trace and groups the findings into a `LintReport`.
+"""`keel cache lint`: the habits that break a prompt cache (see `harness.cachemeter.lint._lint`)."""
+
+from harness.cachemeter.lint._lint import LINT_SCHEMA, LintReport, lint
+from harness.cachemeter.lint._rules import HABIT_RULES, HabitRule, LintFinding, LintSeverity, Occurrence
+
+__all__ = [
+    "HABIT_RULES",
+    "LINT_SCHEMA",
+    "HabitRule",
+    "LintFinding",
+    "LintReport",
+    "LintSeverity",
+    "Occurrence",
+    "lint",
+]

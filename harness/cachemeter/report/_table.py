@@ -1,0 +1,185 @@
+"""Rich tables for `keel cache report`: per request, per purpose, per phase, per compression, totals."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from harness.cachemeter.report._report import MeterReport
+from harness.cachemeter.report._results import RequestResult
+
+__all__ = ["report_tables"]
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}"
+
+
+def _totals(report: MeterReport) -> Table:
+    table = Table(
+        title=f"cache meter — {len(report.requests):,} requests, renderer {report.renderer}",
+        title_justify="left",
+    )
+    for col in ("simulator", "hit ratio", "reused tokens", "written", "cost", "top loss"):
+        table.add_column(col, justify="left" if col in ("simulator", "top loss") else "right")
+    prompt = sum(r.prompt_tokens for r in report.requests)
+    for name, t in report.totals.items():
+        top = next(((label, r) for label, r in t.reasons.items() if label != "none" and r.lost > 0), None)
+        table.add_row(
+            name,
+            f"{t.hit_ratio:.1%}",
+            f"{t.reusable:,} / {prompt:,}",
+            f"{t.write:,}",
+            _money(t.cost),
+            "" if top is None else f"{top[0]} ({top[1].lost:,} tok, {top[1].requests}×)",
+        )
+    if report.reported is not None:
+        rep = report.reported
+        table.add_row(
+            Text("reported", style="italic"),
+            f"{rep.hit_ratio:.1%}",
+            f"{rep.cache_read:,} / {rep.prompt_tokens:,}",
+            f"{rep.cache_write:,}",
+            "",
+            f"{rep.requests:,} requests with usage",
+        )
+    if report.uncached_cost is not None:
+        note = f" ({report.unpriced_requests} unpriced)" if report.unpriced_requests else ""
+        table.caption = f"without any cache: {_money(report.uncached_cost)}{note}"
+    return table
+
+
+def _purposes(report: MeterReport) -> Table:
+    table = Table(title="by purpose (hit ratio)", title_justify="left")
+    table.add_column("purpose")
+    table.add_column("requests", justify="right")
+    table.add_column("prompt tokens", justify="right")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for purpose, p in report.by_purpose.items():
+        table.add_row(
+            purpose,
+            f"{p.requests:,}",
+            f"{p.prompt_tokens:,}",
+            *(f"{p.hit_ratio(n):.1%}" for n in report.simulators),
+        )
+    return table
+
+
+_PHASE_LABELS = {
+    "cold": "cold start",
+    "steady": "steady state",
+    "flush": "flush calls",
+    "summary": "summary calls",
+    "rewarm": "re-warm after compression",
+    "other": "other side calls",
+}
+
+
+def _phases(report: MeterReport) -> Table:
+    table = Table(title="by phase (hit ratio)", title_justify="left")
+    table.add_column("phase")
+    table.add_column("requests", justify="right")
+    table.add_column("prompt tokens", justify="right")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for phase, t in report.phases.phases.items():
+        if t.requests:
+            table.add_row(
+                _PHASE_LABELS.get(phase, phase),
+                f"{t.requests:,}",
+                f"{t.prompt_tokens:,}",
+                *(f"{t.hit_ratio(n):.1%}" for n in report.simulators),
+            )
+    return table
+
+
+def _compressions(report: MeterReport) -> Table:
+    table = Table(
+        title="per compression: re-warm requests / cache breaks (tokens lost re-warming)",
+        title_justify="left",
+        caption="re-warm: turn requests after the compression until one reused the cache without a "
+        "break; breaks: requests that broke, the compression's own flush and summary calls included",
+        caption_justify="left",
+    )
+    table.add_column("#", justify="right")
+    table.add_column("requests")
+    table.add_column("calls")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for c in report.phases.compressions:
+        first, last = c.requests[0], c.requests[-1]
+        cells = []
+        for name in report.simulators:
+            rewarm = c.rewarm[name]
+            shown = "not back" if rewarm is None else str(rewarm)
+            cells.append(f"{shown} / {c.breaks[name]} ({c.rewarm_lost[name]:,})")
+        table.add_row(
+            str(c.index + 1),
+            f"{first}" if first == last else f"{first}–{last}",
+            f"{c.flush} flush, {c.summary} summary",
+            *cells,
+        )
+    return table
+
+
+def _cell(r: RequestResult, name: str) -> Text:
+    s = r.sims[name]
+    text = Text(f"{s.reusable:,}")
+    if s.reason.kind != "none":
+        text.append(f"\n{s.reason.label}", style="yellow" if s.reason.kind != "first_request" else "dim")
+    return text
+
+
+def _requests(report: MeterReport, max_rows: int) -> Table:
+    rows = list(report.requests)
+    title = "per request (reused tokens, and why not more)"
+    if len(rows) > max_rows:
+        breaks = [
+            r for r in rows if any(s.reason.kind not in ("none", "first_request") for s in r.sims.values())
+        ]
+        shown = breaks[:max_rows]
+        title += f" — {len(shown)} of {len(rows):,} requests shown (breaks only; --json has all)"
+        rows = shown
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("purpose")
+    table.add_column("prompt", justify="right")
+    table.add_column("reported", justify="right")
+    for name in report.simulators:
+        table.add_column(name, justify="right")
+    for r in rows:
+        reported = "" if r.reported is None else f"{r.reported.cache_read:,}"
+        table.add_row(
+            str(r.index),
+            r.purpose,
+            f"{r.prompt_tokens:,}",
+            reported,
+            *(_cell(r, n) for n in report.simulators),
+        )
+    return table
+
+
+def report_tables(report: MeterReport, *, max_rows: int = 40) -> list[RenderableType]:
+    """The report as rich tables: per request (at most `max_rows`), per purpose, per phase, per
+    compression (when there was one), totals; then the renderer's notices and any warnings."""
+    out: list[RenderableType] = []
+    if max_rows > 0 and report.requests:
+        out.append(_requests(report, max_rows))
+    out.append(_purposes(report))
+    out.append(_phases(report))
+    if report.phases.compressions:
+        out.append(_compressions(report))
+    out.append(_totals(report))
+    out.extend(Text(f"note: {notice}", style="cyan") for notice in report.notices)
+    warned = sum(1 for r in report.requests if r.warnings)
+    if warned:
+        first = next(r for r in report.requests if r.warnings)
+        out.append(
+            Text(
+                f"{warned} request(s) with warnings; first at line {first.line}: {first.warnings[0]}",
+                style="yellow",
+            )
+        )
+    return out

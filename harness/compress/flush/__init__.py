@@ -1,0 +1,44 @@
+# The compression flush (design.md §5): one last model call that saves durable facts before
+# the middle of the conversation is summarized. A family rather than one module: together it
+# is about 550 lines of four concepts that change for different reasons.
+# `_request` (the modes and request shapes → the one request), `_entries` (the checks a
+# candidate fact must pass: echo, grounding, passages), `_reading` (a reply → writes and
+# refusals, and the one "claimed a save" check), `_execute` (the writes through the memory
+# tool → `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with
+# the tool itself.
+from harness.compress.flush._entries import FACT_LABELS, GROUNDING_SHARE
+from harness.compress.flush._execute import CLAIMED_SAVE_REASON, FlushOutcome, execute_flush_reply
+from harness.compress.flush._reading import (
+    FlushReading,
+    FlushRefusal,
+    FlushWrite,
+    claims_a_save,
+    read_flush_reply,
+)
+from harness.compress.flush._request import (
+    FLUSH_SHAPES,
+    FlushReply,
+    FlushShape,
+    build_flush_request,
+    build_flush_shape_request,
+    flush_shape,
+)
+
+__all__ = [
+    "CLAIMED_SAVE_REASON",
+    "FACT_LABELS",
+    "FLUSH_SHAPES",
+    "GROUNDING_SHARE",
+    "FlushOutcome",
+    "FlushReading",
+    "FlushRefusal",
+    "FlushReply",
+    "FlushShape",
+    "FlushWrite",
+    "build_flush_request",
+    "build_flush_shape_request",
+    "claims_a_save",
+    "execute_flush_reply",
+    "flush_shape",
+    "read_flush_reply",
+]

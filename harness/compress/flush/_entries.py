@@ -1,0 +1,137 @@
+"""The checks one candidate fact must pass before the flush writes it.
+
+A small model's flush reply mixes real facts with echoes of its instructions, labels with no
+value, "nothing to save", passages copied from the chat and details it invented. `accepted`
+keeps what is a fact from the conversation and names the reason for the rest; a passage
+that fails as a whole is kept sentence by sentence where each sentence passes on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.grounding import content_words, grounded
+
+__all__ = [
+    "FACT_LABELS",
+    "GROUNDING_SHARE",
+    "MAX_ENTRY",
+    "NOTHING",
+    "Instructions",
+    "accepted",
+    "check_entry",
+]
+
+MAX_ENTRY = 300
+"""Longer 'facts' are a paragraph copied from the conversation, not a memory entry."""
+# Most of a flushed fact's content words must have been said, as the semantic provider asks
+# of a fact from one exchange; the words a flush entry uses to say what kind of fact it is
+# (the categories the flush note asks for: "Name: Sam", "Preferences: uses vim") are not
+# counted, since the conversation rarely uses them.
+GROUNDING_SHARE = 0.6
+FACT_LABELS = frozenset(
+    [
+        "name",
+        "names",
+        "named",
+        "role",
+        "roles",
+        "preference",
+        "preferences",
+        "prefers",
+        "correction",
+        "corrections",
+        "environment",
+        "tool",
+        "tools",
+        "project",
+        "projects",
+        "convention",
+        "conventions",
+        "detail",
+        "details",
+    ]
+)
+NOTHING = re.compile(r"^\s*(?:none|nothing(?: to save)?|no durable facts?)[.!]?\s*$", re.I)
+"""A reply or line that says there is nothing to save."""
+_WORD = re.compile(r"[a-z0-9']+")
+_RUN = 7
+"""A run of this many words copied from the instructions marks an entry as an echo."""
+
+
+@dataclass(frozen=True, slots=True)
+class Instructions:
+    """The words of what the model was told (system prompt, tool descriptions, the note)."""
+
+    words: frozenset[str]
+    runs: frozenset[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> Instructions:
+        words: set[str] = set()
+        runs: set[tuple[str, ...]] = set()
+        for text in texts:
+            seq = _WORD.findall(text.lower())
+            words.update(seq)
+            runs.update(tuple(seq[i : i + _RUN]) for i in range(len(seq) - _RUN + 1))
+        return cls(frozenset(words), frozenset(runs))
+
+    def echoed_by(self, content: str) -> bool:
+        """True when an entry is mostly the instructions' own words (a small model echoing them)."""
+        seq = _WORD.findall(content.lower())
+        words = set(seq)
+        if len(words) >= 4 and len(words & self.words) / len(words) >= 0.8:
+            return True
+        return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
+
+
+def check_entry(content: str, note_words: Instructions, said: str | None) -> str | None:
+    """Why `content` is not a fact to save, or None when it is one."""
+    text = content.strip()
+    if not text:
+        return "empty entry"
+    if text.endswith(":") and len(text.split()) <= 3:
+        return "a label with no value (e.g. 'timezone:')"
+    if NOTHING.match(text) or text.lower().startswith("nothing to save"):
+        return "says there is nothing to save"
+    if len(text) > MAX_ENTRY:
+        return f"longer than {MAX_ENTRY} characters: a passage, not a fact"
+    if note_words.echoed_by(text):
+        return "repeats the instructions instead of a fact from the conversation"
+    if len(content_words(text)) < 2:
+        return "a bare word or name, not a fact (say what it is: 'the user's name is Sam')"
+    if said is not None and not grounded(text, said, share=GROUNDING_SHARE, labels=FACT_LABELS):
+        return "not in the conversation: a number or most of its words were never said (an invented detail?)"
+    return None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PRONOUN = re.compile(r"^(?:she|he|they)\b", re.IGNORECASE)
+_NAME = re.compile(r"^([A-Z][\w'-]+)\s")
+
+
+def _sentences(passage: str) -> list[str]:
+    """A passage's sentences, a leading she/he/they replaced by the name the passage opens
+    with ("Caroline is ... She paints." → "Caroline paints." reads on its own in MEMORY.md)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(passage.strip()) if p.strip()]
+    name = _NAME.match(parts[0]) if parts else None
+    if name is None or _PRONOUN.match(name.group(1)):
+        return parts
+    return [_PRONOUN.sub(name.group(1), p, count=1) for p in parts]
+
+
+def accepted(content: str, note_words: Instructions, said: str | None) -> tuple[list[str], str | None]:
+    """The entries to write for one content (its checked sentences when it is a passage),
+    or the reason it is refused."""
+    problem = check_entry(content, note_words, said)
+    if problem is None:
+        return [content.strip()], None
+    sentences = _sentences(content)
+    if len(sentences) < 2:
+        return [], problem
+    # A small model often writes one passage instead of facts, an invented detail in one
+    # sentence of it: keep each sentence that is a fact on its own.
+    kept = [p for p in sentences if check_entry(p, note_words, said) is None]
+    return (kept, None) if kept else ([], problem)

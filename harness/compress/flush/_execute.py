@@ -1,0 +1,92 @@
+"""Running a flush reply: its writes go through the memory tool; the rest is recorded.
+
+A synthetic user note is appended to a *copy* of the transcript and sent once
+(`_request.py`). Only memory writes in the reply are executed, directly against the store
+through the memory tool (so the scanner and the budget apply); there is no second model
+turn, and the live transcript never sees the note or the reply.
+
+No pretend saves: a reply whose text says it saved something while no memory write landed
+is recorded as a refused `claimed` entry with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.compress.flush._reading import claims_a_save, read_flush_reply
+from harness.compress.flush._request import FlushShape
+from harness.events import Event, FlushEntry, MemoryWritten
+from harness.tools import Tool, ToolOutput
+from harness.types import Message, ModelReply, ModelRequest
+
+__all__ = ["CLAIMED_SAVE_REASON", "FlushOutcome", "execute_flush_reply"]
+
+CLAIMED_SAVE_REASON = "the reply says it saved this, but made no valid memory call: nothing was saved"
+
+
+@dataclass(frozen=True, slots=True)
+class FlushOutcome:
+    """What one flush reply did: an entry per attempted (or claimed) save, and the events."""
+
+    entries: tuple[FlushEntry, ...]
+    events: tuple[Event, ...]
+    reply_text: str
+
+    @property
+    def saved(self) -> tuple[FlushEntry, ...]:
+        return tuple(e for e in self.entries if e.saved)
+
+
+def _said(message: Message) -> str:
+    calls = " ".join(c.arguments for c in message.tool_calls)
+    return f"{message.content} {calls}" if calls else message.content
+
+
+def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
+    written = [e for e in out.events if isinstance(e, MemoryWritten)]
+    if written:
+        return [FlushEntry(target=e.target, action=e.action, content=e.content, saved=True) for e in written]
+    return [
+        FlushEntry(target="?", action="?", content=call_args[:500], saved=False, reason=out.content[:500])
+    ]
+
+
+async def execute_flush_reply(
+    reply: ModelReply, request: ModelRequest, *, shape: FlushShape, memory_tool: Tool | None
+) -> FlushOutcome:
+    """Turn the flush reply into memory writes (through the memory tool); record the rest.
+
+    Every write the reply asks for runs through `memory_tool` (so the scanner and the budget
+    apply); whatever is not a write is a refused entry with its reason; a reply that says it
+    saved something while nothing landed is a refused `claimed` entry.
+    """
+    reading = read_flush_reply(
+        shape,
+        reply,
+        instructions=[request.system, *(t.description for t in request.tools)],
+        said="\n".join(_said(m) for m in request.messages),
+    )
+    entries = [
+        FlushEntry(target="-", action="refused", content=r.text[:500], saved=False, reason=r.reason)
+        for r in reading.refusals
+    ]
+    events: list[Event] = []
+    for write in reading.writes:
+        if memory_tool is None:
+            entries.append(
+                FlushEntry(write.target, write.action, write.content, saved=False, reason="no memory tool")
+            )
+            continue
+        out = await memory_tool(write.arguments)
+        events.extend(out.events)
+        entries.extend(_entries_from(write.arguments, out))
+    text = reply.message.content
+    if not any(e.saved for e in entries):
+        claim = claims_a_save(text)
+        if claim is not None:
+            entries.append(
+                FlushEntry(
+                    target="?", action="claimed", content=claim, saved=False, reason=CLAIMED_SAVE_REASON
+                )
+            )
+    return FlushOutcome(tuple(entries), tuple(events), text)

@@ -1,0 +1,213 @@
+"""How a flush reply becomes memory writes: one reading for every shape, never raising.
+
+Tool calls to `memory` (one write or an `operations` list) and, for the `text_list` shape,
+`user: …` / `memory: …` lines become `FlushWrite`s; every other thing the reply offers is a
+`FlushRefusal` with its reason (not the memory tool, unreadable arguments, a line of another
+form, or a candidate fact that fails `_entries.check_entry`). Writes are deduplicated.
+
+`claims_a_save` is the one check for a reply that *says* it saved something: small models
+often confirm a save they never made, and nobody may read "saved" where nothing was.
+Executing the writes (through the memory tool, so the scanner and the budget apply) is the
+caller's job (`_execute.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from pydantic import JsonValue
+
+from harness.compress.flush._entries import NOTHING, Instructions, accepted, check_entry
+from harness.compress.flush._request import FlushShape, flush_note
+from harness.types import ModelReply
+from memory import MEMORY_TOOL_NAME
+
+__all__ = ["FlushReading", "FlushRefusal", "FlushWrite", "claims_a_save", "read_flush_reply"]
+
+Target: TypeAlias = Literal["user", "memory"]
+
+# First-person statements of having saved / remembered something. "Nothing to save." and
+# negations do not count.
+_CLAIM = re.compile(
+    r"\b(?:I(?:'ve| have| will|'ll)?|has been|have been|were|was|are|is|successfully|now)\s+"
+    r"(?:\w+\s+){0,2}?(?:saved|stored|remembered|noted|recorded|memorized|added|saving|storing)\b"
+    r"|\b(?:saved|stored|added|recorded)\s+(?:to|in|into)\s+(?:your\s+|my\s+|the\s+)?(?:memory|notes|profile)\b"
+    r"|\bmemory\s+(?:updated|saved)\b"
+    r"|\bI(?:'ll| will)\s+(?:remember|note|keep in mind|save|store)\b",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:nothing|not|no|never|don't|didn't|won't|cannot|can't)\b[^.!?\n]{0,40}$", re.I)
+_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*(user|memory)\s*[:\-–]\s*(.+?)\s*$", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushWrite:
+    """One memory-tool write the flush asks for."""
+
+    target: Target
+    content: str
+    action: Literal["add", "replace", "remove"] = "add"
+    old_text: str | None = None
+
+    @property
+    def arguments(self) -> str:
+        """The memory tool's JSON arguments for this write."""
+        args: dict[str, JsonValue] = {"action": self.action, "target": self.target}
+        if self.action != "remove":
+            args["content"] = self.content
+        if self.old_text is not None:
+            args["old_text"] = self.old_text
+        return json.dumps(args, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushRefusal:
+    """Something the reply offered that will not be written, and why."""
+
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlushReading:
+    """What a flush reply amounts to."""
+
+    writes: tuple[FlushWrite, ...]
+    refusals: tuple[FlushRefusal, ...]
+    claimed_without_call: bool
+    reply_text: str
+
+
+def claims_a_save(text: str) -> str | None:
+    """The sentence of `text` that claims a save, or None."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        match = _CLAIM.search(sentence)
+        if match is not None and not _NEGATED.search(sentence[: match.start()]):
+            return sentence.strip()[:500]
+    return None
+
+
+def _target(raw: JsonValue) -> Target:
+    return "user" if raw == "user" else "memory"
+
+
+def _writes_from_call(
+    arguments: str, note_words: Instructions, said: str | None
+) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+    try:
+        args: JsonValue = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return [], [FlushRefusal(arguments[:500], "the memory call's arguments are not valid JSON")]
+    if not isinstance(args, dict):
+        return [], [FlushRefusal(arguments[:500], "the memory call's arguments are not a JSON object")]
+    target = _target(args.get("target"))
+    ops = args.get("operations")
+    items: list[JsonValue] = list(ops) if isinstance(ops, list) else [args]
+    writes: list[FlushWrite] = []
+    refusals: list[FlushRefusal] = []
+    for item in items:
+        if not isinstance(item, dict):
+            refusals.append(FlushRefusal(json.dumps(item)[:500], "an operation is not an object"))
+            continue
+        action = item.get("action", "add")
+        content, old = item.get("content"), item.get("old_text")
+        if action not in ("add", "replace", "remove"):
+            refusals.append(FlushRefusal(json.dumps(item)[:500], f"unknown action {action!r}"))
+            continue
+        if action == "remove":
+            if isinstance(old, str) and old.strip():
+                writes.append(FlushWrite(target, "", "remove", old))
+            else:
+                refusals.append(FlushRefusal(json.dumps(item)[:500], "remove without old_text"))
+            continue
+        text = content if isinstance(content, str) else ""
+        if action == "replace":
+            problem = check_entry(text, note_words, said)
+            if problem is None and not (isinstance(old, str) and old.strip()):
+                problem = "replace without old_text"
+            kept = [text.strip()]
+        else:
+            kept, problem = accepted(text, note_words, said)
+        if problem is not None:
+            refusals.append(FlushRefusal(text[:500] or json.dumps(item)[:500], problem))
+            continue
+        if action == "replace":
+            writes.append(FlushWrite(target, text.strip(), "replace", old if isinstance(old, str) else None))
+        else:
+            writes += [FlushWrite(target, k) for k in kept]
+    return writes, refusals
+
+
+def _from_lines(
+    text: str, note_words: Instructions, said: str | None
+) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+    writes: list[FlushWrite] = []
+    refusals: list[FlushRefusal] = []
+    for line in text.splitlines():
+        if not line.strip() or NOTHING.match(line):
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            refusals.append(FlushRefusal(line.strip()[:500], "not a 'user: …' or 'memory: …' line"))
+            continue
+        content = m.group(2).strip()
+        if NOTHING.match(content):
+            continue
+        kept, problem = accepted(content, note_words, said)
+        if problem is not None:
+            refusals.append(FlushRefusal(content[:500], problem))
+            continue
+        writes += [FlushWrite(_target(m.group(1).lower()), k) for k in kept]
+    return writes, refusals
+
+
+def _dedupe(writes: list[FlushWrite]) -> tuple[FlushWrite, ...]:
+    seen: set[tuple[str, str, str]] = set()
+    out: list[FlushWrite] = []
+    for w in writes:
+        key = (w.target, w.action, " ".join(w.content.lower().split()))
+        if key not in seen:
+            seen.add(key)
+            out.append(w)
+    return tuple(out)
+
+
+def read_flush_reply(
+    shape: FlushShape, reply: ModelReply, *, instructions: Sequence[str] = (), said: str | None = None
+) -> FlushReading:
+    """The writes and refusals in a reply to a `shape` flush request (never raises).
+
+    Args:
+        shape: the shape the request was built with.
+        reply: the model's reply.
+        instructions: what else the model was told — pass the request's system prompt and
+            tool descriptions: entries that merely echo them (or the flush note) are refused.
+        said: the text the facts must come from (the flushed conversation); an entry not
+            `memory.grounded` in it is refused. None: not checked.
+    """
+    note_words = Instructions.of([flush_note(shape), *instructions])
+    writes: list[FlushWrite] = []
+    refusals: list[FlushRefusal] = []
+    for call in reply.message.tool_calls:
+        if call.name != MEMORY_TOOL_NAME:
+            refusals.append(
+                FlushRefusal(
+                    f"{call.name}({call.arguments[:400]})",
+                    "not available during flush: only the memory tool runs",
+                )
+            )
+            continue
+        w, r = _writes_from_call(call.arguments, note_words, said)
+        writes += w
+        refusals += r
+    text = reply.message.content
+    if shape == "text_list":
+        w, r = _from_lines(text, note_words, said)
+        writes += w
+        refusals += r
+    claimed = not writes and claims_a_save(text) is not None
+    return FlushReading(_dedupe(writes), tuple(refusals), claimed, text)

@@ -1,0 +1,93 @@
+"""The checks a candidate fact must pass: echoes of the instructions, labels, grounding, passages."""
+
+from __future__ import annotations
+
+from harness.compress.flush import read_flush_reply
+from prompts._text import load_text
+from tests.harness.compress.flush.flushkit import reply as _reply
+
+SYSTEM = "You are keel. Write entries as declarative facts: User prefers concise answers."
+
+
+def test_entries_that_echo_the_instructions_are_refused() -> None:
+    note_echo = load_text("flush_list").splitlines()[2][:120]
+    text = f"user: {note_echo}\nuser: User prefers concise answers.\nuser: Sam uses vim."
+    reading = read_flush_reply("text_list", _reply(text), instructions=[SYSTEM])
+    assert [w.content for w in reading.writes] == ["Sam uses vim."]
+    assert {r.reason for r in reading.refusals} == {
+        "repeats the instructions instead of a fact from the conversation"
+    }
+
+
+def test_a_label_with_no_value_is_refused_but_a_fact_ending_in_a_colon_is_kept() -> None:
+    text = "memory: timezone:\nuser: time zone:\nmemory: quill's deploy checklist has three steps, in order:"
+    reading = read_flush_reply("text_list", _reply(text))
+    assert [w.content for w in reading.writes] == ["quill's deploy checklist has three steps, in order:"]
+    assert [r.text for r in reading.refusals] == ["timezone:", "time zone:"]
+    assert {r.reason for r in reading.refusals} == {"a label with no value (e.g. 'timezone:')"}
+
+
+def test_facts_the_conversation_never_stated_and_bare_names_are_refused() -> None:
+    said = (
+        "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.\n"
+        "Melanie: That's great! I painted a lake sunrise last year, my kids loved it."
+    )
+    text = "\n".join(
+        [
+            "user: Caroline",  # a name, not a fact
+            "user: Caroline is a 25-year-old software engineer who works at a tech company.",  # invented
+            "memory: Melanie is a senior data scientist at a bank.",  # invented, no number
+            "user: Caroline went to an LGBTQ support group.",  # said
+            "memory: Melanie painted a lake sunrise last year.",  # said
+        ]
+    )
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == [
+        "Caroline went to an LGBTQ support group.",
+        "Melanie painted a lake sunrise last year.",
+    ]
+    reasons = {r.text: r.reason for r in reading.refusals}
+    assert reasons["Caroline"].startswith("a bare word or name, not a fact")
+    for invented in (
+        "Caroline is a 25-year-old software engineer who works at a tech company.",
+        "Melanie is a senior data scientist at a bank.",
+    ):
+        assert reasons[invented].startswith("not in the conversation")
+    # Without the conversation, only the bare name is refused.
+    unchecked = read_flush_reply("text_list", _reply(text))
+    assert [r.text for r in unchecked.refusals] == ["Caroline"]
+
+
+def test_a_passage_keeps_the_sentences_that_are_facts_and_names_who_they_are_about() -> None:
+    said = "Caroline: I went to the LGBTQ support group yesterday. I paint landscapes on weekends."
+    passage = (
+        "Caroline is a 25-year-old counselor. She went to an LGBTQ support group. "
+        "She paints landscapes on weekends."
+    )
+    for reply in (
+        _reply(f"user: {passage}"),
+        _reply("", ("memory", {"target": "user", "action": "add", "content": passage})),
+    ):
+        reading = read_flush_reply("text_list", reply, said=said)
+        assert [w.content for w in reading.writes] == [
+            "Caroline went to an LGBTQ support group.",
+            "Caroline paints landscapes on weekends.",
+        ]
+        assert reading.refusals == ()
+    # A passage with no sentence that stands is refused whole, with the first sentence's reason.
+    invented = "Caroline is a 25-year-old counselor. She owns a boat."
+    reading = read_flush_reply("text_list", _reply(f"user: {invented}"), said=said)
+    assert reading.writes == () and reading.refusals[0].text == invented
+    assert reading.refusals[0].reason.startswith("not in the conversation")
+
+
+def test_words_that_label_a_fact_do_not_count_against_it() -> None:
+    said = "Hi, I'm Sam. I use vim. Our database is PostgreSQL 16."
+    text = "user: Name: Sam\nuser: Preferences: uses vim\nmemory: Database: PostgreSQL 16\nmemory: Database: MySQL 8"
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == [
+        "Name: Sam",
+        "Preferences: uses vim",
+        "Database: PostgreSQL 16",
+    ]
+    assert [r.text for r in reading.refusals] == ["Database: MySQL 8"]
