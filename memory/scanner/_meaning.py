@@ -9,11 +9,14 @@ and harmless look-alikes; `benchmarks/scanner_probe.py` trains it and writes
 `meaning_attack`.
 
 Measured before choosing (benchmarks/scanner_probe.py, trained on two corpora and tested on
-the third): nearest neighbours against the labelled texts caught 0.16–0.25 of the unseen
-corpus' attacks at 0.00–0.03 false positives; the probe at threshold 0.9 caught 0.24–0.45
-at 0.00–0.03; scoring each clause apart raised false positives. MiniLM is English-centric:
-text in Korean, Arabic or Hindi is mostly unknown tokens to it, so in those languages the
-probe mostly sees *that* a text is foreign, not what it says — the rules carry those.
+the third, so on texts it never saw): nearest neighbours against the labelled texts caught
+0.16–0.24 of the unseen corpus' attacks at 0.000–0.022 false positives (tau 0.6, margin
+0.05); the probe at threshold 0.9 caught 0.16–0.44 at 0.000–0.042. Scoring each clause
+apart raised false positives. The probe first flagged 8.9% of ordinary LoCoMo chat (it had
+learned "addressed to you" = attack); harmless instructions and chat written for the round-2
+corpus brought that to 0.5% at 0.9. MiniLM is English-centric: text in Korean, Arabic or
+Hindi is mostly unknown tokens to it, so there the probe mostly sees *that* a text is
+foreign, not what it says — the rules carry those languages.
 
 Blocking work (the model, about 5–30 ms a text on one core): call it in a worker thread.
 """
