@@ -49,11 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._util import median, percentile
 from harness.config import KeelConfig, load_config
 from harness.events import ToolResultReady
-from harness.loop.open import open_session
 from harness.loop.session import Session
 from harness.testing import ScriptedModel, call_tool, say
 from harness.tokens import Tokenizer, load_tiktoken
 from harness.types import Usage
+from harness.wiring import SessionOptions, open_session
 from memory import SessionDB, SessionStore
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -168,12 +168,9 @@ async def one_session(
     try:
         async with open_session(
             cfg,
-            model=model,
-            home=home,
-            tokenizer=tokenizer,
-            user_id=user,
-            session_store=store,
-            source="bench",
+            SessionOptions(
+                model=model, home=home, tokenizer=tokenizer, user_id=user, session_store=store, source="bench"
+            ),
         ) as s:
             tally.session_ids.append(s.session_id)
             tally.owners[s.session_id] = user

@@ -38,10 +38,10 @@ from benchmarks._util import median
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
 from harness.config import load_config
 from harness.events import FlushCompleted
-from harness.loop.open import SessionHandles, open_session
 from harness.models.factory import local_client
 from harness.models.local import start_local_model
 from harness.trace import read_trace
+from harness.wiring import SessionOptions, open_session
 
 TURNS = (
     "Hi, I'm Ada. I run a bakery and I prefer short answers.",
@@ -75,10 +75,9 @@ async def _one(
         "KEEL_COMPRESSION__FLUSH": mode,
     }
     cfg = load_config(None, environ=env)
-    handles: list[SessionHandles] = []
     async with httpx.AsyncClient(timeout=600) as http:
         model = local_client(http, base_url, model_name, 600)
-        async with open_session(cfg, model=model, home=root / mode, handles=handles, source="benchmark") as s:
+        async with open_session(cfg, SessionOptions(model=model, home=root / mode, source="benchmark")) as s:
             for text in TURNS[:turns]:
                 async with s.run_turn(text) as events:
                     async for _ in events:
@@ -89,7 +88,7 @@ async def _one(
             compress_s = time.monotonic() - started
             flush = next((e for e in events_out if isinstance(e, FlushCompleted)), None)
             prefills = await anyio.to_thread.run_sync(_log_prefills, log, start)
-    trace = handles[0].trace_path
+    trace = s.handles.trace_path
     assert trace is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace)))
     tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")

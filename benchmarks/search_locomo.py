@@ -23,7 +23,7 @@ parsed). A returned result covers the messages in its window (`messages`, not th
 bookends). recall@k = the fraction of the item's evidence turns covered by the top k
 results, averaged over items; reported per QA category and overall.
 
-Strategies, side by side on the same databases (`memory/_search_rank.py`):
+Strategies, side by side on the same databases (`memory/sessions/_ranking.py`):
 - `all_terms`: a plain FTS5 AND of the question's words, as the sanitizer keeps them;
 - `any_terms`: an OR of the non-stopword terms, ranked by BM25 (porter-stemmed index);
 - `best` (the tool's default): the same OR, then every candidate window is re-ranked by
@@ -65,12 +65,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo import Conversation, load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir
-from memory.sessions._records import StoredMessage
-from memory.sessions._search_rank import SearchStrategy
-from memory.sessions.contract import SessionStore
-from memory.sessions.pg_store import PgSessionStore
-from memory.sessions.search import SessionSearchTool
-from memory.sessions.store import open_session_db
+from memory.sessions import (
+    PgSessionStore,
+    SearchStrategy,
+    SessionSearchTool,
+    SessionStore,
+    StoredMessage,
+    open_session_db,
+)
 
 Backend = Literal["sqlite", "postgres"]
 

@@ -51,12 +51,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo import load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir, median, percentile
-from memory.sessions._records import StoredMessage
-from memory.sessions._search_rank import SearchStrategy
-from memory.sessions.contract import SessionStore
-from memory.sessions.pg_store import PgSessionStore
-from memory.sessions.search import SessionSearchTool
-from memory.sessions.store import open_session_db
+from memory.sessions import (
+    PgSessionStore,
+    SearchStrategy,
+    SessionSearchTool,
+    SessionStore,
+    StoredMessage,
+    open_session_db,
+)
 
 Backend = Literal["sqlite", "postgres"]
 PREFIX: dict[Backend, str] = {"sqlite": "sqlite", "postgres": "pg"}

@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._util import median, percentile
 from benchmarks.local_flush import DATA, Conversation, load_conversations, matches
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
-from harness.loop.semantic_wiring import SessionCompleter
 from harness.models.factory import local_client
 from harness.models.local import BUILTIN_MODELS, start_local_model
 from harness.types import ModelReply, ModelRequest
-from memory import TurnMessage
+from harness.wiring.semantic import SessionCompleter
+from memory import ProviderContext, TurnMessage
 from memory.providers.semantic import SemanticProvider, embedder_unavailable_reason
 from prompts import load_text
 
@@ -94,7 +94,9 @@ async def run_model(
                 reconcile_prompt=load_text("semantic_reconcile"),
             )
             with tempfile.TemporaryDirectory(prefix="keel-semantic-") as tmp:
-                await provider.initialize("bench", agent_context="primary", home=Path(tmp), platform="cli")
+                await provider.initialize(
+                    ProviderContext("bench", agent_context="primary", home=Path(tmp), platform="cli")
+                )
                 try:
                     for user, assistant in exchanges(conversation):
                         before = completer.calls

@@ -16,7 +16,6 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
-from datetime import date
 from pathlib import Path
 
 import anyio
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._util import median
 from harness.config import load_config
+from harness.loop.parts import SessionParts, call_path
 from harness.loop.ports import NoProviders, NullRecorder
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
@@ -71,17 +71,21 @@ async def measure(n: int, turns: int) -> list[float]:
 
     samples: list[float] = []
     async with anyio.create_task_group() as tg:
-        session = Session(
-            settings=SessionSettings.from_config(cfg),
+        path = call_path(
             model=model,
+            recorder=NullRecorder(),
             counter=TokenCounter(tokenizer),
-            tools=ToolRegistry(),
             assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
             memory=None,
-            recorder=NullRecorder(),
-            providers=NoProviders(),
-            background=tg,
-            today=date.today,
+        )
+        session = Session(
+            SessionParts(
+                settings=SessionSettings.from_config(cfg),
+                path=path,
+                tools=ToolRegistry(),
+                providers=NoProviders(),
+                background=tg,
+            )
         )
         await session.start()
         session.replace_transcript(history(n))

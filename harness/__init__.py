@@ -1,14 +1,16 @@
 # keel's runtime: `open_session` builds a `Session` from one config. `harness` may import
 # `memory` and `prompts`; they never import `harness`.
 #
-# `loop/`        the turn loop: Session, open_session, the system prompt, the seams to memory
+# `loop/`        the turn loop: Session, the transcript, model calls, the system prompt, the seams to memory
+# `wiring/`      open_session: builds a Session from one config (loop/ never imports it)
+# `config/`      the one validated config and its bounded loader
 # `compress/`    compression with the memory flush, behind its CompressionHost protocol
 # `models/`      model clients (OpenAI-compatible, Anthropic, scripted, the embedded model)
 # `cachemeter/`  prefix-cache simulation and miss attribution over request traces
 # `experiments/` scenarios run under several configurations, and `keel demo`
 # `cli/`         the `keel` command
 # `testing/`     test doubles shipped with the library
-# `config.py` (the one validated config), `errors.py` (the KeelError tree), `events.py`
+# `errors.py` (the KeelError tree), `events.py`
 # (what a turn streams), `types.py` (wire types), `tokens.py` (tokenizers), `tools.py`
 # (the tool registry), `trace.py` (request traces).
 from harness.config import KeelConfig, load_config
@@ -45,11 +47,12 @@ from harness.events import (
     UsageReported,
     Warning,
 )
-from harness.loop import Session, SessionHandles, open_session
+from harness.loop import Session
 from harness.loop.settings import SessionSettings
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from harness.wiring import SessionHandles, SessionOptions, open_session
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -85,6 +88,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionHandles",
+    "SessionOptions",
     "SessionSettings",
     "StopReason",
     "TextDelta",

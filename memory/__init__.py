@@ -1,7 +1,7 @@
 # keel's memory layers, each a subpackage; `memory` never imports `harness`.
 #
 # `curated/`   MEMORY.md / USER.md: the MemoryStore, its snapshot policies, the `memory` tool
-# `sessions/`  the episodic store (state.db: SQLite FTS5) and the `session_search` tool
+# `sessions/`  the episodic store (sqlite/: state.db with FTS5; postgres/) and the `session_search` tool
 # `providers/` the external-provider contract, the manager, the holographic provider
 # `skills/`    procedural memory: SKILL.md files, their index, tools and guard
 # `scope.py`   who a session runs for (a user, a workspace) and where their files live
@@ -11,8 +11,8 @@
 # `provenance.py` where text came from (untrusted: tool results, fetched, recalled, pasted)
 #              and whether a memory write repeats it
 # `testing.py` a scriptable provider for tests
-# Private and shared: `_sqlite.py` (the one SQLite boundary), `_atomic.py` (the one
-# durable-write routine).
+# Private and shared: `_sqlite.py` (the one SQLite boundary), `_migrations.py` (the one
+# numbered-migration runner, SQLite and PostgreSQL), `_atomic.py` (the one durable-write routine).
 from memory._atomic import atomic_write
 from memory._sqlite import LockRetryPolicy
 from memory.curated import (
@@ -74,6 +74,7 @@ from memory.providers import (
     MemoryManager,
     MemoryProvider,
     MemoryWrite,
+    ProviderContext,
     Recall,
     SwitchReason,
     TurnMessage,
@@ -158,6 +159,7 @@ __all__ = [
     "PendingWrites",
     "PgSessionStore",
     "Principal",
+    "ProviderContext",
     "RankedSession",
     "Recall",
     "RefusalReason",

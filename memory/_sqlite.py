@@ -1,7 +1,7 @@
 """The one place keel touches `sqlite3`: connect, transact, retry, translate.
 
-Both SQLite stores go through here: the session store (`state.db`) and the holographic fact
-store. Each passes its own error translation (`translate` below for the session store), so
+Every SQLite store goes through here: the session store (`state.db`) and the holographic and
+semantic provider stores. Each passes its own error translation (`translate` below for the session store), so
 an `sqlite3` error always leaves as the store's own error type.
 
 Synchronous by design: `SessionDB` calls these methods from worker threads through

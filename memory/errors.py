@@ -42,7 +42,7 @@
 Every class carries a `reason` (a `RefusalReason` literal) so the memory tool and the CLI
 can report a stable machine-readable cause next to the human message. Third-party errors
 are translated into this tree at one boundary each (`sqlite3` in `memory/_sqlite.py`,
-psycopg in `memory/sessions/_pg_conn.py`,
+psycopg in `memory/sessions/postgres/_conn.py`,
 the filesystem in `memory/curated/_disk.py` and `memory/_atomic.py`) and chained with `from`.
 Tool handlers turn every one of these into a JSON error the model can read; none of them
 escapes into the turn loop.

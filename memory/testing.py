@@ -17,14 +17,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 import anyio
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import JsonValue
 
-from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, SwitchReason, TurnMessage
+from memory.providers.contract import MemoryProvider, MemoryWrite, ProviderContext, SwitchReason, TurnMessage
 
 __all__ = ["ProviderFailure", "ScriptedCompleter", "ScriptedProvider", "WordHashEmbedder"]
 
@@ -115,17 +114,10 @@ class ScriptedProvider(MemoryProvider):
             raise ProviderFailure(f"{self._name}.is_available failed on purpose")
         return self.available
 
-    async def initialize(
-        self,
-        session_id: str,
-        *,
-        agent_context: AgentContext,
-        home: Path,
-        platform: str,
-        parent_session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> None:
-        await self._enter("initialize", session_id, agent_context, home, platform)
+    async def initialize(self, context: ProviderContext) -> None:
+        await self._enter(
+            "initialize", context.session_id, context.agent_context, context.home, context.platform
+        )
 
     def system_prompt_block(self) -> str:
         self._record("system_prompt_block")

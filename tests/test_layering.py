@@ -23,6 +23,36 @@ FORBIDDEN = (
     ("prompts", "harness", "prompts never imports harness"),
     ("prompts", "memory", "prompts never imports memory (it receives rendered strings)"),
     ("harness.compress", "harness.loop", "compress/ depends on its CompressionHost protocol, never on loop/"),
+    (
+        "memory.sessions.postgres",
+        "memory.sessions.sqlite",
+        "the postgres backend never imports the sqlite one",
+    ),
+    (
+        "memory.sessions.sqlite",
+        "memory.sessions.postgres",
+        "the sqlite backend never imports the postgres one",
+    ),
+    *(
+        (f"memory.sessions.{neutral}", f"memory.sessions.{backend}", "only factory.py opens a backend")
+        for neutral in (
+            "contract",
+            "search",
+            "_fts_query",
+            "_ranking",
+            "_records",
+            "_render",
+            "_rows",
+            "_scoped",
+            "_validate",
+        )
+        for backend in ("sqlite", "postgres")
+    ),
+    (
+        "harness.loop",
+        "harness.wiring",
+        "the turn loop never knows how it was wired: wiring/ builds it from a config",
+    ),
 )
 
 
@@ -38,6 +68,7 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+_SESSION_PACKAGES = {"memory.sessions.sqlite", "memory.sessions.postgres"}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -141,6 +172,19 @@ def test_no_arrow_points_up_a_layer(importer: str, target: str, why: str) -> Non
         if t == target or t.startswith(target + ".")
     )
     assert bad == [], why
+
+
+def test_every_neutral_session_module_is_held_to_the_backend_rule() -> None:
+    # A new module beside contract.py must be added to the table above (or be the factory).
+    neutral = {
+        m.rsplit(".", 1)[1]
+        for m in MODULES
+        if m.startswith("memory.sessions.") and m.count(".") == 2 and m not in _SESSION_PACKAGES
+    }
+    listed = {
+        importer.rsplit(".", 1)[1] for importer, target, _ in FORBIDDEN if target == "memory.sessions.sqlite"
+    }
+    assert neutral - listed == {"factory"}
 
 
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:

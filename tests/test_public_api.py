@@ -31,6 +31,8 @@ def test_the_walk_finds_the_layers_subpackages() -> None:
     # a guard on the walk itself: if it found nothing below the roots, the test below proves little
     for expected in (
         "harness.loop",
+        "harness.wiring",
+        "harness.config",
         "harness.compress",
         "harness.testing",
         "memory.curated",

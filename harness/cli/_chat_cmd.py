@@ -18,9 +18,9 @@ from harness.cli._common import Subparsers, config_from_args, console
 from harness.cli._render import EventPrinter
 from harness.config import KeelConfig
 from harness.errors import KeelError, ModelError
-from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.types import ToolCall
+from harness.wiring import SessionHandles, SessionOptions, open_session
 from memory import MemoryLayerError
 
 __all__ = ["register"]
@@ -105,11 +105,10 @@ def _usage(session: Session) -> None:
 
 
 async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
-    handles: list[SessionHandles] = []
     printer = EventPrinter(console, show_usage=show_usage)
     console.print("[dim]starting…[/]")
-    async with open_session(cfg, source="chat", handles=handles) as session:
-        h = handles[0]
+    async with open_session(cfg, SessionOptions(source="chat")) as session:
+        h = session.handles
         console.print(
             f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
             f"[dim]trace: {escape(str(h.trace_path))}. Type /help for commands.[/]"

@@ -18,7 +18,6 @@ __all__ = [
     "config_from_args",
     "console",
     "err_console",
-    "home_from_args",
     "principal_from_args",
 ]
 
@@ -60,8 +59,3 @@ def principal_from_args(args: argparse.Namespace) -> tuple[KeelConfig, Principal
     """
     cfg = config_from_args(args)
     return cfg, resolve_principal(cfg)
-
-
-def home_from_args(args: argparse.Namespace) -> Path:
-    """The keel home this invocation works on."""
-    return config_from_args(args).resolved_home(os.environ)

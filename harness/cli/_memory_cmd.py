@@ -12,7 +12,7 @@ import anyio
 
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import KeelError
-from harness.loop.scoped import curated_store, shared_memory_store
+from harness.wiring.scoped import curated_store, shared_memory_store
 from memory import (
     AmbiguousMatchError,
     MemoryLayerError,

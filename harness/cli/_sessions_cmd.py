@@ -19,7 +19,7 @@ from rich.text import Text
 
 from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
 from harness.errors import CommandError
-from harness.loop.scoped import session_user_ids
+from harness.wiring.scoped import session_user_ids
 from memory import (
     STATE_DB_NAME,
     MessageRecord,

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import CommandError
-from harness.loop.scoped import shared_skill_library, skill_library
+from harness.wiring.scoped import shared_skill_library, skill_library
 from memory.skills import SkillBlockedError, SkillError, SkillLibrary, SkillNotFoundError, visible_shared
 
 __all__ = ["register"]

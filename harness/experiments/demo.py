@@ -35,10 +35,10 @@ from harness.events import (
     Warning,
 )
 from harness.experiments.runner import apply_overrides
-from harness.loop.open import SessionHandles, open_session
 from harness.models.base import ModelClient
 from harness.tokens import Tokenizer
 from harness.trace import TraceRecord, read_trace
+from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, MemoryTarget
 
 __all__ = ["DEMO_TURNS", "CompressionRun", "DemoResult", "PolicyRun", "TurnRow", "demo_config", "run_demo"]
@@ -225,11 +225,10 @@ async def _run_policy(
     side = MemoryStore(
         principal.workspace_memories_dir(home), user_directory=principal.user_memories_dir(home)
     )
-    handles: list[SessionHandles] = []
     walls: dict[int, float] = {}
     in_turn: dict[int, CompressionRun] = {}
     forced: CompressionRun | None = None
-    async with open_session(cfg, model=model, home=home, source="demo", handles=handles) as session:
+    async with open_session(cfg, SessionOptions(model=model, home=home, source="demo")) as session:
         for n, text in enumerate(DEMO_TURNS[:turns], 1):
             status(f"{policy}: turn {n}/{turns}")
             started = time.monotonic()
@@ -254,7 +253,7 @@ async def _run_policy(
                 on_event(ev)
             found = compression_runs(compression_events, after_turn=len(walls), forced=True, wall_s=wall)
             forced = found[-1] if found else None
-    trace_path = handles[0].trace_path
+    trace_path = session.handles.trace_path
     assert trace_path is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
     reuse = await anyio.to_thread.run_sync(_per_turn_reuse, records, tokenizer)

@@ -22,9 +22,9 @@ from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, FlushCompleted, TextDelta, TurnEnded
 from harness.experiments.scenarios.model import ScenarioModel
 from harness.experiments.scenarios.spec import MemoryWriteSpec, Scenario, TurnSpec
-from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.base import ModelClient
+from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore
 
 __all__ = ["ProbeResult", "RunResult", "TurnStat", "apply_overrides", "run_scenario"]
@@ -194,13 +194,12 @@ async def run_scenario(
     ask = (not scripted) if ask_probes is None else ask_probes
     other_writer = _store(cfg, home)
     trace_path = home / "traces" / f"{label}.jsonl"
-    handles: list[SessionHandles] = []
     stats: list[TurnStat] = []
     saved: list[str] = []
     answers: dict[str, str] = {}
     started = time.monotonic()
     async with open_session(
-        cfg, model=client, home=home, trace_path=trace_path, source="experiment", handles=handles
+        cfg, SessionOptions(model=client, home=home, trace_path=trace_path, source="experiment")
     ) as session:
         total = len(scenario.turns)
         for n, turn in enumerate(scenario.turns, 1):
@@ -220,7 +219,7 @@ async def run_scenario(
             for probe in scenario.probes:
                 events, _ = await _turn(session, probe.question)
                 answers[probe.fact] = _answer(events)
-    probes = await _probe_results(scenario, handles[0].store if handles else None, summary, answers)
+    probes = await _probe_results(scenario, session.handles.store, summary, answers)
     return RunResult(
         label=label,
         home=home,

@@ -1,9 +1,10 @@
-# The turn loop and how a session is opened.
-# `session.py` (Session: the turn loop), `open.py` (open_session: builds every part from one
-# config), `system_prompt.py` (slot assembly for the session), `ports.py` (the seams to
-# memory, persistence and providers), `memory_bridge.py` (the `memory` package adapted to
-# those seams and to the tool registry), `scoped.py` (the principal's stores: who sees what).
-from harness.loop.open import SessionHandles, open_session
+# The turn loop. `session.py` (Session: the turn loop, composed of `SessionParts`),
+# `transcript.py` (messages, ids, lineage, the turn counter), `calls.py` (the one model-call
+# path), `system_prompt.py` (slot assembly), `estimate.py` (prompt-size estimates),
+# `ports.py` (the seams to memory, persistence and providers), `warnings.py` (where warnings
+# go), `compression_host.py` (the session as compress/ sees it). How a session is built from
+# a config lives in `harness.wiring`, which this package never imports.
+from harness.loop.parts import SessionParts
 from harness.loop.session import Session
 
-__all__ = ["Session", "SessionHandles", "open_session"]
+__all__ = ["Session", "SessionParts"]

@@ -15,31 +15,14 @@ from harness.errors import ModelError, SessionError
 from harness.events import UsageReported
 from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import Recorder
+from harness.loop.system_prompt import PromptState
+from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, ReplyDone
-from harness.trace import TraceBreakpoint, TraceSlot, TraceWriter, record_for_request
+from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from memory import MemoryLayerError
 
-__all__ = ["CallContext", "ModelCalls"]
-
-
-class CallContext:
-    """What a call is recorded against: read at call time, since compression rotates ids."""
-
-    def __init__(
-        self,
-        *,
-        session_id: Callable[[], str],
-        turn: Callable[[], int],
-        prompt: Callable[[], tuple[str, list[TraceSlot]]],
-        version: Callable[[], int],
-    ) -> None:
-        self.session_id = session_id
-        self.turn = turn
-        self.prompt = prompt
-        """The session's current system prompt and its slot map (for the trace)."""
-        self.version = version
-        """The transcript's rewrite counter (for the estimate's anchor)."""
+__all__ = ["ModelCalls"]
 
 
 class ModelCalls:
@@ -52,7 +35,8 @@ class ModelCalls:
         summary_model: ModelClient | None,
         recorder: Recorder,
         estimator: PromptEstimator,
-        context: CallContext,
+        transcript: Transcript,
+        system: PromptState,
         trace: TraceWriter | None,
         warn: Callable[[str], None],
     ) -> None:
@@ -60,8 +44,10 @@ class ModelCalls:
         self._warn = warn
         self.summary_model = summary_model or model
         self._recorder = recorder
-        self._estimator = estimator
-        self._context = context
+        self.estimator = estimator
+        # Read at call time: compression rotates the session id and rebuilds the prompt.
+        self._transcript = transcript
+        self._system = system
         self.trace = trace
         self.usage_total = Usage()
         self.requests_sent = 0
@@ -91,12 +77,12 @@ class ModelCalls:
         latency = time.monotonic() - started
         self.requests_sent += 1
         reported = reply.usage is not None
-        usage = reply.usage or self._estimator.usage_for(request, reply.message)
+        usage = reply.usage or self.estimator.usage_for(request, reply.message)
         self.usage_total = self.usage_total + usage
         await self._save_usage(usage)
         await self._trace(request, client, reply, latency, None)
         if reported and request.purpose == "turn":
-            self._estimator.observe(request, usage, version=self._context.version())
+            self.estimator.observe(request, usage, version=self._transcript.version)
         return reply, UsageReported(
             purpose=request.purpose,
             input=usage.input,
@@ -112,7 +98,7 @@ class ModelCalls:
         # turn: they are carried over and added with the next call's.
         pending = self._unsaved_usage + usage
         try:
-            await self._recorder.add_usage(self._context.session_id(), pending)
+            await self._recorder.add_usage(self._transcript.session_id, pending)
         except (MemoryLayerError, OSError) as exc:
             self._unsaved_usage = pending
             self._warn(f"the session store refused the usage counters ({exc}); they will be added later")
@@ -129,13 +115,13 @@ class ModelCalls:
     ) -> None:
         if self.trace is None:
             return
-        system, slots = self._context.prompt()
+        system = self._system.text
         record = record_for_request(
             request,
-            session_id=self._context.session_id(),
-            turn=self._context.turn(),
+            session_id=self._transcript.session_id,
+            turn=self._transcript.turn,
             model=client.model_name,
-            slots=slots if request.system == system else [],
+            slots=self._system.trace_slots() if request.system == system else [],
             usage=None if reply is None else reply.usage,
             latency_s=latency,
             error=error,

@@ -36,7 +36,6 @@ class SessionHost:
         tools: ToolRegistry,
         providers: ProviderHooks,
         recorder: Recorder,
-        turn: Callable[[], int],
         today: Callable[[], date],
     ) -> None:
         self._transcript = transcript
@@ -46,7 +45,6 @@ class SessionHost:
         self._tools = tools
         self._providers = providers
         self._recorder = recorder
-        self._turn = turn
         self._today = today
 
     @property
@@ -55,7 +53,7 @@ class SessionHost:
 
     @property
     def turn(self) -> int:
-        return self._turn()
+        return self._transcript.turn
 
     @property
     def messages(self) -> Sequence[Message]:
@@ -86,7 +84,12 @@ class SessionHost:
         return self._estimator.full(self._system.text, (), self._tools.specs())
 
     def full_estimate(self) -> int:
-        return self._estimator.full(self._system.text, self._transcript.messages, self._tools.specs())
+        return self._estimator.full(
+            self._system.text,
+            self._transcript.messages,
+            self._tools.specs(),
+            version=self._transcript.version,
+        )
 
     def today(self) -> date:
         return self._today()

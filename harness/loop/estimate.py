@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.tokens import TokenCounter
+from harness.tokens import MESSAGE_OVERHEAD, TokenCounter
 from harness.types import Message, ModelRequest, ToolSpec, Usage
 
 __all__ = ["PromptEstimator"]
@@ -37,6 +37,11 @@ class PromptEstimator:
         self.token_scale = 1.0
         """Provider tokens per tokenizer token, learned from reported usage."""
         self._anchor: _Anchor | None = None
+        self._sums_version = -1
+        self._sums: list[int] = [0]
+        """Prefix sums of message counts (unscaled) for the transcript at `_sums_version`."""
+        self._counted: list[Message] = []
+        """The messages `_sums` covers, to check a later sequence extends them."""
 
     def scaled(self, tokens: int) -> int:
         """Our tokenizer's count converted to the model's tokens."""
@@ -46,9 +51,48 @@ class PromptEstimator:
         """One message's size in the model's tokens."""
         return self.scaled(self.counter.count_message(message))
 
-    def full(self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        """The prompt counted from scratch (scaled), ignoring the last report."""
-        return self.scaled(self.counter.count_prompt(system, messages, tools))
+    def full(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        version: int | None = None,
+    ) -> int:
+        """The prompt counted from scratch (scaled), ignoring the last report.
+
+        With the transcript's `version`, the history is counted incrementally: between
+        rewrites the transcript only grows, so each message is counted once per version
+        and a turn costs what it appended, not the whole history.
+        """
+        if version is None:
+            return self.scaled(self.counter.count_prompt(system, messages, tools))
+        return self.scaled(self._unscaled(system, messages, tools, version))
+
+    def _unscaled(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], version: int
+    ) -> int:
+        return (
+            self.counter.count_text(system)
+            + MESSAGE_OVERHEAD
+            + self._history(messages, version)
+            + self.counter.count_tools(tools)
+        )
+
+    def _history(self, messages: Sequence[Message], version: int) -> int:
+        """Unscaled tokens of `messages`, from prefix sums kept for one transcript version."""
+        refs = self._counted
+        k = min(len(messages), len(refs))
+        if version != self._sums_version or (k > 0 and messages[k - 1] is not refs[k - 1]):
+            # A rewrite, or a sequence that is not this version's transcript: count afresh.
+            self._sums_version = version
+            self._sums = [0]
+            refs = self._counted = []
+        sums = self._sums
+        for m in messages[len(refs) :]:
+            sums.append(sums[-1] + self.counter.count_message(m))
+            refs.append(m)
+        return sums[len(messages)]
 
     def estimate(
         self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec], *, version: int
@@ -57,7 +101,7 @@ class PromptEstimator:
         a = self._anchor
         if a is not None and a.version == version and a.system == system and len(messages) >= a.n_messages:
             return a.prompt_tokens + self.scaled(self.counter.count_messages(messages[a.n_messages :]))
-        return self.full(system, messages, tools)
+        return self.full(system, messages, tools, version=version)
 
     def invalidate(self) -> None:
         """The transcript was rewritten: the last report no longer describes it."""
@@ -66,7 +110,7 @@ class PromptEstimator:
     def observe(self, request: ModelRequest, usage: Usage, *, version: int) -> None:
         """Learn from a turn request's reported usage (the anchor and the token ratio)."""
         self._anchor = _Anchor(usage.prompt, len(request.messages), version, request.system)
-        ours = self.counter.count_prompt(request.system, request.messages, request.tools)
+        ours = self._unscaled(request.system, request.messages, request.tools, version)
         if ours > 0 and usage.prompt > 0:
             self.token_scale = min(4.0, max(0.25, usage.prompt / ours))
 

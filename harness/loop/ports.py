@@ -1,7 +1,7 @@
 """The seams between the turn loop and the memory layers.
 
 The session talks to memory, persistence and recall only through these small protocols;
-`harness/loop/memory_bridge.py` adapts the concrete `memory` classes to them. Tests pass fakes, and a
+`harness/wiring/memory_bridge.py` adapts the concrete `memory` classes to them. Tests pass fakes, and a
 user can plug in their own (a different store, a remote transcript log).
 """
 
@@ -78,8 +78,13 @@ class ProviderHooks(Protocol):
 
     async def on_turn_start(self, turn: int, message: str) -> None: ...
 
-    async def recall(self, *, turn: int, query: str) -> str:
-        """Recalled text for this turn ("" for none). The session bounds the wait."""
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
+        """Recalled text for this turn ("" for none), returned within `wait_s` seconds.
+
+        The one bound on the recall wait lives here: the hooks know whether a prefetch is
+        already running (a warm turn may wait less). The session has already skipped
+        trivial messages ("ok", "/usage"), so the hooks do not check again.
+        """
         ...
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
@@ -119,7 +124,7 @@ class NoProviders:
     async def on_turn_start(self, turn: int, message: str) -> None:
         return None
 
-    async def recall(self, *, turn: int, query: str) -> str:
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         return ""
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:

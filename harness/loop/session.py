@@ -11,12 +11,9 @@ block exits, and the transcript keeps what completed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import date
 
-import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from harness.compress.run import Compressor
@@ -32,91 +29,51 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop.calls import CallContext, ModelCalls
 from harness.loop.compression_host import SessionHost
-from harness.loop.estimate import PromptEstimator
-from harness.loop.ports import MemoryPort, ProviderHooks, Recorder
-from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, PromptState
-from harness.loop.transcript import Transcript, new_session_id
-from harness.models.base import ModelClient
-from harness.tokens import TokenCounter
-from harness.tools import ToolRegistry
-from harness.trace import TraceWriter
+from harness.loop.parts import SessionParts
 from harness.types import Message, ModelRequest
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
-__all__ = ["Session", "Spawn"]
-
-Spawn = Callable[[str], Awaitable[tuple[str, str]]]
-"""Runs a task in a subagent session: task → (final answer, the subagent's session id)."""
+__all__ = ["Session"]
 
 
 class Session:
-    """One conversation. Build it with `harness.open_session`; tests may construct it directly."""
+    """One conversation. Build it with `harness.open_session`; tests may compose `SessionParts` directly."""
 
-    def __init__(
-        self,
-        *,
-        settings: SessionSettings,
-        model: ModelClient,
-        counter: TokenCounter,
-        tools: ToolRegistry,
-        assembler: PromptAssembler,
-        memory: MemoryPort | None,
-        recorder: Recorder,
-        providers: ProviderHooks,
-        background: TaskGroup,
-        trace: TraceWriter | None = None,
-        summary_model: ModelClient | None = None,
-        new_id: Callable[[], str] = new_session_id,
-        today: Callable[[], date] = date.today,
-        spawn: Spawn | None = None,
-    ) -> None:
-        self.settings = settings
-        self.model = model
-        self.tools = tools
-        self.memory = memory
-        self.providers = providers
-        self.today = today
-        self._spawn = spawn
-        self.turn = 0
-        self._background = background
+    def __init__(self, parts: SessionParts) -> None:
+        path = parts.path
+        self.settings = parts.settings
+        self.model = path.calls.model
+        self.tools = parts.tools
+        self.memory = path.system.memory
+        self.providers = parts.providers
+        self.today = parts.today
+        self.warn = path.warnings
+        """Show a warning to the user: in the running turn's events, else with the next turn's."""
+        self.system = path.system
+        self.calls = path.calls
+        self.estimator = path.calls.estimator
+        self._spawn = parts.spawn
+        self._background = parts.background
         self._busy = False
-        self._events: MemoryObjectSendStream[Event] | None = None
-        self._pending_warnings: list[str] = []  # raised between turns, shown with the next one
-        self.estimator = PromptEstimator(counter)
-        self._transcript = Transcript(
-            recorder, new_id=new_id, model_name=model.model_name, count=counter.count_message, warn=self.warn
-        )
-        self.system = PromptState(assembler, memory)
-        self.calls = ModelCalls(
-            model=model,
-            summary_model=summary_model,
-            recorder=recorder,
-            estimator=self.estimator,
-            context=CallContext(
-                session_id=lambda: self._transcript.session_id,
-                turn=lambda: self.turn,
-                prompt=lambda: (self.system.text, self.system.trace_slots()),
-                version=lambda: self._transcript.version,
-            ),
-            trace=trace,
-            warn=self.warn,
-        )
-        self.compressor = Compressor(settings.compression)
+        self._transcript = path.transcript
+        self.compressor = Compressor(parts.settings.compression)
         self._host = SessionHost(
-            transcript=self._transcript,
-            system=self.system,
+            transcript=path.transcript,
+            system=path.system,
             estimator=self.estimator,
-            calls=self.calls,
-            tools=tools,
-            providers=providers,
-            recorder=recorder,
-            turn=lambda: self.turn,
-            today=today,
+            calls=path.calls,
+            tools=parts.tools,
+            providers=parts.providers,
+            recorder=path.transcript.recorder,
+            today=parts.today,
         )
+
+    @property
+    def turn(self) -> int:
+        """User turns begun in this conversation."""
+        return self._transcript.turn
 
     @property
     def session_id(self) -> str:
@@ -155,13 +112,6 @@ class Session:
         for message in messages:
             await self._transcript.append(message)
 
-    def warn(self, text: str) -> None:
-        """Show a warning to the user: in the running turn's events, else with the next turn's."""
-        if self._events is not None:
-            self._events.send_nowait(Warning(text))
-        else:
-            self._pending_warnings.append(text)
-
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
@@ -180,7 +130,6 @@ class Session:
             raise SessionError("cannot start a new conversation while a turn is running")
         await self.providers.on_session_end(self._transcript.messages)
         await self._transcript.restart()
-        self.turn = 0
         self.compressor.reset()
         self.estimator.invalidate()
         await self.system.rebuild(reload_memory=True)
@@ -225,11 +174,8 @@ class Session:
         self._busy = True
 
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
-            self._events = send
-            try:
+            with self.warn.streaming(send):
                 await self._turn(text, send)
-            finally:
-                self._events = None
 
         try:
             async with produced_events(produce) as events:
@@ -239,10 +185,9 @@ class Session:
 
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
         """Recall, the model/tool loop, then background sync and the next turn's prefetch."""
-        self.turn += 1
-        for pending in self._pending_warnings:
+        self._transcript.begin_turn()
+        for pending in self.warn.take_pending():
             await send.send(Warning(pending))
-        self._pending_warnings.clear()
         if self.memory is not None:
             self.memory.start_turn()
         await self.providers.on_turn_start(self.turn, text)
@@ -267,9 +212,7 @@ class Session:
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
         if not self.settings.recall or is_trivial(text):
             return None
-        recalled = ""
-        with anyio.move_on_after(self.settings.recall_wait_s):
-            recalled = await self.providers.recall(turn=self.turn, query=text)
+        recalled = await self.providers.recall(turn=self.turn, query=text, wait_s=self.settings.recall_wait_s)
         api_content = attach_recall(text, recalled)
         if api_content is not None:
             await send.send(RecallAttached(chars=len(recalled)))

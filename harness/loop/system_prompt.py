@@ -76,6 +76,11 @@ class PromptState:
     def text(self) -> str:
         return self.prompt.text
 
+    @property
+    def memory(self) -> MemoryPort | None:
+        """The curated store the MEMORY and USER slots come from (None: no curated memory)."""
+        return self._memory
+
     async def rebuild(self, *, reload_memory: bool) -> None:
         """Re-gather every slot (session start, new conversation, compression).
 

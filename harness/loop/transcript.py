@@ -34,7 +34,7 @@ def new_session_id() -> str:
 
 
 class Transcript:
-    """The messages of the current session row, and which row that is."""
+    """The messages of the current session row, which row that is, and how many turns it has seen."""
 
     def __init__(
         self,
@@ -53,9 +53,20 @@ class Transcript:
         self.session_id = new_id()
         self.parent_session_id: str | None = None
         self.version = 0
+        self.turn = 0
+        """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
         self._messages: list[Message] = []
         self._unsaved: list[tuple[str, Message]] = []
         self._unopened: set[str] = set()
+
+    @property
+    def recorder(self) -> Recorder:
+        return self._recorder
+
+    def begin_turn(self) -> int:
+        """Count a new user turn; returns its number (from 1)."""
+        self.turn += 1
+        return self.turn
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -115,6 +126,7 @@ class Transcript:
         await self.end("new_session")
         self.session_id = self._new_id()
         self.parent_session_id = None
+        self.turn = 0
         self.replace([])
         await self.open()
         return old

@@ -15,6 +15,7 @@ from anyio.abc import TaskGroup
 
 from harness.config import KeelConfig, load_config
 from harness.events import Event, FlushEntry, MemoryWritten
+from harness.loop.parts import SessionParts, call_path
 from harness.loop.ports import EndReason, MemoryBlocks, NoProviders, Recorder
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
@@ -140,11 +141,13 @@ class FakeProviders(NoProviders):
         self.flush_depth = 0
         """How many `flushing()` blocks are open (1 while a flush runs)."""
 
-    async def recall(self, *, turn: int, query: str) -> str:
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         self.recall_calls.append((turn, query))
-        if self.delay_s:
-            await anyio.sleep(self.delay_s)
-        return self.recall_text
+        with anyio.move_on_after(wait_s):
+            if self.delay_s:
+                await anyio.sleep(self.delay_s)
+            return self.recall_text
+        return ""
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
         self.after.append((turn, user, assistant))
@@ -210,21 +213,25 @@ async def make_session(
 
     ids = count(1)
     async with anyio.create_task_group() as tg:
-        session = Session(
-            settings=SessionSettings.from_config(cfg),
+        path = call_path(
             model=model,
+            summary_model=summary_model,
+            recorder=recorder or RecordingRecorder(),
             counter=TokenCounter(tokenizer),
-            tools=tools,
             assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
             memory=memory,
-            recorder=recorder or RecordingRecorder(),
+            trace=lambda _: trace,
+            new_id=lambda: f"s{next(ids)}",
+        )
+        parts = SessionParts(
+            settings=SessionSettings.from_config(cfg),
+            path=path,
+            tools=tools,
             providers=providers or FakeProviders(),
             background=tg,
-            trace=trace,
-            summary_model=summary_model,
-            new_id=lambda: f"s{next(ids)}",
             today=lambda: date(2026, 11, 22),
         )
+        session = Session(parts)
         await session.start()
         yield session
 

@@ -29,6 +29,7 @@ __all__ = [
     "AgentContext",
     "MemoryProvider",
     "MemoryWrite",
+    "ProviderContext",
     "SwitchReason",
     "TurnMessage",
     "WriteAction",
@@ -78,6 +79,28 @@ class MemoryWrite:
     kind: Literal["memory_write"] = "memory_write"
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderContext:
+    """The session a provider is initialized for: one value every provider receives.
+
+    Attributes:
+        session_id: the session starting now.
+        agent_context: why the agent runs; skip writes unless it is `primary`.
+        home: the keel home directory (the place for on-disk state).
+        platform: where the user talks to the agent (`cli`, `cron`, ...).
+        parent_session_id: the parent's id for a child session, else None.
+        user_id: the user when keel scopes memory per user, else None.
+    """
+
+    session_id: str
+    agent_context: AgentContext
+    home: Path
+    platform: str
+    parent_session_id: str | None = None
+    user_id: str | None = None
+    kind: Literal["provider_context"] = "provider_context"
+
+
 class MemoryProvider(ABC):
     """Base class for memory providers; subclass it and define `name`.
 
@@ -103,26 +126,8 @@ class MemoryProvider(ABC):
         """
         return True
 
-    async def initialize(
-        self,
-        session_id: str,
-        *,
-        agent_context: AgentContext,
-        home: Path,
-        platform: str,
-        parent_session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> None:
-        """Open connections and create resources for a session.
-
-        Args:
-            session_id: the session starting now.
-            agent_context: why the agent runs; skip writes unless it is `primary`.
-            home: the keel home directory (the place for on-disk state).
-            platform: where the user talks to the agent (`cli`, `cron`, ...).
-            parent_session_id: the parent's id for a child session, else None.
-            user_id: the user when keel scopes memory per user, else None.
-        """
+    async def initialize(self, context: ProviderContext) -> None:
+        """Open connections and create resources for the session `context` describes."""
 
     def system_prompt_block(self) -> str:
         """Static text for the system prompt, or "" for none.

@@ -1,22 +1,23 @@
 # The episodic layer: every session and message, searchable.
-# `contract.py` (SessionStore: the protocol every backend implements and callers name),
-# `store.py` (SessionDB over <home>/state.db: SQLite, WAL, runs each call in a worker
-# thread), `pg_store.py` (PgSessionStore on a PostgreSQL server: psycopg 3, pooled),
-# `factory.py` (open_session_store: the one place a backend is chosen), `search.py` (the
-# `session_search` tool). Private: `_records.py` (value types), `_schema.py` (numbered
-# migrations, rebuildable FTS5/trigram indexes), `_sql.py` (the synchronous queries),
-# `_search_index.py` (message-level FTS5 / trigram / LIKE search), `_fts_query.py` (the
-# query sanitizer), `_pg_conn.py` / `_pg_schema.py` / `_pg_sql.py` / `_pg_search.py` (the
-# PostgreSQL boundary, migrations, queries and search), `_search_rank.py` (strategies:
-# from message hits to ranked sessions), `_search_render.py` (how hits are shown to a
-# model), `_validate.py` (argument checks shared by the backends). The one SQLite boundary
-# is `memory/_sqlite.py`; errors are in `memory.errors`.
+# Neutral (no backend): `contract.py` (SessionReader, SessionWriter, SessionStore: what callers
+# name), `search.py` (the `session_search` tool), `factory.py` (open_session_store: the one
+# place a backend is chosen, and the only neutral module importing one). Private: `_records.py`
+# (value types), `_rows.py` (column lists and row decoding both backends share), `_ranking.py`
+# (routes, IDF weights, the rare-term plan, from hits to ranked sessions), `_fts_query.py`
+# (the query sanitizer), `_render.py` (how hits are shown to a model), `_scoped.py` (a reader
+# that sees one principal's sessions), `_validate.py` (argument checks).
+# Backends side by side, neither importing the other: `sqlite/` (SessionDB over
+# <home>/state.db) and `postgres/` (PgSessionStore). Errors are in `memory.errors`; the
+# migration runner both use is `memory/_migrations.py`.
 from memory.sessions._fts_query import sanitize_fts_query
-from memory.sessions._pg_conn import redact_url
+from memory.sessions._ranking import RankedSession, SearchStrategy
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
+    IndexFeatures,
+    MatchMode,
     MessageRecord,
     SearchHit,
     SearchRoute,
@@ -24,13 +25,9 @@ from memory.sessions._records import (
     StoredMessage,
     StoredRole,
 )
-from memory.sessions._schema import IndexFeatures
-from memory.sessions._search_index import MatchMode
-from memory.sessions._search_rank import RankedSession, SearchStrategy
-from memory.sessions._sql import AnchoredView
-from memory.sessions.contract import SessionStore
+from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
 from memory.sessions.factory import SessionBackend, open_session_store, session_store_location
-from memory.sessions.pg_store import PgSessionStore
+from memory.sessions.postgres import PgSessionStore, redact_url
 from memory.sessions.search import (
     DiscoverResult,
     SessionSearchArgs,
@@ -38,7 +35,7 @@ from memory.sessions.search import (
     Summarizer,
     session_search_schema,
 )
-from memory.sessions.store import STATE_DB_NAME, SessionDB, open_session_db
+from memory.sessions.sqlite import STATE_DB_NAME, SessionDB, open_session_db
 
 __all__ = [
     "STATE_DB_NAME",
@@ -57,10 +54,12 @@ __all__ = [
     "SearchStrategy",
     "SessionBackend",
     "SessionDB",
+    "SessionReader",
     "SessionRecord",
     "SessionSearchArgs",
     "SessionSearchTool",
     "SessionStore",
+    "SessionWriter",
     "StoredMessage",
     "StoredRole",
     "Summarizer",

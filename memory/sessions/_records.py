@@ -13,9 +13,12 @@ from typing import Literal, TypeAlias
 from pydantic import JsonValue
 
 __all__ = [
+    "AnchoredView",
     "EndReason",
     "FlushMode",
     "FlushRecord",
+    "IndexFeatures",
+    "MatchMode",
     "MessageRecord",
     "SearchHit",
     "SearchResult",
@@ -43,6 +46,17 @@ FlushMode: TypeAlias = Literal["memory_only", "cache_safe", "forced", "off"]
 
 SearchRoute: TypeAlias = Literal["fts", "trigram", "like"]
 """Which index answered a query: the word index, the trigram index, or a LIKE scan."""
+
+MatchMode: TypeAlias = Literal["all", "any"]
+"""`all`: the query as written (implicit AND, OR/NOT, phrases); `any`: an OR of its terms."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFeatures:
+    """The full-text indexes a store searches with: the word index, the trigram index."""
+
+    fts: bool
+    trigram: bool
 
 
 def utf8_safe(text: str) -> str:
@@ -184,3 +198,29 @@ class SearchResult:
     terms: tuple[str, ...]
     weights: dict[str, float]
     hits: tuple[SearchHit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnchoredView:
+    """A message with its neighbours and the session's opening and closing messages.
+
+    Attributes:
+        session: the session the anchor belongs to.
+        anchor: the message the view is centred on.
+        before: up to `window` visible messages right before the anchor, oldest first.
+        after: up to `window` visible messages right after it.
+        bookend_start: up to `bookend` visible, non-empty, non-summary messages that open
+            the session, outside the window.
+        bookend_end: the same at the session's end.
+        messages_before: how many messages of the session precede the window.
+        messages_after: how many follow it.
+    """
+
+    session: SessionRecord
+    anchor: MessageRecord
+    before: tuple[MessageRecord, ...]
+    after: tuple[MessageRecord, ...]
+    bookend_start: tuple[MessageRecord, ...]
+    bookend_end: tuple[MessageRecord, ...]
+    messages_before: int
+    messages_after: int

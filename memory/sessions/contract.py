@@ -1,15 +1,23 @@
-"""`SessionStore`: what the harness and the session_search tool need of a session store.
+"""The session-store contract: `SessionReader`, `SessionWriter`, and `SessionStore` (both, plus lifecycle).
 
-Two backends implement it: `SessionDB` (SQLite with FTS5, `<home>/state.db`, the embedded
-default) and `PgSessionStore` (PostgreSQL through psycopg 3). Code outside
-`memory.sessions` should name this protocol, never a backend, so either can be plugged in.
+Two backends implement `SessionStore`: `SessionDB` (SQLite with FTS5, `<home>/state.db`,
+the embedded default; `memory.sessions.sqlite`) and `PgSessionStore` (PostgreSQL through
+psycopg 3; `memory.sessions.postgres`). Code outside `memory.sessions` names these
+protocols, never a backend, so either can be plugged in — and asks for the narrowest one:
+the `session_search` tool and a user-scoped view only read (`SessionReader`); the turn
+loop's recorder writes.
 
 Every session carries a `user_id` (the principal it ran for; `""` is the default
 single-user principal). `list_sessions` and `search` take `user_ids`: `None` means no
 filter (the operator's view), otherwise only sessions of those users are returned, and the
 filter is applied inside the query, before any limit, so another user's rows can neither
 show up nor crowd the caller's own out. Point reads (`get_session`, `get_messages`, ...)
-are by id and not filtered: a caller that hands out ids checks `SessionRecord.user_id`.
+are by id and not filtered: a caller that hands out ids checks `SessionRecord.user_id`
+(`memory.sessions` does it for the tool with a scoped reader).
+
+Methods are coroutines. Errors are `memory.errors.SessionStoreError` subclasses; invalid
+arguments (an unknown role, an empty id) raise `ValueError` before anything is written.
+See `SessionDB` for the full description of each method.
 """
 
 from __future__ import annotations
@@ -21,9 +29,12 @@ from typing import Literal, Protocol, Self
 from pydantic import JsonValue
 
 from memory.sessions._records import (
+    AnchoredView,
     EndReason,
     FlushMode,
     FlushRecord,
+    IndexFeatures,
+    MatchMode,
     MessageRecord,
     SearchResult,
     SearchRoute,
@@ -31,20 +42,12 @@ from memory.sessions._records import (
     StoredMessage,
     StoredRole,
 )
-from memory.sessions._schema import IndexFeatures
-from memory.sessions._search_index import MatchMode
-from memory.sessions._sql import AnchoredView
 
-__all__ = ["SessionStore"]
+__all__ = ["SessionReader", "SessionStore", "SessionWriter"]
 
 
-class SessionStore(Protocol):
-    """A session store: sessions with lineage and a user scope, messages, usage, flushes, search.
-
-    Methods are coroutines. Errors are `memory.errors.SessionStoreError` subclasses;
-    invalid arguments (an unknown role, an empty id) raise `ValueError` before anything
-    is written. See `SessionDB` for the full description of each method.
-    """
+class SessionReader(Protocol):
+    """What reading sessions needs: point reads, listing, lineage, search."""
 
     @property
     def features(self) -> IndexFeatures:
@@ -55,73 +58,6 @@ class SessionStore(Protocol):
     def location(self) -> str:
         """Where the store lives, for messages: a file path, or a URL without its password."""
         ...
-
-    async def aclose(self) -> None:
-        """Release the connection(s); calls already running finish first."""
-        ...
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
-
-    # ------------------------------------------------------------------ writes
-
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        user_id: str = "",
-    ) -> None:
-        """Record a new session for `user_id` (a child session is given its parent's user)."""
-        ...
-
-    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
-        """Mark a session ended; False (changing nothing) if it had already ended."""
-        ...
-
-    async def append_message(self, session_id: str, message: StoredMessage) -> int:
-        """Append one message; return its id (unique in the store, increasing with time)."""
-        ...
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
-        """Append several messages in one transaction (all or none); return their ids."""
-        ...
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        reasoning: int = 0,
-        api_calls: int = 1,
-    ) -> None:
-        """Add one reply's usage to the session's counters."""
-        ...
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> int:
-        """Log a memory flush; return its id."""
-        ...
-
-    # ------------------------------------------------------------------ reads
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None."""
@@ -194,3 +130,74 @@ class SessionStore(Protocol):
         `user_ids` keeps only messages of those users' sessions (None: everyone's).
         """
         ...
+
+
+class SessionWriter(Protocol):
+    """What recording sessions needs: create and end sessions, append messages, usage, flushes."""
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        source: str,
+        started_at: float,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        user_id: str = "",
+    ) -> None:
+        """Record a new session for `user_id` (a child session is given its parent's user)."""
+        ...
+
+    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+        """Mark a session ended; False (changing nothing) if it had already ended."""
+        ...
+
+    async def append_message(self, session_id: str, message: StoredMessage) -> int:
+        """Append one message; return its id (unique in the store, increasing with time)."""
+        ...
+
+    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+        """Append several messages in one transaction (all or none); return their ids."""
+        ...
+
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input: int = 0,
+        output: int = 0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        reasoning: int = 0,
+        api_calls: int = 1,
+    ) -> None:
+        """Add one reply's usage to the session's counters."""
+        ...
+
+    async def record_flush(
+        self,
+        session_id: str,
+        *,
+        timestamp: float,
+        mode: FlushMode,
+        saved: JsonValue,
+        refused: JsonValue,
+        reply: str,
+    ) -> int:
+        """Log a memory flush; return its id."""
+        ...
+
+
+class SessionStore(SessionReader, SessionWriter, Protocol):
+    """An open session store: a reader and a writer that holds connections until closed."""
+
+    async def aclose(self) -> None:
+        """Release the connection(s); calls already running finish first."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...

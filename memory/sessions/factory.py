@@ -1,5 +1,7 @@
 """`open_session_store`: the one place a session store is chosen and opened.
 
+The only neutral module that imports the backends (the layering test holds the rest to it).
+
     async with open_session_store("sqlite", home=home) as store: ...
     async with open_session_store("postgres", url="postgresql://keel@db/keel") as store: ...
 
@@ -15,10 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from memory.sessions._pg_conn import PgTarget
 from memory.sessions.contract import SessionStore
-from memory.sessions.pg_store import PgSessionStore
-from memory.sessions.store import STATE_DB_NAME, SessionDB
+from memory.sessions.postgres import PgSessionStore, PgTarget
+from memory.sessions.sqlite import STATE_DB_NAME, SessionDB
 
 __all__ = ["SessionBackend", "open_session_store", "session_store_location"]
 

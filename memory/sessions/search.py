@@ -29,29 +29,15 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
-from types import TracebackType
-from typing import Literal, Self, TypeAlias
+from typing import TypeAlias
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from memory.errors import SessionStoreError
-from memory.sessions._records import (
-    EndReason,
-    FlushMode,
-    FlushRecord,
-    MessageRecord,
-    SearchResult,
-    SearchRoute,
-    SessionRecord,
-    StoredMessage,
-    StoredRole,
-    utf8_safe,
-)
-from memory.sessions._schema import IndexFeatures
-from memory.sessions._search_index import MatchMode
-from memory.sessions._search_rank import RankedSession, SearchStrategy, rank_sessions
-from memory.sessions._search_render import (
+from memory.sessions._ranking import RankedSession, SearchStrategy, rank_sessions
+from memory.sessions._records import AnchoredView, utf8_safe
+from memory.sessions._render import (
     WINDOW_CHARS,
     make_snippet,
     message_json,
@@ -59,8 +45,8 @@ from memory.sessions._search_render import (
     transcript,
     view_json,
 )
-from memory.sessions._sql import AnchoredView
-from memory.sessions.contract import SessionStore
+from memory.sessions._scoped import UserScopedReader
+from memory.sessions.contract import SessionReader
 
 __all__ = [
     "DiscoverResult",
@@ -170,163 +156,11 @@ def _clamp(value: int | None, low: int, high: int, default: int) -> int:
     return default if value is None else max(low, min(high, value))
 
 
-class _UserScoped:
-    """A `SessionStore` whose listing and search see only `user_ids` (everything else delegates).
-
-    `rank_sessions` takes a store; handing it this view puts the user filter inside every
-    query it makes, before any limit.
-    """
-
-    def __init__(self, db: SessionStore, user_ids: Sequence[str]) -> None:
-        self._db = db
-        self._users = tuple(user_ids)
-
-    @property
-    def features(self) -> IndexFeatures:
-        return self._db.features
-
-    @property
-    def location(self) -> str:
-        return self._db.location
-
-    async def aclose(self) -> None:
-        await self._db.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._db.__aexit__(exc_type, exc, tb)
-
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        user_id: str = "",
-    ) -> None:
-        raise PermissionError("session_search reads sessions; it never creates them")
-
-    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
-        raise PermissionError("session_search reads sessions; it never ends them")
-
-    async def append_message(self, session_id: str, message: StoredMessage) -> int:
-        raise PermissionError("session_search reads sessions; it never writes messages")
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
-        raise PermissionError("session_search reads sessions; it never writes messages")
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        reasoning: int = 0,
-        api_calls: int = 1,
-    ) -> None:
-        raise PermissionError("session_search reads sessions; it never records usage")
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> int:
-        raise PermissionError("session_search reads sessions; it never records flushes")
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        record = await self._db.get_session(session_id)
-        return record if record is not None and record.user_id in self._users else None
-
-    async def list_sessions(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        *,
-        order: Literal["started", "last_active"] = "started",
-        exclude: Sequence[str] = (),
-        user_ids: Sequence[str] | None = None,
-    ) -> list[SessionRecord]:
-        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
-        return await self._db.list_sessions(limit, offset, order=order, exclude=exclude, user_ids=users)
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        start_seq: int = 0,
-        limit: int | None = None,
-        from_end: bool = False,
-        roles: Sequence[StoredRole] | None = None,
-    ) -> list[MessageRecord]:
-        if await self.get_session(session_id) is None:
-            return []
-        return await self._db.get_messages(
-            session_id, start_seq=start_seq, limit=limit, from_end=from_end, roles=roles
-        )
-
-    async def get_message(self, message_id: int) -> MessageRecord | None:
-        record = await self._db.get_message(message_id)
-        if record is None or await self.get_session(record.session_id) is None:
-            return None
-        return record
-
-    async def anchored_view(
-        self, message_id: int, *, window: int = 5, bookend: int = 3
-    ) -> AnchoredView | None:
-        [view] = await self.anchored_views([message_id], window=window, bookend=bookend)
-        return view
-
-    async def anchored_views(
-        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
-    ) -> list[AnchoredView | None]:
-        views = await self._db.anchored_views(message_ids, window=window, bookend=bookend)
-        return [v if v is not None and v.session.user_id in self._users else None for v in views]
-
-    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
-        return [] if await self.get_session(session_id) is None else await self._db.list_flushes(session_id)
-
-    async def lineage_root(self, session_id: str) -> str:
-        # A lineage never crosses users: a child session is created with its parent's user.
-        return await self._db.lineage_root(session_id)
-
-    async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
-        return await self._db.lineage_roots(session_ids)
-
-    async def search(
-        self,
-        query: str,
-        *,
-        match: MatchMode = "all",
-        route: SearchRoute | None = None,
-        roles: Sequence[StoredRole] | None = ("user", "assistant"),
-        limit: int = 300,
-        user_ids: Sequence[str] | None = None,
-    ) -> SearchResult:
-        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
-        return await self._db.search(
-            query, match=match, route=route, roles=roles, limit=limit, user_ids=users
-        )
-
-
 class SessionSearchTool:
     """The handler behind `session_search`.
 
     Args:
-        db: the open session store.
+        db: the open session store (the tool only reads).
         current_session_id: returns the session the agent is in now (its lineage is
             skipped by discover, and it cannot be read: it is already in context).
         summarizer: `(topic, transcript) -> text`, needed when `summarize` is on.
@@ -346,7 +180,7 @@ class SessionSearchTool:
 
     def __init__(
         self,
-        db: SessionStore,
+        db: SessionReader,
         *,
         current_session_id: Callable[[], str | None],
         summarizer: Summarizer | None = None,
@@ -361,7 +195,7 @@ class SessionSearchTool:
     ) -> None:
         if summarize and summarizer is None:
             raise ValueError("summarize=True needs a summarizer (topic, transcript) -> text")
-        self._db: SessionStore = db if user_ids is None else _UserScoped(db, user_ids)
+        self._db: SessionReader = db if user_ids is None else UserScopedReader(db, user_ids)
         self._current = current_session_id
         self._summarizer = summarizer
         self._summarize = summarize

@@ -22,7 +22,6 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
-from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.factory import local_client
 from harness.models.local import LocalModel
@@ -30,6 +29,7 @@ from harness.testing import config
 from harness.tools import ToolRegistry
 from harness.trace import read_trace
 from harness.types import Message, ModelRequest, ToolCall
+from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, MemoryTool, memory_tool_schema
 from prompts._text import load_text
 
@@ -57,10 +57,9 @@ def _cfg(**extra: str) -> KeelConfig:
 async def test_a_three_turn_session_with_the_memory_tool_completes(
     small_model: LocalModel, home: Path
 ) -> None:
-    handles: list[SessionHandles] = []
     async with httpx.AsyncClient(timeout=300) as http:
         model = local_client(http, small_model.base_url, small_model.model, 300)
-        async with open_session(_cfg(), model=model, home=home, handles=handles) as session:
+        async with open_session(_cfg(), SessionOptions(model=model, home=home)) as session:
             all_events: list[Event] = []
             for text in (
                 "Hi, I'm Ada. Please remember that I like green tea.",
@@ -81,7 +80,7 @@ async def test_a_three_turn_session_with_the_memory_tool_completes(
         if m.tool_calls:
             ids = [t.tool_call_id for t in transcript[i + 1 : i + 1 + len(m.tool_calls)]]
             assert ids == [c.id for c in m.tool_calls]
-    trace = handles[0].trace_path
+    trace = session.handles.trace_path
     assert trace is not None
     records = list(read_trace(trace))
     assert len(records) >= 3
@@ -95,10 +94,10 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
     store = MemoryStore(tmp_path / "memories")
     tool = MemoryTool(store)
     schema = memory_tool_schema(load_text("tool_memory"))
-    from harness.loop.memory_bridge import memory_tool
+    from harness.wiring.memory_bridge import memory_tool
 
     registry = ToolRegistry()
-    registry.add(memory_tool(tool, schema, manager=None, session_id=lambda: "s"))
+    registry.add(memory_tool(tool, schema, manager=None))
     async with httpx.AsyncClient(timeout=300) as http:
         model = local_client(http, small_model.base_url, small_model.model, 300)
         calls: list[ToolCall] = []
@@ -145,8 +144,7 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
             compression__protect_first_n="0",
             compression__protect_last_n="2",
         )
-        handles: list[SessionHandles] = []
-        async with open_session(cfg, model=model, home=home, handles=handles) as session:
+        async with open_session(cfg, SessionOptions(model=model, home=home)) as session:
             first_id = session.session_id
             events: list[Event] = []
             topics = [
@@ -186,7 +184,7 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
             after = await _turn(session, "Thanks. One more fact about tea, please.")
             assert isinstance(after[-1], TurnEnded)
             assert any(m.summary for m in session.transcript)
-    trace = handles[0].trace_path
+    trace = session.handles.trace_path
     assert trace is not None
     purposes = [r.purpose for r in read_trace(trace)]
     assert "flush" in purposes

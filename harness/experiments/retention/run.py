@@ -38,10 +38,10 @@ from harness.errors import ConfigError
 from harness.events import CompressionFinished, Event, UsageReported
 from harness.experiments.demo import CompressionRun, compression_runs
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine, question_prompt
-from harness.loop.open import SessionHandles, open_session
 from harness.loop.session import Session
 from harness.models.base import ModelClient
 from harness.types import Message, ModelRequest
+from harness.wiring import SessionOptions, open_session
 
 __all__ = ["WARM_FRACTION", "ArmRun", "ReplayPlan", "ask", "run_arm"]
 
@@ -244,10 +244,9 @@ async def run_arm(
     """
     run = ArmRun(arm, home, trace_path=home / "traces" / f"{arm}.jsonl")
     threshold = effective_threshold(cfg.compression.threshold, window)
-    handles: list[SessionHandles] = []
     started = time.monotonic()
     async with open_session(
-        cfg, model=model, home=home, trace_path=run.trace_path, source="eval", handles=handles
+        cfg, SessionOptions(model=model, home=home, trace_path=run.trace_path, source="eval")
     ) as session:
         if replay_lines:
             on_step("replaying and compressing", 0, 0)

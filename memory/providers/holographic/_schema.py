@@ -1,18 +1,17 @@
-"""The fact store's schema, as numbered migrations keyed on `PRAGMA user_version`.
+"""The fact store's schema: numbered migrations for keel's one runner (`memory._migrations`).
 
-Migration N (1-based) is `MIGRATIONS[N - 1]`; a store at user_version V runs migrations
-V+1… in order, each in its own transaction. Never edit a released migration: append one.
+Never edit a released migration: append one. A store written before the runner recorded its
+version in `PRAGMA user_version`; the runner adopts that.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from memory._migrations import Migration
 
-__all__ = ["MIGRATIONS", "split_sql"]
+__all__ = ["MIGRATIONS"]
 
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE facts (
+_M1_BASE = (
+    """CREATE TABLE facts (
         fact_id INTEGER PRIMARY KEY AUTOINCREMENT,
         content TEXT NOT NULL UNIQUE,
         category TEXT NOT NULL DEFAULT 'general',
@@ -23,60 +22,48 @@ MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL,
         hrr_vector BLOB
-    );
-    CREATE INDEX idx_facts_trust ON facts(trust_score DESC);
-    CREATE INDEX idx_facts_category ON facts(category);
-    CREATE TABLE entities (
+    )""",
+    "CREATE INDEX idx_facts_trust ON facts(trust_score DESC)",
+    "CREATE INDEX idx_facts_category ON facts(category)",
+    """CREATE TABLE entities (
         entity_id INTEGER PRIMARY KEY AUTOINCREMENT,
         name TEXT NOT NULL,
         entity_type TEXT NOT NULL DEFAULT 'unknown',
         aliases TEXT NOT NULL DEFAULT '',
         created_at REAL NOT NULL
-    );
-    CREATE INDEX idx_entities_name ON entities(name COLLATE NOCASE);
-    CREATE TABLE fact_entities (
+    )""",
+    "CREATE INDEX idx_entities_name ON entities(name COLLATE NOCASE)",
+    """CREATE TABLE fact_entities (
         fact_id INTEGER NOT NULL REFERENCES facts(fact_id) ON DELETE CASCADE,
         entity_id INTEGER NOT NULL REFERENCES entities(entity_id) ON DELETE CASCADE,
         PRIMARY KEY (fact_id, entity_id)
-    );
-    CREATE VIRTUAL TABLE facts_fts USING fts5(
+    )""",
+    """CREATE VIRTUAL TABLE facts_fts USING fts5(
         content, tags, content='facts', content_rowid='fact_id', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN
+    )""",
+    """CREATE TRIGGER facts_ai AFTER INSERT ON facts BEGIN
         INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
-    END;
-    CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN
+    END""",
+    """CREATE TRIGGER facts_ad AFTER DELETE ON facts BEGIN
         INSERT INTO facts_fts(facts_fts, rowid, content, tags)
             VALUES ('delete', old.fact_id, old.content, old.tags);
-    END;
-    CREATE TRIGGER facts_au AFTER UPDATE OF content, tags ON facts BEGIN
+    END""",
+    """CREATE TRIGGER facts_au AFTER UPDATE OF content, tags ON facts BEGIN
         INSERT INTO facts_fts(facts_fts, rowid, content, tags)
             VALUES ('delete', old.fact_id, old.content, old.tags);
         INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
-    END;
-    CREATE TABLE memory_banks (
+    END""",
+    """CREATE TABLE memory_banks (
         bank_id INTEGER PRIMARY KEY AUTOINCREMENT,
         bank_name TEXT NOT NULL UNIQUE,
         vector BLOB NOT NULL,
         dim INTEGER NOT NULL,
         fact_count INTEGER NOT NULL,
         updated_at REAL NOT NULL
-    );
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
+    )""",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
-
-def split_sql(script: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies (which contain `;`) whole."""
-    statements: list[str] = []
-    current: list[str] = []
-    for line in script.strip().splitlines():
-        current.append(line)
-        text = "\n".join(current).strip()
-        if text.endswith(";") and sqlite3.complete_statement(text):
-            statements.append(text)
-            current = []
-    if "\n".join(current).strip():
-        statements.append("\n".join(current).strip())
-    return statements
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "facts, entities, their FTS5 index, memory banks, meta", _M1_BASE),
+)

@@ -23,7 +23,7 @@ import anyio
 from pydantic import JsonValue
 
 from memory.providers._guard import one_user, recall_safe
-from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
+from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
 from memory.providers.holographic._tools import FactTools, tool_schemas
 from memory.providers.holographic.retrieval import RetrievalWeights, Retriever, ScoredFact
 from memory.providers.holographic.store import Category, FactStore
@@ -144,17 +144,9 @@ class HolographicProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def initialize(
-        self,
-        session_id: str,
-        *,
-        agent_context: AgentContext,
-        home: Path,
-        platform: str,
-        parent_session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> None:
-        self._agent_context = agent_context
+    async def initialize(self, context: ProviderContext) -> None:
+        self._agent_context = context.agent_context
+        home, user_id = context.home, context.user_id
         if self._store is not None:
             one_user("holographic", self._user_id, user_id)
             return

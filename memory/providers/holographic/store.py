@@ -5,8 +5,8 @@ timestamps, the HRR vector), `entities` + `fact_entities` (names pulled out of e
 with aliases), `facts_fts` (an FTS5 external-content index over content and tags, kept in
 step by triggers; English words are Porter-stemmed so "works" finds "work"),
 `memory_banks` (one bundled vector per category, rebuilt lazily after writes) and `meta`
-(the vector dimension). Schema changes are numbered migrations keyed on
-`PRAGMA user_version`.
+(the vector dimension). Schema changes are numbered migrations (`_schema.py`, run by
+keel's one runner, `memory._migrations`).
 
 `FactStore` is synchronous and thread-safe (one connection behind a lock); async callers
 run its methods through `anyio.to_thread.run_sync`. The connection, its pragmas and its
@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
+from memory._migrations import migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import FactBlockedError, FactInputError, FactStoreError
 from memory.providers._guard import blocked_write_message, joined_findings, write_findings
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
-from memory.providers.holographic._schema import MIGRATIONS, split_sql
+from memory.providers.holographic._schema import MIGRATIONS
 
 if TYPE_CHECKING:
     from memory.providers.holographic.hrr import HrrCodec, Vector
@@ -208,21 +209,16 @@ class FactStore:
                 yield conn
 
     def _setup(self) -> None:
-        with self._db() as conn:
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(MIGRATIONS):
-            raise FactStoreError(
-                f"the fact store {str(self.path)!r} has schema version {version}, newer than this keel "
-                f"understands ({len(MIGRATIONS)}); upgrade keel or point "
-                "memory.providers.holographic.db_path elsewhere"
-            )
-        for number in range(version, len(MIGRATIONS)):
-            with self._db(write=True) as conn:
-                for statement in split_sql(MIGRATIONS[number]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number + 1}")
+        with self._db(write=True) as conn:
+            migrate_sqlite(conn, MIGRATIONS, too_new=self._too_new)
         if self.codec is not None:
             self._backfill_vectors(self.codec)
+
+    def _too_new(self, found: int, known: int) -> FactStoreError:
+        return FactStoreError(
+            f"the fact store {str(self.path)!r} has schema version {found}, newer than this keel "
+            f"understands ({known}); upgrade keel or point memory.providers.holographic.db_path elsewhere"
+        )
 
     def _backfill_vectors(self, codec: HrrCodec) -> None:
         """Give every fact a vector of the current dimension (new dim, or facts added without numpy)."""

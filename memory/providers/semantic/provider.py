@@ -36,7 +36,7 @@ from memory.providers._guard import (
     recall_safe,
     write_findings,
 )
-from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite
+from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
 from memory.providers.semantic._learn import Learner, TurnReport, neighbour_texts
 from memory.providers.semantic._tools import (
     PROFILE_TOOL,
@@ -180,17 +180,9 @@ class SemanticProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def initialize(
-        self,
-        session_id: str,
-        *,
-        agent_context: AgentContext,
-        home: Path,
-        platform: str,
-        parent_session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> None:
-        self._agent_context = agent_context
+    async def initialize(self, context: ProviderContext) -> None:
+        self._agent_context = context.agent_context
+        home, user_id = context.home, context.user_id
         if self._store is not None:
             one_user("semantic", self._user_id, user_id)
             return

@@ -204,9 +204,3 @@ class Ranker:
         rows = [int(r) for r in np.argsort(-sims, kind="stable")[:limit]]
         memories = self._store.get_many([ids[r] for r in rows])
         return [(memories[ids[r]], float(sims[r])) for r in rows if ids[r] in memories]
-
-
-def embed_one(embedder: Embedder, text: str) -> NDArray[np.float32]:
-    """One text's embedding as a 1-D vector."""
-    row: NDArray[np.float32] = embedder.embed([text])[0]
-    return row

@@ -8,7 +8,7 @@ Tables: `memories` (text, a unique normalized key so the same fact is never stor
 where it came from, timestamps, the embedding and the id of the model that made it),
 `memories_fts` (an FTS5 external-content index over the text, Porter-stemmed, kept in step
 by triggers), `history` (every add / update / delete with the old and new text, like an
-audit log) and numbered migrations on `PRAGMA user_version`.
+audit log), and numbered migrations run by keel's one runner (`memory._migrations`).
 
 `SemanticStore` is synchronous and thread-safe (one connection behind a lock); the provider
 calls it through `anyio.to_thread.run_sync`. Connection, pragmas and transactions come from
@@ -32,6 +32,7 @@ from typing import Literal, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from memory._migrations import Migration, migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import SemanticInputError, SemanticStoreError
 
@@ -42,41 +43,47 @@ Origin: TypeAlias = Literal["extracted", "saved"]
 """`extracted` from a turn by the model, or `saved` verbatim by the `semantic_save` tool."""
 
 _MIGRATIONS = (
-    """
-    CREATE TABLE memories (
-        memory_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        content TEXT NOT NULL,
-        content_key TEXT NOT NULL UNIQUE,
-        origin TEXT NOT NULL CHECK (origin IN ('extracted', 'saved')),
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        model_id TEXT NOT NULL,
-        embedding BLOB NOT NULL
-    );
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        content, content='memories', content_rowid='memory_id', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts(rowid, content) VALUES (new.memory_id, new.content);
-    END;
-    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.memory_id, old.content);
-    END;
-    CREATE TRIGGER memories_au AFTER UPDATE OF content ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.memory_id, old.content);
-        INSERT INTO memories_fts(rowid, content) VALUES (new.memory_id, new.content);
-    END;
-    CREATE TABLE history (
-        event_id INTEGER PRIMARY KEY AUTOINCREMENT,
-        memory_id INTEGER NOT NULL,
-        event TEXT NOT NULL CHECK (event IN ('add', 'update', 'delete')),
-        old_content TEXT,
-        new_content TEXT,
-        at REAL NOT NULL,
-        session_id TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX history_memory ON history(memory_id);
-    """,
+    Migration(
+        1,
+        "memories, their FTS5 index, history",
+        (
+            """CREATE TABLE memories (
+                memory_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                content TEXT NOT NULL,
+                content_key TEXT NOT NULL UNIQUE,
+                origin TEXT NOT NULL CHECK (origin IN ('extracted', 'saved')),
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                model_id TEXT NOT NULL,
+                embedding BLOB NOT NULL
+            )""",
+            """CREATE VIRTUAL TABLE memories_fts USING fts5(
+                content, content='memories', content_rowid='memory_id', tokenize='porter unicode61'
+            )""",
+            """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+                INSERT INTO memories_fts(rowid, content) VALUES (new.memory_id, new.content);
+            END""",
+            """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+                INSERT INTO memories_fts(memories_fts, rowid, content)
+                    VALUES ('delete', old.memory_id, old.content);
+            END""",
+            """CREATE TRIGGER memories_au AFTER UPDATE OF content ON memories BEGIN
+                INSERT INTO memories_fts(memories_fts, rowid, content)
+                    VALUES ('delete', old.memory_id, old.content);
+                INSERT INTO memories_fts(rowid, content) VALUES (new.memory_id, new.content);
+            END""",
+            """CREATE TABLE history (
+                event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+                memory_id INTEGER NOT NULL,
+                event TEXT NOT NULL CHECK (event IN ('add', 'update', 'delete')),
+                old_content TEXT,
+                new_content TEXT,
+                at REAL NOT NULL,
+                session_id TEXT NOT NULL DEFAULT ''
+            )""",
+            "CREATE INDEX history_memory ON history(memory_id)",
+        ),
+    ),
 )
 
 _COLUMNS = "memory_id, content, origin, created_at, updated_at"
@@ -183,18 +190,14 @@ class SemanticStore:
                 self._generation += 1
 
     def _setup(self) -> None:
-        with self._db() as conn:
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if version > len(_MIGRATIONS):
-            raise SemanticStoreError(
-                f"the semantic memory {str(self.path)!r} has schema version {version}, newer than this keel "
-                f"understands ({len(_MIGRATIONS)}); upgrade keel or move the file aside"
-            )
-        for number in range(version, len(_MIGRATIONS)):
-            with self._db(write=True) as conn:
-                for statement in _statements(_MIGRATIONS[number]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number + 1}")
+        with self._db(write=True) as conn:
+            migrate_sqlite(conn, _MIGRATIONS, too_new=self._too_new)
+
+    def _too_new(self, found: int, known: int) -> SemanticStoreError:
+        return SemanticStoreError(
+            f"the semantic memory {str(self.path)!r} has schema version {found}, newer than this keel "
+            f"understands ({known}); upgrade keel or move the file aside"
+        )
 
     # ------------------------------------------------------------------ writes
 
@@ -390,16 +393,3 @@ class SemanticStore:
 
 def _blob(vector: NDArray[np.float32]) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration into statements (trigger bodies keep their inner semicolons)."""
-    buffer: list[str] = []
-    for line in script.strip().splitlines():
-        buffer.append(line)
-        joined = "\n".join(buffer).strip()
-        if joined.endswith(";") and sqlite3.complete_statement(joined):
-            yield joined
-            buffer = []
-    if "".join(buffer).strip():
-        yield "\n".join(buffer)

@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from harness.cli import main
-from harness.loop.open import open_session
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.wiring import SessionOptions, open_session
 from memory import StoredMessage, open_session_db
 
 REPO = Path(__file__).resolve().parents[3]
@@ -44,7 +44,8 @@ def alice_chats(home: Path, backend: dict[str, str]) -> str:
     async def chat() -> str:
         model = ScriptedModel([say("The quokka plan is on.")])
         async with open_session(
-            config(**backend), model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice"
+            config(**backend),
+            SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice"),
         ) as s:
             await run_turn(s, "What about the quokka plan?")
             return s.session_id
@@ -190,7 +191,9 @@ def test_a_home_from_before_scopes_reads_the_same_and_nothing_moves(
 
     async def chat() -> tuple[str, str]:
         model = ScriptedModel([call_tool("session_search", {"query": "gazebo"}), say("wood")])
-        async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+        async with open_session(
+            config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+        ) as s:
             events = await run_turn(s, "what did we decide about the gazebo?")
             return s.prompt.text, str([e for e in events if e.kind == "tool_result"])
 

@@ -16,11 +16,11 @@ from harness.errors import (
     ModelTimeoutError,
 )
 from harness.events import Warning
-from harness.loop.open import open_session
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryingClient
 from harness.testing import FakeTokenizer, config, run_turn
 from harness.types import Message
+from harness.wiring import SessionOptions, open_session
 from tests.harness.models.faultserver import Drip, Drop, FaultServer, Reply, json_reply, sse_reply
 
 
@@ -72,7 +72,9 @@ async def test_a_failing_endpoint_raises_a_clear_error_and_the_transcript_stays_
     with FaultServer([_completion("first answer"), *faults, _completion("after recovery")]) as server:
         async with httpx.AsyncClient() as http:
             model = _client(http, server, timeout_s=1.0)
-            async with open_session(config(), model=model, home=home, tokenizer=FakeTokenizer()) as s:
+            async with open_session(
+                config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+            ) as s:
                 await run_turn(s, "hello")
                 before = s.transcript
                 with pytest.raises(error):
@@ -94,7 +96,9 @@ async def test_transient_500s_and_a_429_are_retried_inside_one_turn(home: Path) 
     with FaultServer(script) as server:
         async with (
             httpx.AsyncClient() as http,
-            open_session(config(), model=_client(http, server), home=home, tokenizer=FakeTokenizer()) as s,
+            open_session(
+                config(), SessionOptions(model=_client(http, server), home=home, tokenizer=FakeTokenizer())
+            ) as s,
         ):
             await run_turn(s, "hello")
             assert s.transcript[-1].content == "made it"
@@ -127,7 +131,8 @@ def _remote(server: FaultServer, **extra: str) -> dict[str, str]:
 async def test_a_retried_model_call_shows_a_warning_in_the_turn(home: Path) -> None:
     with FaultServer([Reply(503, b'{"error": {"message": "overloaded"}}'), _streamed("made it")]) as server:
         async with open_session(
-            config(**_remote(server)), home=home, tokenizer=FakeTokenizer(), environ={"OPENAI_API_KEY": "k"}
+            config(**_remote(server)),
+            SessionOptions(home=home, tokenizer=FakeTokenizer(), environ={"OPENAI_API_KEY": "k"}),
         ) as s:
             events = await run_turn(s, "hello")
     warnings = [e.message for e in events if isinstance(e, Warning)]
@@ -148,7 +153,7 @@ async def test_the_summary_goes_to_compression_summary_model_on_the_same_endpoin
             )
         )
         async with open_session(
-            cfg, home=home, tokenizer=FakeTokenizer(), environ={"OPENAI_API_KEY": "k"}
+            cfg, SessionOptions(home=home, tokenizer=FakeTokenizer(), environ={"OPENAI_API_KEY": "k"})
         ) as s:
             for i in range(3):
                 await run_turn(s, f"question {i} " + "word " * 40)
@@ -162,5 +167,5 @@ async def test_a_summary_model_with_the_embedded_model_is_a_clear_config_error(h
     with pytest.raises(
         ConfigError, match="summary_model 'small-model' cannot be used with the embedded model"
     ):
-        async with open_session(cfg, home=home, tokenizer=FakeTokenizer(), environ={}):
+        async with open_session(cfg, SessionOptions(home=home, tokenizer=FakeTokenizer(), environ={})):
             pass

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 
 from harness.events import Warning
-from harness.loop.memory_bridge import DbRecorder
 from harness.testing import ScriptedModel, make_session, run_turn, say
+from harness.wiring.memory_bridge import DbRecorder
 from memory import LockRetryPolicy, SessionDB
 
 HOLDER = """

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import MemoryManager
+from memory import MemoryManager, ProviderContext
 from memory.providers._breaker import CircuitBreaker
 from memory.testing import ScriptedProvider
 
@@ -29,7 +29,7 @@ async def make(home: Path, flaky: ScriptedProvider, clock: FakeClock) -> MemoryM
         ScriptedProvider("builtin"), clock=clock, breaker_failures=5, breaker_pause_s=120.0
     )
     assert manager.add_provider(flaky)
-    await manager.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await manager.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return manager
 
 
@@ -52,7 +52,7 @@ async def test_the_breaker_opens_after_five_failures_pauses_then_half_opens_and_
     assert "paused" in reply["error"]
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="anything at all")
-        recall = await manager.recall(turn=1, query="anything at all")
+        recall = await manager.recall(turn=1)
         manager.sync_turn(tg, user_content="u", assistant_content="a")
         manager.queue_prefetch(tg, query="next turn")
     await manager.on_turn_start(2, "hello there")

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import MemoryManager, MemoryWrite, TurnMessage
+from memory import MemoryManager, MemoryWrite, ProviderContext, TurnMessage
 from memory.testing import ScriptedProvider
 
 
@@ -42,7 +42,7 @@ def make_manager(
 
 async def start(manager: MemoryManager, home: Path, *, context: str = "primary") -> None:
     assert context in ("primary", "subagent", "cron", "flush")
-    await manager.initialize("s1", agent_context=context, home=home, platform="cli")  # type: ignore[arg-type]  # checked above
+    await manager.initialize(ProviderContext("s1", agent_context=context, home=home, platform="cli"))  # type: ignore[arg-type]  # checked above
 
 
 def write() -> MemoryWrite:
@@ -220,7 +220,7 @@ async def test_a_provider_raising_in_every_hook_does_not_break_a_five_turn_sessi
             message = f"question number {turn} about the project"
             await manager.on_turn_start(turn, message)
             manager.start_prefetch(tg, turn=turn, query=message)
-            recall = await manager.recall(turn=turn, query=message)
+            recall = await manager.recall(turn=turn)
             assert recall.text == "builtin recall"
             assert recall.sources == ("builtin",)
             assert json.loads(await manager.handle_tool_call("memory", {"action": "add"})) == {"done": True}
@@ -258,7 +258,7 @@ async def test_non_primary_agents_do_not_write_to_external_providers(home: Path,
     await start(manager, home, context=agent_context)
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="what is the plan")
-        recall = await manager.recall(turn=1, query="what is the plan")
+        recall = await manager.recall(turn=1)
         manager.sync_turn(tg, user_content="u", assistant_content="a")
     await manager.notify_memory_write(write())
     await manager.on_session_end([TurnMessage(role="user", content="u")])

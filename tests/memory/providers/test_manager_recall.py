@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory import MemoryManager, is_trivial
+from memory import MemoryManager, ProviderContext, is_trivial
 from memory.testing import ScriptedProvider
 
 
@@ -20,7 +20,7 @@ async def make(home: Path, external: ScriptedProvider, *, wait_s: float = 8.0) -
         ScriptedProvider("builtin", recall="from builtin"), clock=clock, recall_wait_s=wait_s
     )
     assert manager.add_provider(external)
-    await manager.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await manager.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return manager
 
 
@@ -29,7 +29,7 @@ async def test_recall_joins_this_turns_prefetches_in_registration_order(home: Pa
     manager = await make(home, holo)
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="the garden")
-        recall = await manager.recall(turn=1, query="the garden")
+        recall = await manager.recall(turn=1)
     assert recall.text == "from builtin\n\nabout the garden"
     assert recall.sources == ("builtin", "holo")
     assert (recall.turn, recall.missed, recall.skipped, recall.trivial) == (1, (), (), False)
@@ -43,7 +43,7 @@ async def test_the_bounded_wait_returns_without_the_slow_providers_result(home: 
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="where did we park")
         with anyio.fail_after(5):
-            recall = await manager.recall(turn=1, query="where did we park")
+            recall = await manager.recall(turn=1)
         tg.cancel_scope.cancel()
     assert recall.text == "from builtin"
     assert recall.missed == ("slow",)
@@ -63,7 +63,7 @@ async def test_a_late_prefetch_is_discarded_and_never_attached_to_a_later_turn(h
     async with anyio.create_task_group() as tg:
         # Turn 1: the provider is still working when the wait runs out.
         manager.start_prefetch(tg, turn=1, query="turn one")
-        first = await manager.recall(turn=1, query="turn one")
+        first = await manager.recall(turn=1)
         assert first.missed == ("slow",)
 
         # Turn 2 begins while turn 1's prefetch is still running: the provider is skipped.
@@ -72,7 +72,7 @@ async def test_a_late_prefetch_is_discarded_and_never_attached_to_a_later_turn(h
         release_turn_1.set()
         await anyio.wait_all_tasks_blocked()
         assert turns_seen == ["turn one"]
-        second = await manager.recall(turn=2, query="turn two")
+        second = await manager.recall(turn=2)
         assert second.text == "from builtin"
         assert "turn one" not in second.text
         assert second.skipped == ("slow",)
@@ -80,7 +80,7 @@ async def test_a_late_prefetch_is_discarded_and_never_attached_to_a_later_turn(h
 
         # Turn 3: the provider is free again and answers for turn 3.
         manager.start_prefetch(tg, turn=3, query="turn three")
-        third = await manager.recall(turn=3, query="turn three")
+        third = await manager.recall(turn=3)
     assert third.text == "from builtin\n\nrecall computed for 'turn three'"
     assert third.sources == ("builtin", "slow")
     assert [args[0] for args in slow.called("prefetch")] == ["turn one", "turn three"]
@@ -90,8 +90,8 @@ async def test_recall_for_a_turn_without_a_started_prefetch_is_empty(home: Path)
     manager = await make(home, ScriptedProvider("holo", recall="x"))
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=4, query="something real")
-        assert (await manager.recall(turn=5, query="something real")).text == ""
-        assert (await manager.recall(turn=4, query="something real")).text == "from builtin\n\nx"
+        assert (await manager.recall(turn=5)).text == ""
+        assert (await manager.recall(turn=4)).text == "from builtin\n\nx"
 
 
 async def test_trivial_messages_skip_recall(home: Path) -> None:
@@ -99,7 +99,7 @@ async def test_trivial_messages_skip_recall(home: Path) -> None:
     manager = await make(home, holo)
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="thanks!")
-        recall = await manager.recall(turn=1, query="thanks!")
+        recall = await manager.recall(turn=1)
         manager.queue_prefetch(tg, query="ok")
     assert recall.trivial
     assert recall.text == ""
@@ -167,7 +167,7 @@ async def test_a_cancelled_turn_does_not_leave_a_provider_marked_as_running(home
     gate.set()
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=2, query="second question")
-        recall = await manager.recall(turn=2, query="second question")
+        recall = await manager.recall(turn=2)
     assert recall.skipped == ()
     assert recall.sources == ("builtin", "holo")
     assert manager.breaker_state("holo") == "closed"

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory import MemoryManager, MemoryProvider, MemoryWrite, TurnMessage
+from memory import MemoryManager, MemoryProvider, MemoryWrite, ProviderContext, TurnMessage
 from memory.testing import ScriptedProvider
 
 
@@ -27,7 +27,7 @@ def test_a_provider_without_a_name_cannot_be_instantiated() -> None:
 async def test_a_provider_defining_only_name_survives_a_whole_manager_lifecycle(home: Path) -> None:
     manager = MemoryManager(ScriptedProvider("builtin"), clock=lambda: 0.0)
     assert manager.add_provider(OnlyAName())
-    await manager.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await manager.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     assert manager.system_prompt_block() == ""
     assert manager.tool_schemas() == []
     messages = [TurnMessage(role="user", content="hi"), TurnMessage(role="assistant", content="hello")]
@@ -35,7 +35,7 @@ async def test_a_provider_defining_only_name_survives_a_whole_manager_lifecycle(
         for turn in (1, 2):
             await manager.on_turn_start(turn, "what did we decide about the roof")
             manager.start_prefetch(tg, turn=turn, query="what did we decide about the roof")
-            recall = await manager.recall(turn=turn, query="what did we decide about the roof")
+            recall = await manager.recall(turn=turn)
             assert recall.text == ""
             assert recall.missed == ()
             manager.sync_turn(tg, user_content="q", assistant_content="a")

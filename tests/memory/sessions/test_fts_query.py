@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.sessions._fts_query import any_terms_query, extract_terms, sanitize_fts_query
-from memory.sessions._schema import WORD_TOKENIZER
+from memory.sessions.sqlite._schema import WORD_TOKENIZER
 
 ROWS = [
     "the chat-send script broke",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import SearchRoute, SessionStore, StoredMessage
-from memory.sessions._search_index import RANK_BUDGET, MatchMode
+from memory import MatchMode, SearchRoute, SessionStore, StoredMessage
+from memory.sessions._ranking import RANK_BUDGET
 
 T0 = 1_700_000_000.0
 

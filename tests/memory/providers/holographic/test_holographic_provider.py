@@ -9,7 +9,7 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import MemoryManager, MemoryWrite
+from memory import MemoryManager, MemoryWrite, ProviderContext
 from memory.providers.holographic import HOLOGRAPHIC_PROMPT_BLOCK, HolographicProvider
 from memory.testing import ScriptedProvider
 
@@ -29,7 +29,7 @@ def write(action: str, target: str, content: str) -> MemoryWrite:
 
 async def started(home: Path, **kwargs: object) -> HolographicProvider:
     provider = HolographicProvider(**kwargs)  # type: ignore[arg-type]  # test passthrough
-    await provider.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await provider.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return provider
 
 
@@ -119,7 +119,7 @@ async def test_builtin_adds_are_mirrored_as_facts_and_other_writes_are_not(home:
 
 async def test_a_non_primary_agent_does_not_mirror_writes(home: Path) -> None:
     provider = HolographicProvider()
-    await provider.initialize("s1", agent_context="cron", home=home, platform="cron")
+    await provider.initialize(ProviderContext("s1", agent_context="cron", home=home, platform="cron"))
     try:
         await provider.on_memory_write(write("add", "user", "Cron learned something."))
         assert provider.store is not None
@@ -150,7 +150,7 @@ def test_bad_constructor_values_are_refused() -> None:
 async def test_behind_the_manager_tools_route_recall_arrives_and_writes_mirror(home: Path) -> None:
     manager = MemoryManager(ScriptedProvider("builtin"), clock=lambda: 0.0)
     assert manager.add_provider(HolographicProvider())
-    await manager.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await manager.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     assert manager.tool_owner("fact_store") == "holographic"
     assert manager.tool_owner("fact_feedback") == "holographic"
     assert manager.system_prompt_block() == HOLOGRAPHIC_PROMPT_BLOCK
@@ -161,7 +161,7 @@ async def test_behind_the_manager_tools_route_recall_arrives_and_writes_mirror(h
     await manager.notify_memory_write(write("add", "user", "The user is allergic to cats."))
     async with anyio.create_task_group() as tg:
         manager.start_prefetch(tg, turn=1, query="what about the cat?")
-        recall = await manager.recall(turn=1, query="what about the cat?")
+        recall = await manager.recall(turn=1)
     assert recall.sources == ("holographic",)
     assert "- [0.5] The cat is called Miso." in recall.text
     assert "- [0.5] The user is allergic to cats." in recall.text

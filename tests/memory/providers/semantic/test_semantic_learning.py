@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memory import ProviderContext
 from memory.providers.semantic import SemanticProvider
 from memory.providers.semantic.extract import directive, own_words, restates
 from memory.testing import ScriptedCompleter, WordHashEmbedder
@@ -26,7 +27,7 @@ async def learner(home: Path, completer: ScriptedCompleter, **kwargs: object) ->
         embedder=WordHashEmbedder(),
         **kwargs,  # type: ignore[arg-type]  # test passthrough
     )
-    await provider.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await provider.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return provider
 
 
@@ -236,7 +237,7 @@ async def test_a_non_primary_agent_never_learns(home: Path) -> None:
         reconcile_prompt=load_text("semantic_reconcile"),
         embedder=WordHashEmbedder(),
     )
-    await provider.initialize("s1", agent_context="cron", home=home, platform="cron")
+    await provider.initialize(ProviderContext("s1", agent_context="cron", home=home, platform="cron"))
     try:
         await provider.sync_turn("I like tea", "ok", session_id="s1")
         assert completer.prompts == [] and contents(provider) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memory import ProviderContext
 from memory.providers.semantic import MiniLmEmbedder, SemanticProvider, hubness
 from memory.testing import WordHashEmbedder
 from tests.memory.providers.semantic.conftest import needs_embedder
@@ -17,7 +18,7 @@ SEEDS = ["they prefer pytest over unittest", "deploys on Fridays", "uses dark mo
 
 async def started(home: Path, embedder: object, **kwargs: object) -> SemanticProvider:
     provider = SemanticProvider(embedder=embedder, **kwargs)  # type: ignore[arg-type]  # test passthrough
-    await provider.initialize("s1", agent_context="primary", home=home, platform="cli")
+    await provider.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return provider
 
 

@@ -1,0 +1,65 @@
+# The one validated configuration model, and how it is loaded.
+# `_schema.py` (the sections and `KeelConfig`), `_stores.py` (the session store a config opens,
+# and the principal a session runs for), `_loader.py` (`load_config`: the bounded YAML reader
+# and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
+# Library code receives a `KeelConfig`; it never reads files or the environment itself.
+"""The one validated configuration model, and how it is loaded.
+
+`load_config(path, environ)` reads a YAML file (optional), applies `KEEL_`-prefixed
+environment overrides (`KEEL_MEMORY__SNAPSHOT_POLICY=live` sets `memory.snapshot_policy`;
+nesting uses a double underscore; values are parsed as YAML scalars), and validates the
+result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documented in
+`config.example.yaml`, which a test validates.
+"""
+
+from harness.config._loader import MAX_CONFIG_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES, load_config
+from harness.config._schema import (
+    DEFAULT_LOCAL_MODEL,
+    AgentConfig,
+    CompressionConfig,
+    HolographicConfig,
+    KeelConfig,
+    LimitsConfig,
+    LocalModelName,
+    MemoryConfig,
+    ModelConfig,
+    PriceConfig,
+    PromptConfig,
+    RecallConfig,
+    RetryConfig,
+    ScopeConfig,
+    SemanticConfig,
+    SessionSearchConfig,
+    SkillsConfig,
+    TracesConfig,
+    default_home,
+)
+from harness.config._stores import SessionsConfig, resolve_principal
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "MAX_CONFIG_BYTES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "AgentConfig",
+    "CompressionConfig",
+    "HolographicConfig",
+    "KeelConfig",
+    "LimitsConfig",
+    "LocalModelName",
+    "MemoryConfig",
+    "ModelConfig",
+    "PriceConfig",
+    "PromptConfig",
+    "RecallConfig",
+    "RetryConfig",
+    "ScopeConfig",
+    "SemanticConfig",
+    "SessionSearchConfig",
+    "SessionsConfig",
+    "SkillsConfig",
+    "TracesConfig",
+    "default_home",
+    "load_config",
+    "resolve_principal",
+]

@@ -1,0 +1,285 @@
+"""The configuration's shape: one frozen pydantic model, a section per concern.
+
+Every key is documented in `config.example.yaml` (a test validates it); unknown keys are
+errors. How a file and the environment become a `KeelConfig` is `_loader.py`; where the
+session store is and whom a session runs for is `_stores.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.config._section import Section
+from harness.config._stores import SessionsConfig
+from memory import FlushMode, check_scope_id
+from prompts import DEFAULT_SLOT_ORDER, SlotId
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "AgentConfig",
+    "CompressionConfig",
+    "HolographicConfig",
+    "KeelConfig",
+    "LimitsConfig",
+    "LocalModelName",
+    "MemoryConfig",
+    "ModelConfig",
+    "PriceConfig",
+    "PromptConfig",
+    "RecallConfig",
+    "RetryConfig",
+    "ScopeConfig",
+    "SemanticConfig",
+    "SessionSearchConfig",
+    "SkillsConfig",
+    "TracesConfig",
+    "default_home",
+]
+
+
+class RetryConfig(Section):
+    max_attempts: int = Field(4, ge=1, le=20)
+    base_delay_s: float = Field(0.5, ge=0)
+    max_delay_s: float = Field(30.0, ge=0)
+
+
+LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+"""The built-in embedded models (see `harness/models/_local_weights.py`)."""
+
+DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-1.5b"
+"""Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""
+
+
+class ModelConfig(Section):
+    provider: Literal["local", "openai", "anthropic"] = "local"
+    base_url: str | None = None
+    name: str | None = None
+    api_key_env: str | None = None
+    context_window: int = Field(8192, ge=256)
+    max_output_tokens: int = Field(512, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    timeout_s: float = Field(120.0, gt=0)
+    retry: RetryConfig = RetryConfig()
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    """Anthropic cache_control TTL."""
+    local_cache: bool = False
+    """Embedded model only: keep several prompt states in RAM, so a side call (flush, summary)
+    does not evict the main conversation's prefix."""
+    local_model: LocalModelName = DEFAULT_LOCAL_MODEL
+    """Embedded model only: which built-in model to run (its weights' extra must be installed)."""
+    gguf: Path | None = None
+    """Embedded model only: run this GGUF file instead, with its own chat template."""
+    gguf_sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
+    """Embedded model only: refuse to run `gguf` unless its SHA-256 is this."""
+    models_dir: Path | None = None
+    local_threads: int | None = Field(None, ge=1)
+    """Embedded model only: CPU threads; null → all cores but one."""
+    """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
+    tokenizer: Literal["cl100k", "chars"] = "cl100k"
+    """How keel estimates prompt sizes when the provider reports none."""
+
+
+class AgentConfig(Section):
+    system_message: str = ""
+    platform: str = "cli"
+
+
+class LimitsConfig(Section):
+    max_iterations: int = Field(12, ge=1, le=1000)
+    tool_timeout_s: float = Field(60.0, gt=0)
+
+
+class PromptConfig(Section):
+    slot_order: tuple[SlotId, ...] = DEFAULT_SLOT_ORDER
+    context_files: bool = True
+    context_file_max_chars: int = Field(20_000, ge=1_000)
+    cwd: Path | None = None
+
+    @model_validator(mode="after")
+    def _slots_unique(self) -> PromptConfig:
+        if len(set(self.slot_order)) != len(self.slot_order):
+            raise ValueError("slot_order lists a slot twice; name each slot at most once")
+        return self
+
+
+class HolographicConfig(Section):
+    db_path: Path | None = None
+    hrr_dim: int = Field(1024, ge=16)
+    default_trust: float = Field(0.5, ge=0, le=1)
+    min_trust: float = Field(0.3, ge=0, le=1)
+    prefetch_limit: int = Field(5, ge=1, le=50)
+
+
+class SemanticConfig(Section):
+    """The semantic provider (`memory.provider: semantic`; needs `pip install -e '.[semantic]'`)."""
+
+    db_path: Path | None = None
+    learn: bool = True
+    """Extract facts from each exchange with the session's model, in the background."""
+    learn_max_tokens: int = Field(256, ge=16, le=4096)
+    learn_timeout_s: float = Field(180.0, gt=0)
+    """The bound on one turn's learning (extraction + reconciliation calls)."""
+    prefetch_limit: int = Field(5, ge=1, le=50)
+    min_similarity: float = Field(0.25, ge=-1, le=1)
+    duplicate_similarity: float = Field(0.95, ge=0, le=1)
+    related_similarity: float = Field(0.5, ge=0, le=1)
+    breaker_failures: int = Field(5, ge=1)
+    breaker_pause_s: float = Field(120.0, ge=0)
+    embedder_threads: int = Field(1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _bands(self) -> SemanticConfig:
+        if self.related_similarity > self.duplicate_similarity:
+            raise ValueError("related_similarity must not exceed duplicate_similarity")
+        return self
+
+
+class MemoryConfig(Section):
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memory_char_limit: int = Field(2200, ge=10)
+    user_char_limit: int = Field(1375, ge=10)
+    snapshot_policy: Literal["frozen", "invalidate_on_write", "live"] = "frozen"
+    overflow: Literal["reject", "evict_oldest"] = "reject"
+    lock_timeout_s: float = Field(10.0, gt=0)
+    user_id: str | None = None
+    """Deprecated spelling of `scope.user` (same meaning, same files); kept so old configs work."""
+    provider: Literal["none", "holographic", "semantic"] = "none"
+    holographic: HolographicConfig = HolographicConfig()
+    semantic: SemanticConfig = SemanticConfig()
+    untrusted_writes: Literal["hold", "refuse", "allow"] = "hold"
+    """A memory write that repeats a tool result, a fetched page, recalled memory or pasted text
+    instead of the user's own words: hold it for the user's confirmation, refuse it, or allow it."""
+    meaning_check: Literal["auto", "on", "off"] = "auto"
+    """The scanner's second layer on every memory write; `auto`: when the local embedder is installed."""
+    meaning_threshold: float = Field(0.9, gt=0.0, lt=1.0)
+
+
+class ScopeConfig(Section):
+    """Who sessions run for (see `memory.scope` for the layout); every id is one safe directory name."""
+
+    user: str | None = None
+    """The user: their USER.md and episodic sessions. null → the default user (today's layout)."""
+    workspace: str | None = None
+    """The workspace: its MEMORY.md and skills. null → the user's own (the home's for the default user)."""
+    shared_workspace: str | None = None
+    """A workspace every principal also reads: its MEMORY.md as a read-only prompt block, its skills
+    listed and viewable but never changed by the agent."""
+    shared_users: tuple[str, ...] = ()
+    """Users whose past sessions every principal may also search and read (never write)."""
+
+    @field_validator("user", "workspace", "shared_workspace")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_scope_id(value, what="the id")
+
+    @field_validator("shared_users")
+    @classmethod
+    def _safe_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            check_scope_id(item, what="the user id")
+        return value
+
+
+class RecallConfig(Section):
+    enabled: bool = True
+    persist: bool = True
+    wait_s: float = Field(8.0, ge=0)
+    warm_wait_s: float = Field(1.0, ge=0)
+    """After the first turn, recall was prefetched in the background after the previous
+    turn: wait at most this long for a prefetch still running."""
+
+
+class CompressionConfig(Section):
+    enabled: bool = True
+    threshold: float = Field(0.5, gt=0, le=1)
+    flush: FlushMode = "memory_only"
+
+    @field_validator("flush", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `off` as False; that is what the user meant.
+        return "off" if value is False else value
+
+    summary_model: str | None = None
+    tail_ratio: float = Field(0.2, ge=0.05, le=0.8)
+    protect_first_n: int = Field(3, ge=0)
+    protect_last_n: int = Field(6, ge=1)
+    flush_reply: Literal["text_list", "tool_calls"] = "text_list"
+    """How the flush asks for facts (memory_only / cache_safe): plain `user:`/`memory:` lines
+    that keel turns into memory writes, or free memory-tool calls (the classic shape)."""
+    flush_max_tokens: int = Field(512, ge=64)
+    """The flush reply's own output budget (a list of facts needs more than a chat turn's)."""
+    identifier_index: bool = True
+    """Put the identifiers of the compressed middle (names, numbers, dates, paths, ids,
+    quoted strings) verbatim into the summary message."""
+
+
+class SessionSearchConfig(Section):
+    enabled: bool = True
+    summarize: bool = False
+    default_limit: int = Field(3, ge=1, le=10)
+    max_concurrency: int = Field(3, ge=1, le=5)
+
+
+class SkillsConfig(Section):
+    enabled: bool = True
+    guard_agent_created: bool = True
+
+
+class TracesConfig(Section):
+    enabled: bool = True
+    dir: Path | None = None
+
+
+class PriceConfig(Section):
+    """Dollars per million tokens; cache prices are multipliers of `input`."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(1.25, ge=0)
+    cache_read: float = Field(0.1, ge=0)
+
+
+def _default_prices() -> dict[str, PriceConfig]:
+    # Public list prices (USD per million tokens) as of late 2026; edit to taste.
+    return {
+        "claude-sonnet-4-5": PriceConfig(input=3.0, output=15.0, cache_write=1.25, cache_read=0.1),
+        "gpt-4o": PriceConfig(input=2.5, output=10.0, cache_write=1.0, cache_read=0.5),
+        "gpt-5": PriceConfig(input=1.25, output=10.0, cache_write=1.0, cache_read=0.1),
+        "deepseek-chat": PriceConfig(input=0.28, output=0.42, cache_write=1.0, cache_read=0.1),
+    }
+
+
+class KeelConfig(Section):
+    home: Path | None = None
+    scope: ScopeConfig = ScopeConfig()
+    model: ModelConfig = ModelConfig()
+    agent: AgentConfig = AgentConfig()
+    limits: LimitsConfig = LimitsConfig()
+    prompt: PromptConfig = PromptConfig()
+    memory: MemoryConfig = MemoryConfig()
+    recall: RecallConfig = RecallConfig()
+    compression: CompressionConfig = CompressionConfig()
+    session_search: SessionSearchConfig = SessionSearchConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    skills: SkillsConfig = SkillsConfig()
+    traces: TracesConfig = TracesConfig()
+    prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
+
+    def resolved_home(self, environ: Mapping[str, str] | None = None) -> Path:
+        """The keel home: config `home`, else `$KEEL_HOME`, else `~/.keel`."""
+        if self.home is not None:
+            return self.home.expanduser()
+        return default_home(os.environ if environ is None else environ)
+
+
+def default_home(environ: Mapping[str, str]) -> Path:
+    """`$KEEL_HOME` if set, else `~/.keel`."""
+    value = environ.get("KEEL_HOME")
+    return Path(value).expanduser() if value else Path("~/.keel").expanduser()

@@ -1,0 +1,321 @@
+"""Adapters from the `memory` layers to the turn loop's ports and tool registry.
+
+`memory` knows nothing of the harness: its tools are JSON-schema dicts plus handlers, its
+store returns its own value types. This module is the one place that maps them:
+
+- `StoreMemory`: `MemoryStore` + `MemoryTool` as the session's `MemoryPort`;
+- `memory_tool`: the `memory` tool, emitting `MemoryWritten` events and telling external
+  providers about each write only after it committed;
+- `json_tool`: any memory-side handler (session_search, skills, provider tools) as a tool;
+- `ManagerHooks`: `MemoryManager` as the session's `ProviderHooks`;
+- `DbRecorder`: a `SessionStore` as the session's `Recorder`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+
+from anyio.abc import TaskGroup
+from pydantic import JsonValue
+
+from harness.events import FlushEntry, MemoryWritten
+from harness.loop.ports import EndReason
+from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
+from harness.types import JsonObject, Message, ToolSpec, Usage
+from memory import (
+    FlushMode,
+    MemoryBlocks,
+    MemoryManager,
+    MemoryStore,
+    MemoryTool,
+    MemoryWrite,
+    SessionStore,
+    StoredMessage,
+    SwitchReason,
+    TurnMessage,
+)
+
+__all__ = [
+    "DbRecorder",
+    "ManagerHooks",
+    "StoreMemory",
+    "json_tool",
+    "memory_tool",
+    "provider_tools",
+    "spec_from_schema",
+    "stored",
+]
+
+
+def spec_from_schema(schema: JsonObject) -> ToolSpec:
+    """A `ToolSpec` from an OpenAI-style function object `{name, description, parameters}`."""
+    name = schema.get("name")
+    description = schema.get("description", "")
+    parameters = schema.get("parameters", {})
+    if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, dict):
+        raise ValueError(f"not a function schema: {json.dumps(schema)[:200]}")
+    return ToolSpec(name=name, description=description, parameters=parameters)
+
+
+def _parse_arguments(arguments: str) -> JsonValue | ArgumentsError:
+    """The model's argument text as JSON (bounded in size and depth), or why it is unusable."""
+    try:
+        return parse_arguments(arguments)
+    except ArgumentsError as exc:
+        return exc
+
+
+def _success(text: str) -> bool:
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        return True
+    return not (isinstance(payload, dict) and payload.get("success") is False)
+
+
+def json_tool(schema: JsonObject, handler: Callable[[JsonValue], Awaitable[str]]) -> RawTool:
+    """Wrap a handler that takes parsed JSON arguments and returns a JSON reply."""
+
+    async def run(arguments: str) -> ToolOutput:
+        parsed = _parse_arguments(arguments)
+        if isinstance(parsed, ArgumentsError):
+            return ToolOutput(error_json(str(parsed)), True)
+        text = await handler(parsed)
+        return ToolOutput(text, is_error=not _success(text))
+
+    return RawTool(spec_from_schema(schema), run)
+
+
+class StoreMemory:
+    """The curated store as the session's `MemoryPort`.
+
+    A `shared` store (a shared workspace's MEMORY.md) is frozen with the session's own and
+    shown after it in the MEMORY slot; the memory tool never writes to it.
+    """
+
+    def __init__(self, store: MemoryStore, tool: MemoryTool, *, shared: MemoryStore | None = None) -> None:
+        self.store = store
+        self.tool = tool
+        self.shared = shared
+
+    async def load(self) -> None:
+        await self.store.load()
+        if self.shared is not None:
+            await self.shared.load()
+
+    async def prompt_blocks(self) -> MemoryBlocks:
+        own = await self.store.prompt_blocks()
+        if self.shared is None:
+            return own
+        shared = (await self.shared.prompt_blocks()).memory
+        return MemoryBlocks(memory="\n\n".join(b for b in (own.memory, shared) if b), user=own.user)
+
+    def start_turn(self) -> None:
+        self.tool.start_turn()
+
+
+def memory_tool(
+    tool: MemoryTool,
+    schema: JsonObject,
+    *,
+    manager: MemoryManager | None,
+) -> RawTool:
+    """The `memory` tool: the store's handler, plus events and provider notifications.
+
+    A write is told to the providers against the manager's current session id (it follows
+    every switch: compression, a new conversation).
+    """
+
+    async def run(arguments: str) -> ToolOutput:
+        reply = await tool.handle(arguments)
+        events = tuple(
+            MemoryWritten(action=c.kind, target=c.target, content=c.content or c.previous or "")
+            for c in reply.committed
+        )
+        if manager is not None:
+            for c in reply.committed:
+                await manager.notify_memory_write(
+                    MemoryWrite(
+                        action=c.kind,
+                        target=c.target,
+                        content=c.content or "",
+                        old_text=c.old_text,
+                        previous_content=c.previous,
+                        session_id=manager.session_id,
+                    )
+                )
+        return ToolOutput(reply.text, is_error=not reply.success, events=events)
+
+    return RawTool(spec_from_schema(schema), run)
+
+
+class ManagerHooks:
+    """`MemoryManager` as the session's `ProviderHooks`.
+
+    Recall follows the prefetch design: after turn N, in the background, the providers
+    compute recall for turn N+1 from turn N's message; turn N+1 reads it, waiting at most
+    `warm_wait_s` for a prefetch still running. Only a turn with no prefetch (the first, or
+    after a switch) starts one on the spot and waits up to the session's `wait_s`.
+    """
+
+    def __init__(self, manager: MemoryManager, background: TaskGroup, *, warm_wait_s: float = 1.0) -> None:
+        self.manager = manager
+        self._tg = background
+        self._warm_wait_s = warm_wait_s
+
+    async def on_turn_start(self, turn: int, message: str) -> None:
+        await self.manager.on_turn_start(turn, message)
+
+    async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
+        warm = self.manager.has_round(turn)
+        if not warm:
+            self.manager.start_prefetch(self._tg, turn=turn, query=query)
+        recalled = await self.manager.recall(
+            turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
+        )
+        return recalled.text
+
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
+        self.manager.sync_turn(tg, user_content=user, assistant_content=assistant)
+        self.manager.queue_prefetch(tg, query=user)
+        self.manager.start_prefetch(tg, turn=turn + 1, query=user)
+
+    async def on_pre_compress(self, messages: Sequence[Message]) -> str:
+        return await self.manager.on_pre_compress(_turn_messages(messages))
+
+    async def on_session_switch(
+        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+    ) -> None:
+        await self.manager.on_session_switch(
+            new_session_id, parent_session_id=parent_session_id, reason=reason
+        )
+
+    async def on_session_end(self, messages: Sequence[Message]) -> None:
+        await self.manager.on_session_end(_turn_messages(messages))
+
+    def flushing(self) -> AbstractContextManager[None]:
+        return self.manager.running_as("flush")
+
+    async def on_delegation(self, task: str, result: str, *, child_session_id: str) -> None:
+        await self.manager.on_delegation(task, result, child_session_id=child_session_id)
+
+    def system_prompt_block(self) -> str:
+        return self.manager.system_prompt_block()
+
+
+def _turn_messages(messages: Sequence[Message]) -> list[TurnMessage]:
+    return [TurnMessage(role=m.role, content=m.content) for m in messages]
+
+
+def stored(message: Message, *, timestamp: float, token_count: int | None) -> StoredMessage:
+    """A transcript message as the session store keeps it."""
+    calls = (
+        json.dumps(
+            [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+            ensure_ascii=False,
+        )
+        if message.tool_calls
+        else None
+    )
+    return StoredMessage(
+        role=message.role,
+        content=message.content,
+        timestamp=timestamp,
+        api_content=message.api_content,
+        tool_calls=calls,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.name,
+        token_count=token_count,
+        summary=message.summary,
+    )
+
+
+class DbRecorder:
+    """A `SessionStore` as the session's `Recorder`.
+
+    Every session it starts — the first, each child after a compression, a new conversation —
+    is recorded for `user_id`, so a lineage never leaves its principal's scope.
+    """
+
+    def __init__(
+        self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time, user_id: str = ""
+    ) -> None:
+        self.db = db
+        self._source = source
+        self._clock = clock
+        self.user_id = user_id
+
+    async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
+        await self.db.create_session(
+            session_id,
+            source=self._source,
+            started_at=self._clock(),
+            model=model,
+            parent_session_id=parent_session_id,
+            user_id=self.user_id,
+        )
+
+    async def end_session(self, session_id: str, *, reason: EndReason) -> None:
+        await self.db.end_session(session_id, reason=reason, ended_at=self._clock())
+
+    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
+        await self.db.append_message(
+            session_id, stored(message, timestamp=self._clock(), token_count=token_count)
+        )
+
+    async def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
+    ) -> None:
+        now = self._clock()
+        await self.db.append_messages(
+            session_id,
+            [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)],
+        )
+
+    async def add_usage(self, session_id: str, usage: Usage) -> None:
+        await self.db.add_usage(
+            session_id,
+            input=usage.input,
+            output=usage.output,
+            cache_read=usage.cache_read,
+            cache_write=usage.cache_write,
+            reasoning=usage.reasoning,
+        )
+
+    async def record_flush(
+        self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
+    ) -> None:
+        def row(e: FlushEntry) -> JsonValue:
+            return {"target": e.target, "action": e.action, "content": e.content, "reason": e.reason}
+
+        await self.db.record_flush(
+            session_id,
+            timestamp=self._clock(),
+            mode=mode,
+            saved=[row(e) for e in entries if e.saved],
+            refused=[row(e) for e in entries if not e.saved],
+            reply=reply_text,
+        )
+
+
+def provider_tools(manager: MemoryManager) -> list[RawTool]:
+    """The external provider's tools, routed through the manager."""
+
+    def one(schema: JsonObject) -> RawTool:
+        spec = spec_from_schema(schema)
+
+        async def run(arguments: str) -> ToolOutput:
+            parsed = _parse_arguments(arguments)
+            if isinstance(parsed, ArgumentsError):
+                return ToolOutput(error_json(str(parsed)), True)
+            if not isinstance(parsed, dict):
+                return ToolOutput(error_json("arguments must be one JSON object"), True)
+            text = await manager.handle_tool_call(spec.name, parsed)
+            return ToolOutput(text, is_error=not _success(text))
+
+        return RawTool(spec, run)
+
+    return [one(s) for s in manager.tool_schemas()]

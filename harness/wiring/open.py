@@ -1,0 +1,274 @@
+"""`open_session`: everything a session needs, built from one config and torn down in order.
+
+```python
+async with open_session(config) as session:
+    async with session.run_turn("hello") as events:
+        async for ev in events:
+            ...
+```
+
+Everything is opened for one principal (`user_id`, `workspace`; `memory.scope` draws the
+layout): its curated files, its sessions, its skills, its provider data and its traces.
+
+The order is the specification (each step closes with the stack, in reverse):
+
+1. the warning sink — everything after it warns into it, even before the first turn;
+2. the model (starting the embedded model when the config says `local`) and the summary
+   model, the tokenizer, the session store (`sessions.backend`) and its recorder;
+3. the transcript, which draws the session id; the empty tool registry and the memory
+   manager (built-in layer only); the prompt state over them; the trace file;
+4. the model calls — from here on anything may send a request through the session's
+   traced, accounted path;
+5. the external memory provider (semantic memory learns through those calls), then every
+   provider's `initialize`; the built-in tools and the provider's tools join the registry;
+6. a task group that owns every background task, and the `Session` composed of the above;
+   `session.handles` holds the parts the CLI and the experiments need.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from harness.config import KeelConfig, resolve_principal
+from harness.events import TurnEnded
+from harness.loop._groups import single_error
+from harness.loop.parts import SessionParts, Spawn, call_path
+from harness.loop.session import Session
+from harness.loop.settings import SessionSettings
+from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
+from harness.loop.warnings import WarningSink
+from harness.models.base import ModelClient
+from harness.tokens import TokenCounter, load_tokenizer
+from harness.tools import ToolRegistry
+from harness.wiring import steps
+from harness.wiring.builtin_tools import add_builtin_tools
+from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
+from harness.wiring.options import SessionHandles, SessionOptions
+from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
+from memory.skills import SkillLibrary
+
+__all__ = ["OpenedSession", "open_session"]
+
+
+class OpenedSession(Session):
+    """A `Session` opened by `open_session`, with the parts it built on `handles`."""
+
+    def __init__(self, parts: SessionParts, handles: SessionHandles) -> None:
+        super().__init__(parts)
+        self.handles = handles
+
+
+@asynccontextmanager
+async def open_session(
+    config: KeelConfig, options: SessionOptions | None = None
+) -> AsyncIterator[OpenedSession]:
+    """Open a session as the config describes; close everything on exit.
+
+    Args:
+        config: the validated configuration.
+        options: what to use instead of the configured parts (see `SessionOptions`).
+
+    Raises:
+        ConfigError, LocalModelError: the configuration or the embedded model is unusable.
+        ModelError, SessionError: raised from the block as themselves, never as a group.
+    """
+    with single_error():
+        async with _open(config, options or SessionOptions()) as session:
+            yield session
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Whose session, and where its files live."""
+
+    home: Path
+    principal: Principal
+
+
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """The memory parts built before the model calls (the manager has no provider yet)."""
+
+    curated: tuple[MemoryStore, MemoryTool] | None
+    manager: MemoryManager
+    skills: SkillLibrary | None
+    shared_skills: SkillLibrary | None
+
+
+def _memory(config: KeelConfig, where: _Where) -> _Memory:
+    skills = steps.skills(config, where.home, where.principal)
+    return _Memory(
+        curated=steps.curated(config, where.home, where.principal),
+        manager=steps.new_manager(config),
+        skills=skills,
+        shared_skills=None if skills is None else shared_skill_library(config, where.home, where.principal),
+    )
+
+
+def _assembler(
+    config: KeelConfig,
+    opts: SessionOptions,
+    where: _Where,
+    mem: _Memory,
+    *,
+    registry: ToolRegistry,
+    model_name: str,
+    counter: TokenCounter,
+) -> PromptAssembler:
+    gather = static_slot_gatherer(
+        config,
+        home=where.home,
+        tools=registry,
+        manager=mem.manager,
+        skills=mem.skills,
+        shared_skills=mem.shared_skills,
+        model_name=model_name,
+        today=opts.today,
+        cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
+    )
+    return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+
+
+def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
+    if mem.curated is None:
+        return None
+    return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
+
+
+async def _build(
+    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
+) -> tuple[SessionParts, SessionHandles]:
+    """Steps 2–5 of the module docstring; the caller adds the task group and the session."""
+    model, summary_model = opts.model, None
+    if model is None:
+        env = os.environ if opts.environ is None else opts.environ
+        model, summary_model = await steps.open_models(stack, config, home=where.home, env=env, warn=warnings)
+    counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
+    db = opts.session_store
+    if db is None:
+        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
+    mem = _memory(config, where)
+    assembler = _assembler(
+        config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
+    )
+    path = call_path(
+        model=model,
+        summary_model=summary_model,
+        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user),
+        counter=counter,
+        assembler=assembler,
+        memory=_memory_port(config, where, mem),
+        trace=lambda session_id: steps.trace_writer(
+            config, where.home, where.principal, opts.trace_path, session_id
+        ),
+        warnings=warnings,
+    )
+    context = ProviderContext(
+        session_id=path.transcript.session_id,
+        agent_context=opts.agent_context,
+        home=where.home,
+        platform=config.agent.platform,
+        user_id=where.principal.user_id,
+    )
+    await steps.start_manager(
+        stack, config, mem.manager, calls=path.calls, provider=opts.provider, context=context
+    )
+    add_builtin_tools(
+        registry,
+        config,
+        tool=None if mem.curated is None else mem.curated[1],
+        db=db,
+        skills=mem.skills,
+        shared_skills=mem.shared_skills,
+        manager=mem.manager,
+        calls=path.calls,
+        transcript=path.transcript,
+        principal=where.principal,
+    )
+    tg = await stack.enter_async_context(anyio.create_task_group())
+    parts = SessionParts(
+        settings=SessionSettings.from_config(config),
+        path=path,
+        tools=registry,
+        providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
+        background=tg,
+        today=opts.today,
+        spawn=_spawner(config, opts, where, model=model, db=db, counter=counter),
+    )
+    store = None if mem.curated is None else mem.curated[0]
+    handles = SessionHandles(
+        where.home,
+        where.principal,
+        store,
+        db,
+        mem.skills,
+        mem.manager,
+        None if path.calls.trace is None else path.calls.trace.path,
+    )
+    return parts, handles
+
+
+def _spawner(
+    config: KeelConfig,
+    opts: SessionOptions,
+    where: _Where,
+    *,
+    model: ModelClient,
+    db: SessionStore,
+    counter: TokenCounter,
+) -> Spawn:
+    """How a session starts a subagent: a fresh session on the same model and principal, as `subagent`."""
+    child_options = replace(
+        opts,
+        model=model,
+        home=where.home,
+        tokenizer=counter.tokenizer,
+        source="subagent",
+        agent_context="subagent",
+        provider=None,
+        trace_path=None,
+        user_id=where.principal.user_id,
+        workspace=where.principal.workspace,
+        session_store=db,
+    )
+
+    async def spawn(task: str) -> tuple[str, str]:
+        async with open_session(config, child_options) as child:
+            async with child.run_turn(task) as events:
+                ended = [ev async for ev in events if isinstance(ev, TurnEnded)]
+            return (ended[-1].final_text if ended else ""), child.session_id
+
+    return spawn
+
+
+@asynccontextmanager
+async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[OpenedSession]:
+    env = os.environ if opts.environ is None else opts.environ
+    # First, so an unsafe id is refused before anything is created on disk.
+    principal = resolve_principal(config, user_id=opts.user_id, workspace=opts.workspace)
+    home = (opts.home or config.resolved_home(env)).expanduser()
+    await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
+    warnings = WarningSink()
+    async with AsyncExitStack() as stack:
+        parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
+        session = OpenedSession(parts, handles)
+        await session.start()
+        for warning in [] if handles.store is None else steps.memory_warnings(handles.store):
+            warnings(warning)
+        try:
+            yield session
+        finally:
+            with anyio.CancelScope(shield=True):
+                await session.close()
+            # Let background provider work (sync, prefetch) finish, but not forever.
+            parts.background.cancel_scope.deadline = anyio.current_time() + 5.0

@@ -1,0 +1,122 @@
+"""A user-scoped view of a session store: reads only, of the given users' sessions only.
+
+The `session_search` tool reads through it when it runs for a principal, so an id of
+another user's session or message answers exactly as one that does not exist, and ids
+cannot be probed. It is a reader, not a store: it has no writes to refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from memory.sessions._records import (
+    AnchoredView,
+    FlushRecord,
+    IndexFeatures,
+    MatchMode,
+    MessageRecord,
+    SearchResult,
+    SearchRoute,
+    SessionRecord,
+    StoredRole,
+)
+from memory.sessions.contract import SessionReader
+
+__all__ = ["UserScopedReader"]
+
+
+class UserScopedReader:
+    """A `SessionReader` that sees only the sessions of `user_ids`.
+
+    Listing and search pass the users into the store's queries (the filter sits before
+    any limit); point reads answer another user's session or message as missing.
+    `rank_sessions` takes a reader; handing it this one puts the filter inside every
+    query it makes.
+    """
+
+    def __init__(self, db: SessionReader, user_ids: Sequence[str]) -> None:
+        self._db = db
+        self._users = tuple(user_ids)
+
+    @property
+    def features(self) -> IndexFeatures:
+        return self._db.features
+
+    @property
+    def location(self) -> str:
+        return self._db.location
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        record = await self._db.get_session(session_id)
+        return record if record is not None and record.user_id in self._users else None
+
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        order: Literal["started", "last_active"] = "started",
+        exclude: Sequence[str] = (),
+        user_ids: Sequence[str] | None = None,
+    ) -> list[SessionRecord]:
+        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
+        return await self._db.list_sessions(limit, offset, order=order, exclude=exclude, user_ids=users)
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        start_seq: int = 0,
+        limit: int | None = None,
+        from_end: bool = False,
+        roles: Sequence[StoredRole] | None = None,
+    ) -> list[MessageRecord]:
+        if await self.get_session(session_id) is None:
+            return []
+        return await self._db.get_messages(
+            session_id, start_seq=start_seq, limit=limit, from_end=from_end, roles=roles
+        )
+
+    async def get_message(self, message_id: int) -> MessageRecord | None:
+        record = await self._db.get_message(message_id)
+        if record is None or await self.get_session(record.session_id) is None:
+            return None
+        return record
+
+    async def anchored_view(
+        self, message_id: int, *, window: int = 5, bookend: int = 3
+    ) -> AnchoredView | None:
+        [view] = await self.anchored_views([message_id], window=window, bookend=bookend)
+        return view
+
+    async def anchored_views(
+        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> list[AnchoredView | None]:
+        views = await self._db.anchored_views(message_ids, window=window, bookend=bookend)
+        return [v if v is not None and v.session.user_id in self._users else None for v in views]
+
+    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+        return [] if await self.get_session(session_id) is None else await self._db.list_flushes(session_id)
+
+    async def lineage_root(self, session_id: str) -> str:
+        # A lineage never crosses users: a child session is created with its parent's user.
+        return await self._db.lineage_root(session_id)
+
+    async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
+        return await self._db.lineage_roots(session_ids)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        match: MatchMode = "all",
+        route: SearchRoute | None = None,
+        roles: Sequence[StoredRole] | None = ("user", "assistant"),
+        limit: int = 300,
+        user_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
+        return await self._db.search(
+            query, match=match, route=route, roles=roles, limit=limit, user_ids=users
+        )

@@ -1,0 +1,400 @@
+"""Reads and writes on the PostgreSQL session store; `PgSessionStore` runs each in a transaction.
+
+The PostgreSQL twins of SQLite's queries, returning the same records. Appending locks the
+session row (`FOR UPDATE`), so concurrent appends to one session get consecutive `seq`
+numbers. A small batch is one statement (lock, insert in order, move the counters: one
+round trip); a large one draws its ids from the identity sequence and streams the rows
+by `COPY`. Ids increase within a batch; across concurrent transactions they follow the
+order they were drawn in, not commit order.
+
+PostgreSQL text cannot hold NUL characters: `pg_text` turns them into U+FFFD, on writes
+and on id lookups alike, so nothing is refused and ids still match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+import psycopg.errors
+from psycopg.rows import TupleRow
+from pydantic import JsonValue
+
+from memory.errors import SessionConflictError, SessionNotFoundError
+from memory.sessions._records import (
+    AnchoredView,
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    MessageRecord,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+)
+from memory.sessions._rows import (
+    MAX_LINEAGE_DEPTH,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    flush_from_row,
+    flush_json,
+    message_from_row,
+    roots_from_parents,
+    session_from_row,
+)
+
+__all__ = [
+    "COPY_THRESHOLD",
+    "Conn",
+    "add_usage",
+    "anchored_views",
+    "append_messages",
+    "create_session",
+    "end_session",
+    "get_message",
+    "get_messages",
+    "get_session",
+    "lineage_roots",
+    "list_flushes",
+    "list_sessions",
+    "pg_text",
+    "record_flush",
+]
+
+Conn = psycopg.AsyncConnection[TupleRow]
+
+COPY_THRESHOLD = 32
+"""Batches of at least this many messages are written with `COPY` (bulk imports, benchmarks)."""
+
+_INSERT_COLUMNS = (
+    "id, session_id, seq, role, content, api_content, tool_calls, tool_call_id, tool_name, "
+    "timestamp, token_count, summary"
+)
+
+
+def pg_text(value: str) -> str:
+    """`value` storable in PostgreSQL text: NUL characters become U+FFFD."""
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+
+
+def _opt(value: str | None) -> str | None:
+    return None if value is None else pg_text(value)
+
+
+async def _lock_session(conn: Conn, session_id: str) -> tuple[int, float]:
+    cur = await conn.execute(
+        "SELECT message_count, last_active_at FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return int(row[0]), float(row[1])
+
+
+async def _exists(conn: Conn, session_id: str) -> bool:
+    cur = await conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,))
+    return await cur.fetchone() is not None
+
+
+async def create_session(
+    conn: Conn,
+    session_id: str,
+    *,
+    source: str,
+    model: str | None,
+    parent_session_id: str | None,
+    title: str | None,
+    started_at: float,
+    user_id: str,
+) -> None:
+    if parent_session_id is not None and not await _exists(conn, parent_session_id):
+        raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first")
+    try:
+        cur = await conn.execute(
+            "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
+            "user_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
+            (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
+        )
+    except psycopg.errors.ForeignKeyViolation as exc:  # the parent vanished meanwhile
+        raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first") from exc
+    if await cur.fetchone() is None:
+        raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
+
+
+async def end_session(conn: Conn, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+    cur = await conn.execute(
+        "UPDATE sessions SET ended_at = %s, end_reason = %s WHERE id = %s AND ended_at IS NULL",
+        (ended_at, reason, session_id),
+    )
+    if cur.rowcount == 1:
+        return True
+    if not await _exists(conn, session_id):
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return False
+
+
+def _row(mid: int, session_id: str, seq: int, m: StoredMessage) -> tuple[object, ...]:
+    return (
+        mid,
+        session_id,
+        seq,
+        m.role,
+        pg_text(m.content),
+        _opt(m.api_content),
+        _opt(m.tool_calls),
+        _opt(m.tool_call_id),
+        _opt(m.tool_name),
+        m.timestamp,
+        m.token_count,
+        m.summary,
+    )
+
+
+async def append_messages(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    if len(messages) < COPY_THRESHOLD:
+        return await _append_small(conn, session_id, messages)
+    count, last_active = await _lock_session(conn, session_id)
+    cur = await conn.execute(
+        "SELECT nextval(pg_get_serial_sequence('messages', 'id')) FROM generate_series(1, %s)",
+        (len(messages),),
+    )
+    ids = sorted(int(r[0]) for r in await cur.fetchall())
+    async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
+        for i, (mid, m) in enumerate(zip(ids, messages, strict=True)):
+            await copy.write_row(_row(mid, session_id, count + i, m))
+    last_active = max([last_active, *(m.timestamp for m in messages)])
+    await conn.execute(
+        "UPDATE sessions SET message_count = %s, last_active_at = %s WHERE id = %s",
+        (count + len(messages), last_active, session_id),
+    )
+    return ids
+
+
+async def _append_small(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    """Lock the session, insert the rows and move its counters in one statement (one round trip)."""
+    if not messages:
+        await _lock_session(conn, session_id)
+        return []
+    columns = list(zip(*(_row(0, session_id, 0, m)[3:] for m in messages), strict=True))
+    cur = await conn.execute(
+        "WITH s AS (SELECT message_count FROM sessions WHERE id = %s FOR UPDATE), "
+        "ins AS (INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, "
+        "tool_call_id, tool_name, timestamp, token_count, summary) "
+        "SELECT %s, s.message_count + u.i - 1, u.role, u.content, u.api_content, u.tool_calls, "
+        "u.tool_call_id, u.tool_name, u.ts, u.token_count, u.summary FROM s, "
+        "unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+        "%s::float8[], %s::int[], %s::bool[]) WITH ORDINALITY "
+        "u(role, content, api_content, tool_calls, tool_call_id, tool_name, ts, token_count, summary, i) "
+        "ORDER BY u.i RETURNING id, seq), "
+        "upd AS (UPDATE sessions SET message_count = message_count + %s, "
+        "last_active_at = greatest(last_active_at, %s) WHERE id = %s AND EXISTS (SELECT 1 FROM s)) "
+        "SELECT id FROM ins ORDER BY seq",
+        (
+            session_id,
+            session_id,
+            *(list(c) for c in columns),
+            len(messages),
+            max(m.timestamp for m in messages),
+            session_id,
+        ),
+    )
+    ids = [int(r[0]) for r in await cur.fetchall()]
+    if not ids:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return ids
+
+
+async def add_usage(conn: Conn, session_id: str, *, values: dict[str, int]) -> None:
+    cur = await conn.execute(
+        "UPDATE sessions SET input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
+        "cache_read_tokens = cache_read_tokens + %s, cache_write_tokens = cache_write_tokens + %s, "
+        "reasoning_tokens = reasoning_tokens + %s, api_call_count = api_call_count + %s WHERE id = %s",
+        (
+            values["input"],
+            values["output"],
+            values["cache_read"],
+            values["cache_write"],
+            values["reasoning"],
+            values["api_calls"],
+            session_id,
+        ),
+    )
+    if cur.rowcount != 1:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+
+
+async def record_flush(
+    conn: Conn,
+    session_id: str,
+    *,
+    timestamp: float,
+    mode: FlushMode,
+    saved: JsonValue,
+    refused: JsonValue,
+    reply: str,
+) -> int:
+    if not await _exists(conn, session_id):
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    cur = await conn.execute(
+        "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) "
+        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        (
+            session_id,
+            timestamp,
+            mode,
+            flush_json(saved),
+            flush_json(refused),
+            pg_text(reply),
+        ),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def list_flushes(conn: Conn, session_id: str) -> list[FlushRecord]:
+    cur = await conn.execute(
+        "SELECT id, session_id, timestamp, mode, saved, refused, reply FROM flushes "
+        "WHERE session_id = %s ORDER BY id",
+        (session_id,),
+    )
+    return [flush_from_row(r) for r in await cur.fetchall()]
+
+
+async def get_session(conn: Conn, session_id: str) -> SessionRecord | None:
+    cur = await conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
+    row = await cur.fetchone()
+    return None if row is None else session_from_row(row)
+
+
+async def list_sessions(
+    conn: Conn,
+    *,
+    limit: int,
+    offset: int,
+    order: str,
+    exclude: Sequence[str],
+    user_ids: Sequence[str] | None,
+) -> list[SessionRecord]:
+    column = "last_active_at" if order == "last_active" else "started_at"
+    tests = ["NOT (id = ANY(%s))"]
+    args: list[object] = [list(exclude)]
+    if user_ids is not None:
+        tests.append("user_id = ANY(%s)")
+        args.append(list(user_ids))
+    cur = await conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(tests)} "
+        f"ORDER BY {column} DESC, row_id DESC LIMIT %s OFFSET %s",
+        (*args, limit, offset),
+    )
+    return [session_from_row(r) for r in await cur.fetchall()]
+
+
+async def get_messages(
+    conn: Conn,
+    session_id: str,
+    *,
+    start_seq: int,
+    limit: int | None,
+    from_end: bool,
+    roles: Sequence[StoredRole] | None,
+) -> list[MessageRecord]:
+    role_sql = "" if roles is None else " AND role = ANY(%s)"
+    role_args: tuple[object, ...] = () if roles is None else (list(roles),)
+    direction = "DESC" if from_end else "ASC"
+    cur = await conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND seq >= %s{role_sql} "
+        f"ORDER BY seq {direction} LIMIT %s",
+        (session_id, start_seq, *role_args, limit),
+    )
+    records = [message_from_row(r) for r in await cur.fetchall()]
+    return records[::-1] if from_end else records
+
+
+async def get_message(conn: Conn, message_id: int) -> MessageRecord | None:
+    if not -(2**63) <= message_id < 2**63:
+        return None  # no bigint id can match; PostgreSQL would refuse the parameter
+    cur = await conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = %s", (message_id,))
+    row = await cur.fetchone()
+    return None if row is None else message_from_row(row)
+
+
+_VISIBLE_M = "m.role IN ('user', 'assistant') AND m.content <> ''"
+_SAME = "m.session_id = a.session_id AND " + _VISIBLE_M
+_MESSAGE_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+
+# One statement per view: the anchor, its window and the bookends as tagged positions,
+# then their rows. Mirrors SQLite's `anchored_view`, which asks for each part separately.
+_VIEW_SQL = (
+    "WITH a AS (SELECT session_id, seq FROM messages WHERE id = %(id)s), "
+    f"b AS (SELECT m.seq FROM messages m, a WHERE {_SAME} AND m.seq < a.seq ORDER BY m.seq DESC LIMIT %(w)s), "
+    f"f AS (SELECT m.seq FROM messages m, a WHERE {_SAME} AND m.seq > a.seq ORDER BY m.seq LIMIT %(w)s), "
+    "lim AS (SELECT COALESCE((SELECT min(seq) FROM b), a.seq) AS low, "
+    "COALESCE((SELECT max(seq) FROM f), a.seq) AS high FROM a), "
+    f"bs AS (SELECT m.seq FROM messages m, a, lim WHERE {_SAME} AND NOT m.summary AND m.seq < lim.low "
+    "ORDER BY m.seq LIMIT %(k)s), "
+    f"be AS (SELECT m.seq FROM messages m, a, lim WHERE {_SAME} AND NOT m.summary AND m.seq > lim.high "
+    "ORDER BY m.seq DESC LIMIT %(k)s), "
+    "t AS (SELECT 'a' AS tag, seq FROM a UNION ALL SELECT 'b', seq FROM b UNION ALL SELECT 'f', seq FROM f "
+    "UNION ALL SELECT 's', seq FROM bs UNION ALL SELECT 'e', seq FROM be) "
+    f"SELECT t.tag, {_MESSAGE_COLUMNS_M} FROM t, a, messages m "
+    "WHERE m.session_id = a.session_id AND m.seq = t.seq ORDER BY m.seq"
+)
+_VIEW_SESSION_SQL = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = %s)"
+)
+
+
+def _view(rows: list[TupleRow], session: SessionRecord | None) -> AnchoredView | None:
+    groups: dict[str, list[MessageRecord]] = {tag: [] for tag in "abfse"}
+    for row in rows:
+        groups[str(row[0])].append(message_from_row(row[1:]))
+    if not groups["a"] or session is None:
+        return None  # no such message (or, hand-edited, no session for it)
+    anchor = groups["a"][0]
+    low = groups["b"][0].seq if groups["b"] else anchor.seq
+    high = groups["f"][-1].seq if groups["f"] else anchor.seq
+    return AnchoredView(
+        session=session,
+        anchor=anchor,
+        before=tuple(groups["b"]),
+        after=tuple(groups["f"]),
+        bookend_start=tuple(groups["s"]),
+        bookend_end=tuple(groups["e"]),
+        messages_before=low,
+        messages_after=max(0, session.message_count - high - 1),
+    )
+
+
+async def anchored_views(
+    conn: Conn, message_ids: Sequence[int], *, window: int, bookend: int
+) -> list[AnchoredView | None]:
+    """Every view in one pipelined round trip (two statements per message)."""
+    valid = [i for i in message_ids if -(2**63) <= i < 2**63]
+    pending = []
+    async with conn.pipeline():
+        for mid in valid:
+            view_cur, session_cur = conn.cursor(), conn.cursor()
+            await view_cur.execute(_VIEW_SQL, {"id": mid, "w": max(0, window), "k": max(0, bookend)})
+            await session_cur.execute(_VIEW_SESSION_SQL, (mid,))
+            pending.append((mid, view_cur, session_cur))
+    found: dict[int, AnchoredView | None] = {}
+    for mid, view_cur, session_cur in pending:
+        session_row = await session_cur.fetchone()
+        session = None if session_row is None else session_from_row(session_row)
+        found[mid] = _view(await view_cur.fetchall(), session)
+    return [found.get(i) for i in message_ids]
+
+
+async def lineage_roots(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
+    """Each id's lineage root: parents fetched a generation at a time, as on SQLite."""
+    parents: dict[str, str | None] = {}
+    frontier = sorted(set(session_ids))
+    for _ in range(MAX_LINEAGE_DEPTH):
+        if not frontier:
+            break
+        cur = await conn.execute("SELECT id, parent_session_id FROM sessions WHERE id = ANY(%s)", (frontier,))
+        fetched = {str(r[0]): None if r[1] is None else str(r[1]) for r in await cur.fetchall()}
+        for sid in frontier:
+            parents[sid] = fetched.get(sid)
+        frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
+    return roots_from_parents(session_ids, parents)

@@ -1,0 +1,368 @@
+"""`PgSessionStore`: the session store on a PostgreSQL server (psycopg 3, async, pooled).
+
+The same contract (`SessionStore`) and the same records as `SessionDB`, for homes that
+outgrow one machine: several keel processes on several hosts share one database. Tables
+live in one schema (default `keel`), created and migrated on open; nothing is written
+anywhere else. Search uses a `tsvector` GIN index and `pg_trgm` (see `_search.py` for
+where ranking differs from SQLite).
+
+Each call runs in one transaction on a pooled connection. A cancelled caller does not
+tear a transaction in half: the call is shielded, finishes (or rolls back), then the
+cancellation is delivered — as on SQLite, where the worker thread finishes first.
+
+    async with await PgSessionStore.open("postgresql://keel@db:5432/keel") as store:
+        await store.create_session("s1", source="cli", started_at=time.time(), user_id="alice")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Literal, TypeVar
+
+import anyio
+import psycopg
+import psycopg_pool
+from pydantic import JsonValue
+
+from memory.errors import SessionStoreError
+from memory.sessions._records import (
+    AnchoredView,
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    IndexFeatures,
+    MatchMode,
+    MessageRecord,
+    SearchResult,
+    SearchRoute,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+)
+from memory.sessions._validate import (
+    check_end_reason,
+    check_flush_mode,
+    check_id,
+    check_time,
+    check_usage,
+    check_user_id,
+    check_user_ids,
+    checked_message,
+)
+from memory.sessions.postgres import _sql as _pg_sql
+from memory.sessions.postgres._conn import PgTarget, connect, open_pool, translate
+from memory.sessions.postgres._schema import migrate_pg
+from memory.sessions.postgres._search import search_messages_pg
+from memory.sessions.postgres._sql import Conn, pg_text
+from memory.sessions.postgres._stats import TermStatsCache
+
+__all__ = ["PgSessionStore"]
+
+T = TypeVar("T")
+
+Pool = psycopg_pool.AsyncConnectionPool[Conn]
+
+
+def _opt(value: str | None) -> str | None:
+    return None if value is None else pg_text(value)
+
+
+class PgSessionStore:
+    """The session store on PostgreSQL. Open it with `PgSessionStore.open` (or `open_session_store`).
+
+    Errors are `SessionStoreError` subclasses; a server that cannot be reached (or refuses
+    the login) is `SessionStoreUnavailableError`, whose message names the URL without
+    its password. Invalid arguments raise `ValueError` before anything is sent.
+    """
+
+    def __init__(self, pool: Pool, target: PgTarget, features: IndexFeatures) -> None:
+        # Use `PgSessionStore.open`: the schema must exist and be migrated first.
+        self._pool = pool
+        self._target = target
+        self._features = features
+        self._term_stats = TermStatsCache()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        schema: str = "keel",
+        pool_size: int = 4,
+        connect_timeout_s: float = 10.0,
+        trigram: bool | None = None,
+    ) -> PgSessionStore:
+        """Connect, create and migrate `schema` as needed, and open a connection pool.
+
+        Args:
+            url: `postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE` (libpq URL; the usual
+                `PG*` environment variables fill in what it leaves out).
+            schema: the schema holding keel's tables (lower-case letters, digits, `_`).
+            pool_size: connections kept at most; calls beyond it wait for one.
+            connect_timeout_s: how long to wait for the server (and for a free connection).
+            trigram: use `pg_trgm` for substring search (None: when available).
+
+        Raises:
+            SessionStoreUnavailableError: bad URL, server down, login or database refused.
+            SessionSchemaError: the schema was written by a newer keel.
+        """
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, not {pool_size!r}")
+        target = PgTarget(url, schema)
+        conn = await connect(target, search_path=f'"{schema}"', timeout_s=connect_timeout_s)
+        try:
+            with anyio.CancelScope(shield=True):
+                features = await migrate_pg(conn, schema, trigram=trigram)
+        except psycopg.Error as exc:
+            raise translate(exc, target) from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await conn.close()
+        pool = await open_pool(target, size=pool_size, timeout_s=connect_timeout_s)
+        return cls(pool, target, features)
+
+    @property
+    def location(self) -> str:
+        """The URL without its password, and the schema."""
+        return self._target.shown
+
+    @property
+    def schema(self) -> str:
+        """The schema holding the tables."""
+        return self._target.schema
+
+    @property
+    def features(self) -> IndexFeatures:
+        """`fts` is always there; `trigram` when `pg_trgm` is installed."""
+        return self._features
+
+    async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        if self._closed:
+            raise SessionStoreError(f"the session store {self.location!r} is closed; open it again")
+        with anyio.CancelScope(shield=True):
+            result = await self._call(fn)
+        return result
+
+    async def _call(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        try:
+            async with self._pool.connection() as conn:
+                return await fn(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise translate(exc, self._target) from exc
+
+    async def aclose(self) -> None:
+        """Close the pool once the calls already running have finished."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._pool.close()
+
+    async def __aenter__(self) -> PgSessionStore:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ writes
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        source: str,
+        started_at: float,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        user_id: str = "",
+    ) -> None:
+        """Record a new session (see `SessionDB.create_session`)."""
+        check_id(session_id, "session_id")
+        check_id(source, "source")
+        check_time(started_at, "started_at")
+        if parent_session_id is not None:
+            check_id(parent_session_id, "parent_session_id")
+        check_user_id(user_id)
+        await self._tx(
+            lambda c: _pg_sql.create_session(
+                c,
+                pg_text(session_id),
+                source=pg_text(source),
+                model=_opt(model),
+                parent_session_id=_opt(parent_session_id),
+                title=_opt(title),
+                started_at=started_at,
+                user_id=pg_text(user_id),
+            )
+        )
+
+    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+        """Mark a session ended; False if it had already ended."""
+        check_end_reason(reason)
+        check_time(ended_at, "ended_at")
+        return await self._tx(
+            lambda c: _pg_sql.end_session(c, pg_text(session_id), reason=reason, ended_at=ended_at)
+        )
+
+    async def append_message(self, session_id: str, message: StoredMessage) -> int:
+        """Append one message; return its id."""
+        (mid,) = await self.append_messages(session_id, (message,))
+        return mid
+
+    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+        """Append several messages in one transaction (all or none); big batches go by COPY."""
+        batch = tuple(checked_message(m) for m in messages)
+        return await self._tx(lambda c: _pg_sql.append_messages(c, pg_text(session_id), batch))
+
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input: int = 0,
+        output: int = 0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        reasoning: int = 0,
+        api_calls: int = 1,
+    ) -> None:
+        """Add one reply's usage to the session's counters."""
+        values = {"input": input, "output": output, "cache_read": cache_read}
+        values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
+        check_usage(values)
+        await self._tx(lambda c: _pg_sql.add_usage(c, pg_text(session_id), values=values))
+
+    async def record_flush(
+        self,
+        session_id: str,
+        *,
+        timestamp: float,
+        mode: FlushMode,
+        saved: JsonValue,
+        refused: JsonValue,
+        reply: str,
+    ) -> int:
+        """Log a memory flush; return its id."""
+        check_flush_mode(mode)
+        check_time(timestamp, "timestamp")
+        return await self._tx(
+            lambda c: _pg_sql.record_flush(
+                c,
+                pg_text(session_id),
+                timestamp=timestamp,
+                mode=mode,
+                saved=saved,
+                refused=refused,
+                reply=reply,
+            )
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None."""
+        return await self._tx(lambda c: _pg_sql.get_session(c, pg_text(session_id)))
+
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        order: Literal["started", "last_active"] = "started",
+        exclude: Sequence[str] = (),
+        user_ids: Sequence[str] | None = None,
+    ) -> list[SessionRecord]:
+        """Sessions newest first; only those of `user_ids` unless it is None."""
+        excluded = [pg_text(e) for e in exclude]
+        users = check_user_ids(user_ids)
+        scoped = None if users is None else [pg_text(u) for u in users]
+        return await self._tx(
+            lambda c: _pg_sql.list_sessions(
+                c, limit=max(0, limit), offset=max(0, offset), order=order, exclude=excluded, user_ids=scoped
+            )
+        )
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        start_seq: int = 0,
+        limit: int | None = None,
+        from_end: bool = False,
+        roles: Sequence[StoredRole] | None = None,
+    ) -> list[MessageRecord]:
+        """A session's messages in order (see `SessionDB.get_messages`)."""
+        role_list = None if roles is None else tuple(roles)
+        return await self._tx(
+            lambda c: _pg_sql.get_messages(
+                c, pg_text(session_id), start_seq=start_seq, limit=limit, from_end=from_end, roles=role_list
+            )
+        )
+
+    async def get_message(self, message_id: int) -> MessageRecord | None:
+        """One message by id, or None."""
+        return await self._tx(lambda c: _pg_sql.get_message(c, message_id))
+
+    async def anchored_view(
+        self, message_id: int, *, window: int = 5, bookend: int = 3
+    ) -> AnchoredView | None:
+        """A message with its neighbours and its session's bookends, or None."""
+        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
+        return view
+
+    async def anchored_views(
+        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> list[AnchoredView | None]:
+        """`anchored_view` for several messages in one transaction."""
+        ids = tuple(message_ids)
+        return await self._tx(lambda c: _pg_sql.anchored_views(c, ids, window=window, bookend=bookend))
+
+    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+        """A session's flush records, oldest first."""
+        return await self._tx(lambda c: _pg_sql.list_flushes(c, pg_text(session_id)))
+
+    async def lineage_root(self, session_id: str) -> str:
+        """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
+        roots = await self.lineage_roots((session_id,))
+        return roots[session_id]
+
+    async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """`lineage_root` for many sessions in one query."""
+        ids = tuple(session_ids)
+        if any("\x00" in i for i in ids):
+            mapped = {i: pg_text(i) for i in ids}
+            roots = await self._tx(lambda c: _pg_sql.lineage_roots(c, list(mapped.values())))
+            return {i: roots[mapped[i]] for i in ids}
+        return await self._tx(lambda c: _pg_sql.lineage_roots(c, ids))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        match: MatchMode = "all",
+        route: SearchRoute | None = None,
+        roles: Sequence[StoredRole] | None = ("user", "assistant"),
+        limit: int = 300,
+        user_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        """Messages matching `query`, best first (see `SessionDB.search`; ranking differs)."""
+        role_list = None if roles is None else tuple(roles)
+        users = check_user_ids(user_ids)
+        features, stats = self._features, self._term_stats
+        return await self._tx(
+            lambda c: search_messages_pg(
+                c,
+                query,
+                features=features,
+                match=match,
+                route=route,
+                roles=role_list,
+                limit=max(1, limit),
+                user_ids=users,
+                stats=stats,
+            )
+        )

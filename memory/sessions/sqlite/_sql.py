@@ -1,0 +1,321 @@
+"""Synchronous reads and writes on `state.db`; `SessionDB` runs each in a worker thread.
+
+Every function takes an open `sqlite3.Connection` that is already inside a transaction
+(`SqliteConnection.write` / `.read`), so a check followed by a write (does the parent
+exist? what is the next `seq`?) sees one consistent state.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import cast
+
+from pydantic import JsonValue
+
+from memory.errors import SessionConflictError, SessionNotFoundError
+from memory.sessions._records import (
+    AnchoredView,
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    MessageRecord,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+)
+from memory.sessions._rows import (
+    MAX_LINEAGE_DEPTH,
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    flush_from_row,
+    flush_json,
+    message_from_row,
+    roots_from_parents,
+    session_from_row,
+)
+
+__all__ = [
+    "VISIBLE",
+    "add_usage",
+    "anchored_view",
+    "append_messages",
+    "create_session",
+    "end_session",
+    "get_message",
+    "get_messages",
+    "get_session",
+    "lineage_roots",
+    "list_flushes",
+    "list_sessions",
+    "record_flush",
+    "user_clause",
+]
+
+
+def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, float]:
+    row = conn.execute(
+        "SELECT message_count, COALESCE(last_active_at, started_at) FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+    return int(row[0]), float(row[1])
+
+
+def create_session(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    source: str,
+    model: str | None,
+    parent_session_id: str | None,
+    title: str | None,
+    started_at: float,
+    user_id: str = "",
+) -> None:
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
+    if parent_session_id is not None:
+        _require_session(conn, parent_session_id)
+    conn.execute(
+        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
+        "user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
+    )
+
+
+def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+    _require_session(conn, session_id)
+    cur = conn.execute(
+        "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+        (ended_at, reason, session_id),
+    )
+    return cur.rowcount == 1
+
+
+def append_messages(
+    conn: sqlite3.Connection, session_id: str, messages: Sequence[StoredMessage]
+) -> list[int]:
+    count, last_active = _require_session(conn, session_id)
+    ids: list[int] = []
+    for offset, m in enumerate(messages):
+        cur = conn.execute(
+            "INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, tool_call_id, "
+            "tool_name, timestamp, token_count, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                count + offset,
+                m.role,
+                m.content,
+                m.api_content,
+                m.tool_calls,
+                m.tool_call_id,
+                m.tool_name,
+                m.timestamp,
+                m.token_count,
+                int(m.summary),
+            ),
+        )
+        ids.append(int(cast(int, cur.lastrowid)))
+        last_active = max(last_active, m.timestamp)
+    conn.execute(
+        "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
+        (count + len(messages), last_active, session_id),
+    )
+    return ids
+
+
+def add_usage(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    input: int,
+    output: int,
+    cache_read: int,
+    cache_write: int,
+    reasoning: int,
+    api_calls: int,
+) -> None:
+    _require_session(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
+        "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
+        "reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ? WHERE id = ?",
+        (input, output, cache_read, cache_write, reasoning, api_calls, session_id),
+    )
+
+
+def record_flush(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    timestamp: float,
+    mode: FlushMode,
+    saved: JsonValue,
+    refused: JsonValue,
+    reply: str,
+) -> int:
+    _require_session(conn, session_id)
+    cur = conn.execute(
+        "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            timestamp,
+            mode,
+            flush_json(saved),
+            flush_json(refused),
+            reply,
+        ),
+    )
+    return int(cast(int, cur.lastrowid))
+
+
+def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]:
+    rows = conn.execute(
+        "SELECT id, session_id, timestamp, mode, saved, refused, reply FROM flushes "
+        "WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    ).fetchall()
+    return [flush_from_row(tuple(r)) for r in rows]
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else session_from_row(row)
+
+
+def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:
+    """`column IN (...)` for a user filter: ("", ()) for None, an always-false test for none."""
+    if user_ids is None:
+        return "", ()
+    if not user_ids:
+        return "0", ()
+    return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
+
+
+def list_sessions(
+    conn: sqlite3.Connection,
+    *,
+    limit: int,
+    offset: int,
+    order: str,
+    exclude: Sequence[str],
+    user_ids: Sequence[str] | None = None,
+) -> list[SessionRecord]:
+    column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
+    tests: list[str] = []
+    if exclude:
+        tests.append(f"id NOT IN ({','.join('?' * len(exclude))})")
+    user_sql, user_args = user_clause("user_id", user_ids)
+    if user_sql:
+        tests.append(user_sql)
+    where = f"WHERE {' AND '.join(tests)}" if tests else ""
+    rows = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
+        (*exclude, *user_args, limit, offset),
+    ).fetchall()
+    return [session_from_row(r) for r in rows]
+
+
+def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
+    if roles is None:
+        return "", ()
+    return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
+
+
+def get_messages(
+    conn: sqlite3.Connection,
+    session_id: str,
+    *,
+    start_seq: int,
+    limit: int | None,
+    from_end: bool,
+    roles: Sequence[StoredRole] | None,
+) -> list[MessageRecord]:
+    role_sql, role_args = _role_clause(roles)
+    direction = "DESC" if from_end else "ASC"
+    rows = conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
+        f"ORDER BY seq {direction} LIMIT ?",
+        (session_id, start_seq, *role_args, -1 if limit is None else limit),
+    ).fetchall()
+    records = [message_from_row(tuple(r)) for r in rows]
+    return records[::-1] if from_end else records
+
+
+def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:
+    row = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else message_from_row(tuple(row))
+
+
+VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
+
+
+def anchored_view(
+    conn: sqlite3.Connection, message_id: int, *, window: int, bookend: int
+) -> AnchoredView | None:
+    anchor = get_message(conn, message_id)
+    if anchor is None:
+        return None
+    sid, seq = anchor.session_id, anchor.seq
+    before = conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {VISIBLE} "
+        "ORDER BY seq DESC LIMIT ?",
+        (sid, seq, window),
+    ).fetchall()
+    after = conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {VISIBLE} "
+        "ORDER BY seq ASC LIMIT ?",
+        (sid, seq, window),
+    ).fetchall()
+    low = int(before[-1][2]) if before else seq
+    high = int(after[-1][2]) if after else seq
+    bookend_sql = (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {VISIBLE} AND summary = 0 "
+    )
+    start = conn.execute(bookend_sql + "AND seq < ? ORDER BY seq ASC LIMIT ?", (sid, low, bookend)).fetchall()
+    end = conn.execute(bookend_sql + "AND seq > ? ORDER BY seq DESC LIMIT ?", (sid, high, bookend)).fetchall()
+    session = get_session(conn, sid)
+    if session is None:
+        return None  # only a hand-edited database has messages without a session
+    total = session.message_count
+    return AnchoredView(
+        session=session,
+        anchor=anchor,
+        before=tuple(message_from_row(tuple(r)) for r in reversed(before)),
+        after=tuple(message_from_row(tuple(r)) for r in after),
+        bookend_start=tuple(message_from_row(tuple(r)) for r in start),
+        bookend_end=tuple(message_from_row(tuple(r)) for r in reversed(end)),
+        messages_before=low,
+        messages_after=max(0, total - high - 1),
+    )
+
+
+def _parents(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for i in range(0, len(ids), 500):  # stay far below SQLite's bound-parameter limit
+        chunk = ids[i : i + 500]
+        rows = conn.execute(
+            f"SELECT id, parent_session_id FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ).fetchall()
+        found.update({str(r[0]): None if r[1] is None else str(r[1]) for r in rows})
+    return found
+
+
+def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, str]:
+    """Each id's lineage root: follow `parent_session_id` until it ends, loops or vanishes.
+
+    Parents are fetched a generation at a time for all ids together (one query per level
+    of depth, not per session). An id that does not exist is its own root.
+    """
+    parents: dict[str, str | None] = {}
+    frontier = sorted(set(session_ids))
+    for _ in range(MAX_LINEAGE_DEPTH):
+        if not frontier:
+            break
+        fetched = _parents(conn, frontier)
+        for sid in frontier:
+            parents[sid] = fetched.get(sid)
+        frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
+    return roots_from_parents(session_ids, parents)

@@ -1,0 +1,467 @@
+"""`SessionDB`: the episodic session store in `<home>/state.db` (SQLite, WAL, FTS5).
+
+Every session and every message is kept: sessions with their lineage (`parent_session_id`:
+a compression continues in a child session), messages appended one by one as they happen,
+token counters, and the memory-flush log. Full-text indexes make all of it searchable.
+It implements `SessionStore` (`contract.py`); `PgSessionStore` is its PostgreSQL twin,
+and `open_session_store` chooses between them.
+
+All SQLite work runs in worker threads (`anyio.to_thread.run_sync`), one call at a time
+per `SessionDB` (a `CapacityLimiter(1)`), never on the event loop. A cancelled caller
+does not tear a transaction in half: the worker finishes or rolls back, then the
+cancellation is delivered.
+
+    async with open_session_db(home / "state.db") as db:
+        await db.create_session("s1", source="cli", model="gpt-5", started_at=time.time())
+        await db.append_message("s1", StoredMessage(role="user", content="hi", timestamp=time.time()))
+        hits = await db.search("deploy script")
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+from pydantic import JsonValue
+
+from memory._sqlite import LockRetryPolicy, SqliteConnection
+from memory.errors import SessionStoreError
+from memory.sessions._records import (
+    AnchoredView,
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    IndexFeatures,
+    MatchMode,
+    MessageRecord,
+    SearchResult,
+    SearchRoute,
+    SessionRecord,
+    StoredMessage,
+    StoredRole,
+    utf8_safe,
+)
+from memory.sessions._validate import (
+    check_end_reason,
+    check_flush_mode,
+    check_id,
+    check_time,
+    check_usage,
+    check_user_id,
+    check_user_ids,
+    checked_message,
+)
+from memory.sessions.sqlite import _search, _sql
+from memory.sessions.sqlite._schema import migrate, probe_features, reconcile_indexes
+
+__all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
+
+T = TypeVar("T")
+
+STATE_DB_NAME = "state.db"
+"""The session store's file name inside the keel home."""
+
+
+def _open_connection(
+    path: Path, *, fts: bool | None, trigram: bool | None, retry: LockRetryPolicy
+) -> tuple[SqliteConnection, IndexFeatures]:
+    """Connect, migrate and reconcile the indexes (blocking: run it in a worker thread)."""
+    available = probe_features()
+    if fts and not available.fts:
+        raise SessionStoreError("this SQLite build has no FTS5; open with fts=None or fts=False")
+    if trigram and not available.trigram:
+        raise SessionStoreError(
+            "this SQLite build has no trigram tokenizer (needs 3.34+); open with trigram=None"
+        )
+    use_fts = available.fts if fts is None else fts
+    wanted = IndexFeatures(
+        fts=use_fts, trigram=use_fts and (available.trigram if trigram is None else trigram)
+    )
+    conn = SqliteConnection.connect(path, retry=retry)
+    try:
+        features = conn.write(lambda c: (migrate(c), reconcile_indexes(c, wanted))[1])
+        if features.fts:
+            conn.autocommit(_search.prepare_connection)
+    except BaseException:
+        conn.close()
+        raise
+    return conn, features
+
+
+class SessionDB:
+    """The session store. Open it with `SessionDB.open` or `open_session_db`.
+
+    Methods are coroutines; each runs one SQLite transaction in a worker thread. Errors
+    are `SessionStoreError` subclasses (`memory.errors`); invalid arguments
+    (an unknown role, an empty id) raise `ValueError` before anything is written.
+    """
+
+    def __init__(self, conn: SqliteConnection, features: IndexFeatures) -> None:
+        # Use `SessionDB.open`: the connection must exist and be migrated first.
+        self._conn = conn
+        self._features = features
+        self._limiter = anyio.CapacityLimiter(1)
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path,
+        *,
+        fts: bool | None = None,
+        trigram: bool | None = None,
+        retry: LockRetryPolicy | None = None,
+    ) -> SessionDB:
+        """Open (creating and migrating as needed) the store at `path`.
+
+        Args:
+            path: the database file, normally `<home>/state.db`.
+            fts: use FTS5 full-text indexes. None detects it; False searches with LIKE
+                (and drops index triggers, so the next FTS-capable open rebuilds them);
+                True fails if this SQLite lacks FTS5.
+            trigram: the same for the trigram index (CJK and substring search).
+            retry: busy timeout and retries while another process writes.
+
+        Raises:
+            SessionStoreError: the file cannot be opened, is not a database, is newer
+                than this code, or `fts=True` was asked of a SQLite without FTS5.
+        """
+        policy = retry or LockRetryPolicy()
+        conn, features = await anyio.to_thread.run_sync(
+            lambda: _open_connection(path, fts=fts, trigram=trigram, retry=policy)
+        )
+        return cls(conn, features)
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._conn.path
+
+    @property
+    def location(self) -> str:
+        """The database file, as text (the `SessionStore` protocol's name for where it lives)."""
+        return str(self._conn.path)
+
+    @property
+    def features(self) -> IndexFeatures:
+        """The full-text indexes this connection searches with (`fts`, `trigram`)."""
+        return self._features
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise SessionStoreError(f"the session store {str(self.path)!r} is closed; open it again")
+        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    async def aclose(self) -> None:
+        """Close the connection once the calls already queued have finished."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._conn.close, limiter=self._limiter)
+
+    async def __aenter__(self) -> SessionDB:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ writes
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        source: str,
+        started_at: float,
+        model: str | None = None,
+        parent_session_id: str | None = None,
+        title: str | None = None,
+        user_id: str = "",
+    ) -> None:
+        """Record a new session.
+
+        Args:
+            session_id: a new unique id.
+            source: where it runs (an open vocabulary like model names: `cli`, `api`, ...).
+            started_at: Unix seconds.
+            model: the main model's name.
+            parent_session_id: the session this one continues (compression) or branches
+                from; it must exist. Lineage is followed through this link.
+            title: a human-readable title.
+            user_id: the principal the session runs for (`""`: the default user). The
+                store keeps what it is given; a child session should get its parent's.
+
+        Raises:
+            SessionConflictError: the id is taken.
+            SessionNotFoundError: the parent does not exist.
+        """
+        check_id(session_id, "session_id")
+        check_id(source, "source")
+        check_time(started_at, "started_at")
+        if parent_session_id is not None:
+            check_id(parent_session_id, "parent_session_id")
+        check_user_id(user_id)
+        await self._run(
+            lambda: self._conn.write(
+                lambda c: _sql.create_session(
+                    c,
+                    session_id,
+                    source=utf8_safe(source),
+                    model=None if model is None else utf8_safe(model),
+                    parent_session_id=parent_session_id,
+                    title=None if title is None else utf8_safe(title),
+                    started_at=started_at,
+                    user_id=utf8_safe(user_id),
+                )
+            )
+        )
+
+    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+        """Mark a session ended. Returns False (changing nothing) if it had already ended.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        check_end_reason(reason)
+        check_time(ended_at, "ended_at")
+        return await self._run(
+            lambda: self._conn.write(
+                lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
+            )
+        )
+
+    async def append_message(self, session_id: str, message: StoredMessage) -> int:
+        """Append one message at the end of a session; return its message id.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        ids = await self.append_messages(session_id, (message,))
+        return ids[0]
+
+    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+        """Append several messages in one transaction (all or none); return their ids in order."""
+        batch = tuple(checked_message(m) for m in messages)
+        return await self._run(lambda: self._conn.write(lambda c: _sql.append_messages(c, session_id, batch)))
+
+    async def add_usage(
+        self,
+        session_id: str,
+        *,
+        input: int = 0,
+        output: int = 0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        reasoning: int = 0,
+        api_calls: int = 1,
+    ) -> None:
+        """Add one reply's normalized usage (the `harness.types.Usage` fields) to the counters.
+
+        `api_calls` is how many model calls this usage covers (one per reply).
+        """
+        values = {"input": input, "output": output, "cache_read": cache_read}
+        values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
+        check_usage(values)
+        await self._run(
+            lambda: self._conn.write(
+                lambda c: _sql.add_usage(
+                    c,
+                    session_id,
+                    input=input,
+                    output=output,
+                    cache_read=cache_read,
+                    cache_write=cache_write,
+                    reasoning=reasoning,
+                    api_calls=api_calls,
+                )
+            )
+        )
+
+    async def record_flush(
+        self,
+        session_id: str,
+        *,
+        timestamp: float,
+        mode: FlushMode,
+        saved: JsonValue,
+        refused: JsonValue,
+        reply: str,
+    ) -> int:
+        """Log a memory flush: what it saved, what was refused (JSON), the reply text."""
+        check_flush_mode(mode)
+        check_time(timestamp, "timestamp")
+        return await self._run(
+            lambda: self._conn.write(
+                lambda c: _sql.record_flush(
+                    c,
+                    session_id,
+                    timestamp=timestamp,
+                    mode=mode,
+                    saved=saved,
+                    refused=refused,
+                    reply=utf8_safe(reply),
+                )
+            )
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if there is none with that id."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.get_session(c, session_id)))
+
+    async def list_sessions(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        order: Literal["started", "last_active"] = "started",
+        exclude: Sequence[str] = (),
+        user_ids: Sequence[str] | None = None,
+    ) -> list[SessionRecord]:
+        """Sessions, newest first by start time (or by last activity).
+
+        `user_ids`: only sessions of these users (None: everyone's, the operator's view).
+        """
+        excluded = tuple(exclude)
+        users = check_user_ids(user_ids)
+        return await self._run(
+            lambda: self._conn.read(
+                lambda c: _sql.list_sessions(
+                    c,
+                    limit=max(0, limit),
+                    offset=max(0, offset),
+                    order=order,
+                    exclude=excluded,
+                    user_ids=users,
+                )
+            )
+        )
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        start_seq: int = 0,
+        limit: int | None = None,
+        from_end: bool = False,
+        roles: Sequence[StoredRole] | None = None,
+    ) -> list[MessageRecord]:
+        """A session's messages in order.
+
+        Args:
+            start_seq: skip messages before this position.
+            limit: at most this many.
+            from_end: take the *last* `limit` messages (still returned oldest first).
+            roles: only these roles.
+        """
+        role_list = None if roles is None else tuple(roles)
+        return await self._run(
+            lambda: self._conn.read(
+                lambda c: _sql.get_messages(
+                    c, session_id, start_seq=start_seq, limit=limit, from_end=from_end, roles=role_list
+                )
+            )
+        )
+
+    async def get_message(self, message_id: int) -> MessageRecord | None:
+        """One message by id, or None."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.get_message(c, message_id)))
+
+    async def anchored_view(
+        self, message_id: int, *, window: int = 5, bookend: int = 3
+    ) -> AnchoredView | None:
+        """The message, `window` visible messages each side, and `bookend` at each end of its session."""
+        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
+        return view
+
+    async def anchored_views(
+        self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> list[AnchoredView | None]:
+        """`anchored_view` for several messages in one call (None for an id that does not exist)."""
+        ids = tuple(message_ids)
+        return await self._run(
+            lambda: self._conn.read(
+                lambda c: [_sql.anchored_view(c, i, window=window, bookend=bookend) for i in ids]
+            )
+        )
+
+    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+        """The flush records of a session, oldest first."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.list_flushes(c, session_id)))
+
+    async def lineage_root(self, session_id: str) -> str:
+        """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
+        roots = await self.lineage_roots((session_id,))
+        return roots[session_id]
+
+    async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """`lineage_root` for many sessions in one call."""
+        ids = tuple(session_ids)
+        return await self._run(lambda: self._conn.read(lambda c: _sql.lineage_roots(c, ids)))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        match: MatchMode = "all",
+        route: SearchRoute | None = None,
+        roles: Sequence[StoredRole] | None = ("user", "assistant"),
+        limit: int = 300,
+        user_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        """Messages matching `query`, best first (message level; no grouping).
+
+        The query is sanitized first, so any text is accepted.
+
+        Args:
+            match: `all` — the query as written (implicit AND, OR/NOT, "phrases",
+                prefix*); `any` — an OR of its meaningful terms, ranked by BM25.
+            route: force an index (`fts`, `trigram`, `like`); None chooses. A forced
+                index this database lacks falls back to LIKE.
+            roles: only messages with these roles (None: all).
+            limit: at most this many hits.
+            user_ids: only messages of these users' sessions (None: everyone's). The
+                filter is part of the query, so other users' rows never take up places.
+        """
+        role_list = None if roles is None else tuple(roles)
+        users = check_user_ids(user_ids)
+        features = self._features
+        return await self._run(
+            lambda: self._conn.read(
+                lambda c: _search.search_messages(
+                    c,
+                    query,
+                    features=features,
+                    match=match,
+                    route=route,
+                    roles=role_list,
+                    limit=max(1, limit),
+                    user_ids=users,
+                )
+            )
+        )
+
+
+@asynccontextmanager
+async def open_session_db(
+    path: Path,
+    *,
+    fts: bool | None = None,
+    trigram: bool | None = None,
+    retry: LockRetryPolicy | None = None,
+) -> AsyncIterator[SessionDB]:
+    """`SessionDB.open` as an async context manager that closes the store on exit."""
+    db = await SessionDB.open(path, fts=fts, trigram=trigram, retry=retry)
+    try:
+        yield db
+    finally:
+        await db.aclose()

@@ -1,0 +1,337 @@
+"""Two users on one home, through real sessions (`open_session`, scripted model, real files):
+what alice writes, says and saves is invisible to bob through every tool — also after a
+compression and in a subagent — and alice still finds all of it."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from harness.config import KeelConfig
+from harness.errors import ConfigError
+from harness.events import Event, ToolResultReady
+from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.wiring import SessionOptions, open_session
+
+# Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own.
+Backend = dict[str, str]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """`config()` keyword overrides that put the sessions on one backend."""
+    if request.param == "sqlite":
+        return {}
+    url: str = request.getfixturevalue("postgres_url")
+    schema: str = request.getfixturevalue("pg_schema")
+    return {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
+
+
+SKILL = """---
+name: {name}
+description: {description}
+---
+# Steps
+1. {step}
+"""
+
+ALICE_TOKEN = "zebracorn"  # a word that occurs nowhere but in alice's conversation
+
+
+def skill(name: str, description: str, step: str) -> str:
+    return SKILL.format(name=name, description=description, step=step)
+
+
+def results(events: list[Event]) -> list[dict[str, object]]:
+    """Each tool result of a turn, parsed."""
+    out: list[dict[str, object]] = []
+    for ev in events:
+        if isinstance(ev, ToolResultReady):
+            parsed = json.loads(ev.content)
+            assert isinstance(parsed, dict)
+            out.append(parsed)
+    return out
+
+
+async def alice_writes_everything(home: Path, cfg: KeelConfig) -> str:
+    """Alice's session: a USER.md entry, a MEMORY.md entry, a skill, and a conversation."""
+    model = ScriptedModel(
+        [
+            call_tool(
+                "memory", {"action": "add", "target": "user", "content": "Alice's cat is called Mittens"}
+            ),
+            call_tool(
+                "memory",
+                {"action": "add", "target": "memory", "content": "Alice's repo builds with frobnicate"},
+            ),
+            call_tool(
+                "skill_manage",
+                {
+                    "action": "create",
+                    "name": "alice-deploy",
+                    "content": skill("alice-deploy", "Alice ships", "run ship.sh"),
+                },
+            ),
+            say(f"Noted, and the codename is {ALICE_TOKEN}."),
+        ]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
+        await run_turn(s, f"Remember my cat Mittens; our codename is {ALICE_TOKEN}.")
+        return s.session_id
+
+
+async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_tool(
+    home: Path, backend: Backend
+) -> None:
+    cfg = config(**backend)
+    alice_sid = await alice_writes_everything(home, cfg)
+    async with cfg.sessions.open_store(home) as db:
+        alice_msgs = await db.get_messages(alice_sid)
+    alice_msg_id = alice_msgs[0].id
+
+    bob = ScriptedModel(
+        [
+            call_tool("session_search", {"query": ALICE_TOKEN}),
+            call_tool("session_search", {}),
+            call_tool("session_search", {"session_id": alice_sid}),
+            call_tool("session_search", {"session_id": "no-such-session"}),
+            call_tool("session_search", {"session_id": alice_sid, "around_message_id": alice_msg_id}),
+            call_tool("session_search", {"session_id": alice_sid, "around_message_id": 987654}),
+            call_tool("skills_list", {}),
+            call_tool("skill_view", {"name": "alice-deploy"}),
+            call_tool("skill_manage", {"action": "delete", "name": "alice-deploy"}),
+            call_tool("memory", {"action": "remove", "target": "user", "old_text": "Mittens"}),
+            call_tool(
+                "memory", {"action": "replace", "target": "memory", "old_text": "frobnicate", "content": "x"}
+            ),
+            say("Nothing of hers here."),
+        ]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
+        events = await run_turn(s, "What do you know?")
+        bob_prompt = s.prompt.text
+    (
+        found,
+        browse,
+        read,
+        read_missing,
+        scroll,
+        scroll_missing,
+        listed,
+        view,
+        delete,
+        mem_remove,
+        mem_replace,
+    ) = results(events)
+    assert found["success"] is True and found["count"] == 0
+    assert browse["count"] == 0
+    # another user's ids answer exactly like ids that do not exist
+    assert read["success"] is False
+    assert read["error"] == str(read_missing["error"]).replace("no-such-session", alice_sid)
+    assert scroll["error"] == str(scroll_missing["error"]).replace("987654", str(alice_msg_id))
+    assert listed["count"] == 0
+    assert view["success"] is False and "no skill" in str(view["error"])
+    assert delete["success"] is False
+    assert mem_remove["success"] is False and mem_replace["success"] is False
+    for text in ("Mittens", "frobnicate", "alice-deploy", ALICE_TOKEN):
+        assert text not in bob_prompt
+        assert all(text not in r.system for r in bob.requests)
+    # nothing of alice's was touched, and it all sits in her own directories
+    assert (home / "users" / "alice" / "skills" / "alice-deploy" / "SKILL.md").exists()
+    assert "Mittens" in (home / "users" / "alice" / "memories" / "USER.md").read_text(encoding="utf-8")
+    assert "frobnicate" in (home / "users" / "alice" / "memories" / "MEMORY.md").read_text(encoding="utf-8")
+    assert not (home / "memories").exists() and not (home / "skills").exists()
+
+    # alice, in a new session, finds all of it
+    again = ScriptedModel([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
+    async with open_session(
+        cfg, SessionOptions(model=again, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
+        events = await run_turn(s, "What was our codename?")
+        prompt = s.prompt.text
+    [mine] = results(events)
+    assert mine["count"] == 1
+    assert "Mittens" in prompt and "frobnicate" in prompt and "alice-deploy" in prompt
+
+
+async def test_the_child_session_after_compression_keeps_the_users_scope(
+    home: Path, backend: Backend
+) -> None:
+    long = " ".join(["kettle"] * 60)
+    cfg = config(
+        model__context_window="800", compression__protect_last_n="2", compression__enabled="false", **backend
+    )
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
+        model.extend([say(f"the {ALICE_TOKEN} answer {long}")])
+        await run_turn(s, f"tell me about the {ALICE_TOKEN} {long}")
+        for i in range(3):
+            model.extend([say(f"answer {i} {long}")])
+            await run_turn(s, f"question {i} {long}")
+        parent = s.session_id
+        model.extend([say("Nothing to save."), say("## Goal\nchat")])
+        await s.compress()
+        child = s.session_id
+        model.extend([say(f"after compression, {ALICE_TOKEN} again")])
+        await run_turn(s, f"and the {ALICE_TOKEN} now?")
+        model.extend([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
+        own = results(await run_turn(s, "search it"))
+    assert child != parent
+    async with cfg.sessions.open_store(home) as db:
+        rows = {sid: await db.get_session(sid) for sid in (parent, child)}
+    assert {sid: (r.user_id if r else None) for sid, r in rows.items()} == {parent: "alice", child: "alice"}
+    assert own[0]["count"] == 1  # the compressed-away parent is alice's to search
+
+    bob = ScriptedModel(
+        [call_tool("session_search", {"query": ALICE_TOKEN}), call_tool("session_search", {}), say("-")]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
+        found, browse = results(await run_turn(s, "anything?"))
+    assert found["count"] == 0 and browse["count"] == 0
+
+
+async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backend) -> None:
+    cfg = config(**backend)
+    model = ScriptedModel(
+        [
+            say("parent turn"),
+            call_tool(
+                "memory", {"action": "add", "target": "memory", "content": "subagent saw the web build"}
+            ),
+            say("sub done"),
+        ]
+    )
+    async with open_session(
+        cfg,
+        SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice", workspace="web"),
+    ) as s:
+        await run_turn(s, "hi")
+        await s.delegate("note the build")
+    assert s.handles.principal.user_id == "alice"
+    async with cfg.sessions.open_store(home) as db:
+        sessions = await db.list_sessions(10)
+    assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
+    # the subagent wrote into the workspace's MEMORY.md, not the home's or the user's
+    assert "web build" in (home / "workspaces" / "web" / "memories" / "MEMORY.md").read_text(encoding="utf-8")
+    assert not (home / "memories" / "MEMORY.md").exists()
+    assert not (home / "users" / "alice" / "memories" / "MEMORY.md").exists()
+
+
+async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> None:
+    cfg = config(memory__provider="holographic")
+    alice = ScriptedModel(
+        [
+            call_tool(
+                "memory",
+                {"action": "add", "target": "user", "content": "Alice drinks oolong tea every morning"},
+            ),
+            say("Noted."),
+            say("You drink oolong."),
+        ]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=alice, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
+        await run_turn(s, "Remember: I drink oolong tea every morning.")
+        await run_turn(s, "Which tea do I drink in the morning?")
+    recalled = alice.requests[-1].messages[-1].api_content or ""
+    assert "oolong" in recalled  # recall works for its owner ...
+    assert (home / "users" / "alice" / "memory_store.db").exists()
+    assert not (home / "memory_store.db").exists()
+
+    bob = ScriptedModel(
+        [say("No idea."), call_tool("fact_store", {"action": "search", "query": "oolong tea"}), say("-")]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
+    ) as s:
+        await run_turn(s, "Which tea do I drink in the morning?")
+        events = await run_turn(s, "search the facts for tea")
+    assert all(
+        "oolong" not in (m.api_content or m.content)
+        for r in bob.requests
+        for m in r.messages
+        if m.role == "user"
+    )
+    assert all("oolong" not in json.dumps(r) for r in results(events))
+
+
+async def test_traces_go_to_the_users_own_owner_only_directory(home: Path) -> None:
+    async with open_session(
+        config(),
+        SessionOptions(
+            model=ScriptedModel([say("hi")]), home=home, tokenizer=FakeTokenizer(), user_id="alice"
+        ),
+    ) as s:
+        await run_turn(s, "hello")
+    trace = s.handles.trace_path
+    assert trace is not None and trace.parent == home / "traces" / "users" / "alice"
+    assert trace.exists()
+    assert stat.S_IMODE(trace.stat().st_mode) == 0o600
+    assert stat.S_IMODE(trace.parent.stat().st_mode) == 0o700
+
+
+async def test_a_shared_workspace_is_read_only_for_everyone_else(home: Path) -> None:
+    team = home / "workspaces" / "team"
+    (team / "memories").mkdir(parents=True)
+    (team / "memories" / "MEMORY.md").write_text("Releases ship on Thursdays\n", encoding="utf-8")
+    (team / "skills" / "release").mkdir(parents=True)
+    (team / "skills" / "release" / "SKILL.md").write_text(
+        skill("release", "How the team cuts a release", "tag and push"), encoding="utf-8"
+    )
+    cfg = config(scope__shared_workspace="team")
+    model = ScriptedModel(
+        [
+            call_tool("skills_list", {}),
+            call_tool("skill_view", {"name": "release"}),
+            call_tool(
+                "skill_manage", {"action": "patch", "name": "release", "old_string": "tag", "new_string": "x"}
+            ),
+            call_tool("memory", {"action": "remove", "target": "memory", "old_text": "Thursdays"}),
+            say("ok"),
+        ]
+    )
+    async with open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
+    ) as s:
+        events = await run_turn(s, "what does the team do?")
+        prompt = s.prompt.text
+    listed, view, patch, remove = results(events)
+    assert "SHARED MEMORY (workspace team, read-only)" in prompt and "Releases ship on Thursdays" in prompt
+    assert "release — How the team cuts a release" in prompt
+    assert listed["skills"] == [
+        {
+            "name": "release",
+            "category": "general",
+            "description": "How the team cuts a release",
+            "files": 0,
+            "shared": True,
+        }
+    ]
+    assert view["success"] is True and view["shared"] is True
+    assert patch["success"] is False and "read-only" in str(patch["error"])
+    assert remove["success"] is False
+    assert (team / "memories" / "MEMORY.md").read_text(encoding="utf-8") == "Releases ship on Thursdays\n"
+    assert "tag and push" in (team / "skills" / "release" / "SKILL.md").read_text(encoding="utf-8")
+
+
+async def test_open_session_refuses_an_unsafe_user_id_before_writing_anything(home: Path) -> None:
+    with pytest.raises(ConfigError, match=r"user id '\.\./bob' is not a safe directory name"):
+        async with open_session(
+            config(), SessionOptions(model=ScriptedModel([]), home=home, user_id="../bob")
+        ):
+            pass
+    assert await anyio.to_thread.run_sync(lambda: list(home.iterdir())) == []
