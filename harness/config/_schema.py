@@ -155,7 +155,7 @@ class MemoryConfig(Section):
     untrusted_writes: Literal["hold", "refuse", "allow"] = "hold"
     """A memory write that repeats a tool result, a fetched page, recalled memory or pasted text
     instead of the user's own words: hold it for the user's confirmation, refuse it, or allow it."""
-    meaning_check: Literal["auto", "on", "off"] = "auto"
+    meaning_check: Literal["auto", "always", "never"] = "auto"
     """The scanner's second layer on every memory write; `auto`: when the local embedder is installed."""
     meaning_threshold: float = Field(0.9, gt=0.0, lt=1.0)
 

@@ -9,6 +9,7 @@ import pytest
 
 from memory import MemoryStore, ScanBlockedError
 from memory.errors import SemanticBlockedError
+from memory.providers.contract import ProviderContext
 from memory.providers.semantic import MiniLmEmbedder, SemanticProvider
 from memory.scanner import MeaningCheck, MeaningProbe, load_probe, scan, scan_joined
 from memory.scanner._decode import reversed_text, unescaped
@@ -165,7 +166,7 @@ async def test_a_store_with_the_meaning_check_refuses_what_the_rules_let_through
 @needs_embedder
 async def test_the_semantic_provider_with_the_meaning_check_refuses_an_override(tmp_path: Path) -> None:
     provider = SemanticProvider(embedder=MiniLmEmbedder(), meaning_threshold=0.9)
-    await provider.initialize("s1", agent_context="primary", home=tmp_path, platform="cli")
+    await provider.initialize(ProviderContext("s1", agent_context="primary", home=tmp_path, platform="cli"))
     try:
         with pytest.raises(SemanticBlockedError, match="meaning_attack"):
             await provider.save(_OVERRIDE)
