@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.events import MemoryWritten, ToolResultReady
+from harness.events import Event, MemoryWritten, ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 from memory import PendingWrites
@@ -40,7 +40,7 @@ def _script() -> ScriptedModel:
     )
 
 
-async def _run(home: Path, policy: str) -> list[object]:
+async def _run(home: Path, policy: str) -> list[Event]:
     (home / "skills" / "supplier-portal").mkdir(parents=True)
     (home / "skills" / "supplier-portal" / "SKILL.md").write_text(SKILL, encoding="utf-8")
     options = SessionOptions(model=_script(), home=home, tokenizer=FakeTokenizer())
