@@ -76,3 +76,17 @@ async def test_a_write_derived_from_a_tool_result_is_held_or_refused(home: Path,
 async def test_allow_saves_a_derived_write_as_before(home: Path) -> None:
     await _run(home, "allow")
     assert DERIVED in _user_md(home)
+
+
+def test_the_meaning_check_is_built_only_when_the_config_asks_for_it() -> None:
+    from harness.wiring.scoped import meaning_check
+    from memory.providers.semantic import embedder_unavailable_reason
+    from memory.scanner import MeaningCheck
+
+    assert meaning_check(config()) is None  # off by default
+    assert meaning_check(config(memory__meaning_check="never")) is None
+    built = meaning_check(config(memory__meaning_check="auto", memory__meaning_threshold="0.95"))
+    if embedder_unavailable_reason() is None:
+        assert isinstance(built, MeaningCheck) and built.threshold == 0.95
+    else:
+        assert built is None
