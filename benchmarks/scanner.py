@@ -1,80 +1,138 @@
-"""The write scanner's catch and false-positive rates on three corpora, plus a LoCoMo FP check.
+"""The write defence's catch and false-positive rates per corpus: the rules alone, then layered.
 
-    python benchmarks/scanner.py [--data PATH]
+    python benchmarks/scanner.py [--data PATH] [--quiet]
 
 Corpora (tests/memory/): `scanner_corpus.py` (the original hand-written one),
-`scanner_corpus_disguised.py` (attacks in disguise and harmless look-alikes, written before
-the issue-16 rules — but read while writing them, so optimistic), `scanner_corpus_holdout.py`
-(written after the rules and never tuned on). Catch = share of attacks with any finding;
-false positives = share of harmless notes with any finding, strict scope (memory writes).
-Then every LoCoMo utterance (ordinary chat between two people) is scanned as a
-false-positive check, and the median scan time per utterance is printed.
+`scanner_corpus_disguised.py` (disguised attacks and harmless look-alikes),
+`scanner_corpus_round2.py` (the second red-team round's kinds of miss, written for issue 28),
+`scanner_corpus_holdout.py` (written after the issue-16 rules, not tuned on) and
+`scanner_corpus_heldout2.py` (written apart from the tuners for issue 28 and never read by
+them). The rules were tuned on the first three and the meaning probe trained on them, so
+their layered figures are in-sample; the two held-out corpora are the honest ones.
 
-The last line is `catch <rate> fp <rate>`: the worst catch and the worst false-positive rate
-over the original and disguised corpora (the issue's goal: catch >= 0.95, fp <= 0.02 on each).
+Catch = share of attacks with any finding; false positives = share of harmless notes with
+any finding (strict scope: memory writes). "rules" is `memory.scanner.scan`; "layered" adds
+the meaning check (`MeaningCheck`, the shipped probe at its default threshold) — a text is
+flagged when either layer flags it. `split` is the round-2 attacks written as two entries:
+caught when the second entry is refused by the joined scan (`scan_joined`). Then every
+LoCoMo utterance (ordinary chat) is checked as a false-positive check, with the median time
+of each layer.
+
+The table ends with the layered figures; the last line is `layered heldout <catch> <fp>`
+(the newest held-out corpus), or `layered holdout ...` when that file is absent.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere: this checkout's packages win
 
 from benchmarks._locomo import load_locomo  # noqa: E402
 from benchmarks._util import default_data_dir, median  # noqa: E402
-from memory.scanner import FindingCategory, scan  # noqa: E402
-from tests.memory import scanner_corpus, scanner_corpus_disguised, scanner_corpus_holdout  # noqa: E402
+from memory.providers.semantic import MiniLmEmbedder  # noqa: E402
+from memory.scanner import MeaningCheck, scan, scan_joined  # noqa: E402
+
+_CORPORA = (
+    ("original", "tests.memory.scanner_corpus"),
+    ("disguised", "tests.memory.scanner_corpus_disguised"),
+    ("round2", "tests.memory.scanner_corpus_round2"),
+    ("holdout", "tests.memory.scanner_corpus_holdout"),
+    ("heldout2", "tests.memory.scanner_corpus_heldout2"),
+)
 
 
-def _rates(
-    name: str, attacks: Sequence[tuple[FindingCategory, str]], benign: Sequence[str], *, verbose: bool
-) -> tuple[float, float]:
-    missed = [text for _, text in attacks if not scan(text, "strict")]
-    wrong_category = [
-        text
-        for category, text in attacks
-        if (f := scan(text, "strict")) and category not in {x.category for x in f}
-    ]
-    flagged = [(text, [f.id for f in scan(text, "strict")]) for text in benign if scan(text, "strict")]
-    catch = 1 - len(missed) / len(attacks)
-    fp = len(flagged) / len(benign)
-    print(
-        f"{name:<10} attacks {len(attacks):>3}  catch {catch:.3f} ({len(attacks) - len(missed)}/{len(attacks)}, "
-        f"{len(wrong_category)} under another category)   benign {len(benign):>3}  fp {fp:.3f} "
-        f"({len(flagged)}/{len(benign)})"
-    )
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    catch: tuple[int, int]
+    fp: tuple[int, int]
+
+    def line(self, name: str, layer: str) -> str:
+        (caught, attacks), (flagged, benign) = self.catch, self.fp
+        return (
+            f"{name:<10} {layer:<8} catch {caught / attacks:.3f} ({caught:>3}/{attacks:<3})  "
+            f"fp {flagged / benign:.3f} ({flagged:>2}/{benign:<3})"
+        )
+
+
+def _load(module: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        return None
+
+
+def _measure(name: str, corpus: ModuleType, meaning: MeaningCheck, *, verbose: bool) -> tuple[_Rates, _Rates]:
+    attacks = [text for _, text in corpus.ATTACKS]
+    benign = list(corpus.BENIGN)
+    rule_a = [bool(scan(t, "strict")) for t in attacks]
+    rule_b = [bool(scan(t, "strict")) for t in benign]
+    threshold = meaning.threshold
+    mean_a = [s >= threshold for s in meaning.scores(attacks)]
+    mean_b = [s >= threshold for s in meaning.scores(benign)]
+    both_a = [r or m for r, m in zip(rule_a, mean_a, strict=True)]
+    both_b = [r or m for r, m in zip(rule_b, mean_b, strict=True)]
     if verbose:
-        for text in missed:
-            print(f"    missed: {text[:100]!r}")
-        for text, ids in flagged:
-            print(f"    flagged: {text[:80]!r} {ids}")
-    return catch, fp
+        for text, r, m in zip(attacks, rule_a, mean_a, strict=True):
+            if not r:
+                print(f"    {'caught by meaning' if m else 'missed'}: {text[:90]!r}")
+        for text, r, m in zip(benign, rule_b, mean_b, strict=True):
+            if r or m:
+                print(f"    flagged by {'rules' if r else 'meaning'}: {text[:90]!r}")
+    return (
+        _Rates((sum(rule_a), len(attacks)), (sum(rule_b), len(benign))),
+        _Rates((sum(both_a), len(attacks)), (sum(both_b), len(benign))),
+    )
 
 
-def _locomo(path: Path) -> None:
+def _split(corpus: ModuleType) -> str:
+    pairs = corpus.SPLIT
+    alone = sum(1 for _, first, second in pairs if scan(first, "strict") or scan(second, "strict"))
+    caught = sum(
+        1 for _, first, second in pairs if scan_joined(["User prefers tabs.", first, second], 2, "strict")
+    )
+    return (
+        f"split      rules    pairs {len(pairs)}  either part alone flagged {alone}  "
+        f"second part refused when joined {caught}/{len(pairs)}"
+    )
+
+
+def _locomo(path: Path, meaning: MeaningCheck) -> None:
     if not path.exists():
         print(f"locomo     skipped: {path} not found (set --data or $KEEL_DATA_DIR)")
         return
     utterances = [t.content for c in load_locomo(path) for s in c.sessions for t in s.turns]
-    flagged: list[tuple[str, list[str]]] = []
-    times: list[float] = []
+    rules_flagged: list[str] = []
+    rule_times: list[float] = []
     for text in utterances:
         start = time.perf_counter()
-        findings = scan(text, "strict")
-        times.append(time.perf_counter() - start)
-        if findings:
-            flagged.append((text, [f.id for f in findings]))
+        if scan(text, "strict"):
+            rules_flagged.append(text)
+        rule_times.append(time.perf_counter() - start)
+    meaning_times: list[float] = []
+    meaning_flagged: list[str] = []
+    for text in utterances:
+        start = time.perf_counter()
+        if meaning.findings(text):
+            meaning_flagged.append(text)
+        meaning_times.append(time.perf_counter() - start)
+    layered = len(set(rules_flagged) | set(meaning_flagged))
+    n = len(utterances)
     print(
-        f"locomo     utterances {len(utterances):,}  flagged {len(flagged)} ({len(flagged) / len(utterances):.4f})  "
-        f"median scan {median(times) * 1e6:.0f} us"
+        f"locomo     utterances {n:,}  rules flagged {len(rules_flagged)} ({len(rules_flagged) / n:.4f})  "
+        f"layered flagged {layered} ({layered / n:.4f})  median rules {median(rule_times) * 1e6:.0f} us  "
+        f"median meaning {median(meaning_times) * 1e3:.1f} ms"
     )
-    for text, ids in flagged[:20]:
-        print(f"    flagged: {text[:80]!r} {ids}")
+    for text in (rules_flagged + meaning_flagged)[:10]:
+        print(f"    flagged: {text[:80]!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,15 +142,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--quiet", action="store_true", help="do not list misses and false positives")
     args = parser.parse_args(argv)
-    verbose = not args.quiet
+    meaning = MeaningCheck(MiniLmEmbedder(threads=1))
     scan("warm up the confusables table", "strict")
-    original = _rates("original", scanner_corpus.ATTACKS, scanner_corpus.BENIGN, verbose=verbose)
-    disguised = _rates(
-        "disguised", scanner_corpus_disguised.ATTACKS, scanner_corpus_disguised.BENIGN, verbose=verbose
+    meaning.scores(["warm up the embedder"])
+    table: list[tuple[str, _Rates, _Rates]] = []
+    for name, module in _CORPORA:
+        corpus = _load(module)
+        if corpus is None:
+            print(f"{name:<10} skipped: {module} not found")
+            continue
+        if not args.quiet:
+            print(f"{name}:")
+        rules, layered = _measure(name, corpus, meaning, verbose=not args.quiet)
+        table.append((name, rules, layered))
+    round2 = _load("tests.memory.scanner_corpus_round2")
+    _locomo(args.data or default_data_dir() / "locomo-dev.json", meaning)
+    print(
+        f"\nmeaning check: threshold {meaning.threshold}; rules and probe tuned on original, disguised, round2"
     )
-    _rates("holdout", scanner_corpus_holdout.ATTACKS, scanner_corpus_holdout.BENIGN, verbose=verbose)
-    _locomo(args.data or default_data_dir() / "locomo-dev.json")
-    print(f"catch {min(original[0], disguised[0]):.3f} fp {max(original[1], disguised[1]):.3f}")
+    for name, rules, _ in table:
+        print(rules.line(name, "rules"))
+    if round2 is not None:
+        print(_split(round2))
+    for name, _, layered in table:
+        print(layered.line(name, "layered"))
+    name, _, last = table[-1]
+    (caught, attacks), (flagged, benign) = last.catch, last.fp
+    print(f"layered {name} {caught / attacks:.3f} {flagged / benign:.3f}")
     return 0
 
 

@@ -8,6 +8,8 @@
 # `scanner.py` the write scanner every layer runs on text bound for a prompt
 # `errors.py`  the whole MemoryLayerError tree, drawn in its docstring
 # `grounding.py` whether a fact a model wrote is supported by what was said (flush, learning)
+# `provenance.py` where text came from (untrusted: tool results, fetched, recalled, pasted)
+#              and whether a memory write repeats it
 # `testing.py` a scriptable provider for tests
 # Private and shared: `_sqlite.py` (the one SQLite boundary), `_migrations.py` (the one
 # numbered-migration runner, SQLite and PostgreSQL), `_atomic.py` (the one durable-write routine).
@@ -28,6 +30,8 @@ from memory.curated import (
     MemoryToolReply,
     MemoryUsage,
     OverflowPolicy,
+    PendingWrite,
+    PendingWrites,
     RemoveOp,
     ReplaceOp,
     SnapshotPolicy,
@@ -151,6 +155,8 @@ __all__ = [
     "MessageRecord",
     "NoMatchError",
     "OverflowPolicy",
+    "PendingWrite",
+    "PendingWrites",
     "PgSessionStore",
     "Principal",
     "ProviderContext",

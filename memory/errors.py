@@ -113,8 +113,12 @@ RefusalReason = Literal[
     "drift",
     "bad_arguments",
     "missing_old_text",
+    "untrusted",
+    "held",
 ]
-"""Why a write did not land. The last two are produced by the memory tool itself."""
+"""Why a write did not land. The last four are produced by the memory tool itself: `untrusted`
+and `held` when its content repeats untrusted text (see `memory.provenance`) and the policy
+refuses it or holds it for the user's confirmation."""
 
 
 class MemoryLayerError(Exception):

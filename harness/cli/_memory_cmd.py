@@ -1,4 +1,5 @@
-"""`keel memory list|show|add|remove|path`: the curated memory (MEMORY.md / USER.md) from a shell."""
+"""`keel memory list|show|add|remove|path|pending|confirm|discard`: the curated memory
+(MEMORY.md / USER.md) from a shell, and the writes held for the user's confirmation."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from memory import (
     MemoryStore,
     MemoryTarget,
     NoMatchError,
+    PendingWrites,
     StoreFullError,
     WriteResult,
 )
+from memory.provenance import ORIGIN_LABELS
 
 __all__ = ["register"]
 
@@ -174,8 +177,54 @@ def _path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pending(args: argparse.Namespace) -> int:
+    held = PendingWrites(_store(args).directory).list()
+    if not held:
+        console.out("No memory write is waiting for confirmation.", highlight=False)
+        return 0
+    lines = [
+        f"{len(held)} memory write(s) held because they repeat text you did not type "
+        "(`keel memory confirm N` saves one, `keel memory discard N` drops it):"
+    ]
+    for n, p in enumerate(held, start=1):
+        lines.append(f"  {n}. {FILE_NAMES[p.target]}, from {ORIGIN_LABELS[p.origin]}, held {p.held_at}:")
+        lines.append(f"     {preview(p.content, 200)}")
+    console.out("\n".join(lines), highlight=False)
+    return 0
+
+
+def _confirm(args: argparse.Namespace) -> int:
+    store = _store(args)
+    pending = PendingWrites(store.directory)
+    held = pending.list()
+    if not 1 <= args.number <= len(held):
+        raise KeelError(
+            f"there is no held write number {args.number}; `keel memory pending` lists {len(held)}"
+        )
+    chosen = held[args.number - 1]
+    try:
+        # Saved first, then taken off the list: a write the store refuses stays held.
+        result = anyio.run(store.add, chosen.target, chosen.content)
+        pending.take(args.number)
+    except MemoryLayerError as exc:
+        raise _user_error(exc, chosen.target) from exc
+    console.out(f"Saved: {preview(chosen.content)}\n{_summary(result)}", highlight=False)
+    return 0
+
+
+def _discard(args: argparse.Namespace) -> int:
+    try:
+        dropped = PendingWrites(_store(args).directory).take(args.number)
+    except MemoryLayerError as exc:
+        raise KeelError(str(exc)) from exc
+    console.out(f"Discarded: {preview(dropped.content)}", highlight=False)
+    return 0
+
+
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("memory", help="list, show, add or remove curated memory entries")
+    p = sub.add_parser(
+        "memory", help="list, show, add or remove curated memory entries; confirm or discard held writes"
+    )
     verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
     target_help = "memory (the agent's notes, MEMORY.md) or user (the user profile, USER.md)"
 
@@ -199,3 +248,16 @@ def register(sub: Subparsers) -> None:
 
     path_p = verbs.add_parser("path", help="where the memory files live")
     path_p.set_defaults(handler=_path)
+
+    pending_p = verbs.add_parser(
+        "pending", help="memory writes held for your confirmation (untrusted sources)"
+    )
+    pending_p.set_defaults(handler=_pending)
+
+    confirm_p = verbs.add_parser("confirm", help="save held write N (scanned like any other write)")
+    confirm_p.add_argument("number", type=int, metavar="N", help="its number in `keel memory pending`")
+    confirm_p.set_defaults(handler=_confirm)
+
+    discard_p = verbs.add_parser("discard", help="drop held write N")
+    discard_p.add_argument("number", type=int, metavar="N", help="its number in `keel memory pending`")
+    discard_p.set_defaults(handler=_discard)

@@ -155,6 +155,13 @@ class MemoryConfig(Section):
     provider: Literal["none", "holographic", "semantic"] = "none"
     holographic: HolographicConfig = HolographicConfig()
     semantic: SemanticConfig = SemanticConfig()
+    untrusted_writes: Literal["hold", "refuse", "allow"] = "hold"
+    """A memory write that repeats a tool result, a fetched page, recalled memory or pasted text
+    instead of the user's own words: hold it for the user's confirmation, refuse it, or allow it."""
+    meaning_check: Literal["auto", "always", "never"] = "never"
+    """The scanner's second layer on every memory write; `auto`: when the local embedder is installed.
+    Off by default: it refused the short note "Dog is Biscuit" (see config.example.yaml)."""
+    meaning_threshold: float = Field(0.9, gt=0.0, lt=1.0)
 
 
 class ScopeConfig(Section):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from harness.config import KeelConfig
 from harness.loop.calls import ModelCalls
+from harness.loop.provenance import transcript_provenance
 from harness.loop.transcript import Transcript
 from harness.tools import ToolRegistry
 from harness.types import Message, ModelRequest
@@ -88,7 +89,11 @@ def add_builtin_tools(
     """Register keel's own tools in `registry`, as the config enables them."""
     if tool is not None:
         schema = memory_tool_schema(load_text("tool_memory"))
-        registry.add(memory_tool(tool, schema, manager=manager))
+        registry.add(
+            memory_tool(
+                tool, schema, manager=manager, provenance=lambda: transcript_provenance(transcript.messages)
+            )
+        )
     if config.session_search.enabled:
         search = _session_search(config, db, calls=calls, transcript=transcript, principal=principal)
         registry.add(json_tool(session_search_schema(load_text("tool_session_search")), search.handle))

@@ -37,6 +37,7 @@ from memory import (
     SwitchReason,
     TurnMessage,
 )
+from memory.provenance import TurnProvenance
 
 __all__ = [
     "DbRecorder",
@@ -122,15 +123,19 @@ def memory_tool(
     schema: JsonObject,
     *,
     manager: MemoryManager | None,
+    provenance: Callable[[], TurnProvenance] | None = None,
 ) -> RawTool:
     """The `memory` tool: the store's handler, plus events and provider notifications.
 
     A write is told to the providers against the manager's current session id (it follows
-    every switch: compression, a new conversation).
+    every switch: compression, a new conversation). `provenance` gives the user's own words
+    and the untrusted text the model has read (`harness.loop.provenance`): a write repeating
+    the latter is held or refused as `memory.untrusted_writes` says — the agent's writes and
+    the compression flush's alike, since both come through here.
     """
 
     async def run(arguments: str) -> ToolOutput:
-        reply = await tool.handle(arguments)
+        reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
         events = tuple(
             MemoryWritten(action=c.kind, target=c.target, content=c.content or c.previous or "")
             for c in reply.committed

@@ -10,11 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.config import KeelConfig
+from harness.errors import ConfigError
 from memory import MemoryStore, Principal, SnapshotPolicy
+from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
+from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
 
 __all__ = [
     "curated_store",
+    "meaning_check",
     "session_user_ids",
     "shared_memory_store",
     "shared_skill_library",
@@ -24,12 +28,17 @@ __all__ = [
 
 
 def curated_store(
-    config: KeelConfig, home: Path, principal: Principal, *, policy: SnapshotPolicy | None = None
+    config: KeelConfig,
+    home: Path,
+    principal: Principal,
+    *,
+    policy: SnapshotPolicy | None = None,
+    meaning: MeaningCheck | None = None,
 ) -> MemoryStore:
     """The principal's MEMORY.md (its workspace) and USER.md (its user), with the config's limits.
 
     Each file keeps its own budget and its own sidecar lock, so two principals never wait on
-    or count against each other's files.
+    or count against each other's files. `meaning`: the scanner's second layer on its writes.
     """
     m = config.memory
     return MemoryStore(
@@ -42,6 +51,28 @@ def curated_store(
         lock_timeout_s=m.lock_timeout_s,
         memory_enabled=m.memory_enabled,
         user_profile_enabled=m.user_profile_enabled,
+        meaning=meaning,
+    )
+
+
+def meaning_check(config: KeelConfig) -> MeaningCheck | None:
+    """The scanner's meaning check as `memory.meaning_check` asks (None: rules only).
+
+    Raises:
+        ConfigError: it is `on` and the local embedder is not installed.
+    """
+    m = config.memory
+    if m.meaning_check == "never":
+        return None
+    reason = embedder_unavailable_reason()
+    if reason is not None:
+        if m.meaning_check == "always":
+            raise ConfigError(
+                f"memory.meaning_check is 'always' but {reason}; or set memory.meaning_check: auto"
+            )
+        return None
+    return MeaningCheck(
+        MiniLmEmbedder(threads=config.memory.semantic.embedder_threads), threshold=m.meaning_threshold
     )
 
 

@@ -61,4 +61,6 @@ def semantic_provider(config: KeelConfig, *, send: Send) -> SemanticProvider:
         ),
         breaker_failures=c.breaker_failures,
         breaker_pause_s=c.breaker_pause_s,
+        # the provider has the embedder already: `auto` costs one dot product per write
+        meaning_threshold=None if config.memory.meaning_check == "never" else config.memory.meaning_threshold,
     )

@@ -20,7 +20,7 @@ from harness.models.factory import open_model
 from harness.models.retry import RetryAttempt
 from harness.trace import TraceWriter
 from harness.types import ModelReply, ModelRequest
-from harness.wiring.scoped import curated_store, skill_library, trace_dir
+from harness.wiring.scoped import curated_store, meaning_check, skill_library, trace_dir
 from harness.wiring.semantic import semantic_provider
 from memory import (
     MemoryManager,
@@ -28,6 +28,7 @@ from memory import (
     MemoryStore,
     MemoryTarget,
     MemoryTool,
+    PendingWrites,
     Principal,
     ProviderContext,
 )
@@ -87,8 +88,9 @@ def curated(config: KeelConfig, home: Path, principal: Principal) -> tuple[Memor
     m = config.memory
     if not (m.memory_enabled or m.user_profile_enabled):
         return None
-    store = curated_store(config, home, principal)
-    return store, MemoryTool(store)
+    store = curated_store(config, home, principal, meaning=meaning_check(config))
+    pending = PendingWrites(store.directory)
+    return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=pending)
 
 
 def memory_warnings(store: MemoryStore) -> list[str]:

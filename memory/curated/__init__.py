@@ -2,7 +2,8 @@
 # `store.py` (MemoryStore: load, snapshot policies, locked atomic writes), `tool.py` (the
 # `memory` tool's schema and handler); private: `_entries.py` (the text format: parse,
 # serialize, measure, render, locate), `_ops.py` (write ops and the pure planner),
-# `_disk.py` (blocking file work: read, lock, backup, archive). Writes are scanned by
+# `_disk.py` (blocking file work: read, lock, backup, archive), `_pending.py` (writes held
+# for the user's confirmation, PENDING.jsonl). Writes are scanned by
 # `memory.scanner`; errors are in `memory.errors`.
 from memory.curated._entries import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -12,6 +13,7 @@ from memory.curated._entries import (
     MemoryUsage,
 )
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
+from memory.curated._pending import PENDING_NAME, PendingWrite, PendingWrites
 from memory.curated.store import (
     ARCHIVE_NAME,
     MemoryBlocks,
@@ -29,6 +31,7 @@ __all__ = [
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
     "MEMORY_TOOL_NAME",
+    "PENDING_NAME",
     "AddOp",
     "CommittedOp",
     "MemoryBlocks",
@@ -39,6 +42,8 @@ __all__ = [
     "MemoryToolReply",
     "MemoryUsage",
     "OverflowPolicy",
+    "PendingWrite",
+    "PendingWrites",
     "RemoveOp",
     "ReplaceOp",
     "SnapshotPolicy",

@@ -7,7 +7,8 @@ with every committed write (which is durable on disk at once) and are what `entr
 `usage()` and tool replies report.
 
 Every write: validate → scan → take the sidecar lock → re-read the file under the lock →
-(drift check for replace/remove/batch) → plan → archive evictions → atomic replace. All
+(drift check for replace/remove/batch) → plan → scan the entries joined (a write must not
+complete an attack split over entries) → archive evictions → atomic replace. All
 blocking work runs in worker threads through `anyio.to_thread.run_sync`.
 """
 
@@ -60,10 +61,12 @@ from memory.errors import (
 from memory.scanner import (
     SCAN_WINDOW,
     Finding,
+    MeaningCheck,
     blocked_placeholder,
     describe_findings,
     oversize_finding,
     scan,
+    scan_joined,
 )
 from memory.scope import Principal
 
@@ -149,6 +152,23 @@ def sanitize_entry(target: MemoryTarget, entry: str) -> str:
     )
 
 
+def _refuse_split_attack(
+    target: MemoryTarget, before: Sequence[str], after: Sequence[str], *, batch: bool
+) -> None:
+    """Refuse a write whose new entry completes an attack with the entries beside it (see
+    `scan_joined`). Only new text is read this way: a removal adds nothing to complete."""
+    old = set(before)
+    for index, entry in enumerate(after):
+        joined = () if entry in old else scan_joined(after, index, "strict")
+        if joined:
+            suffix = " No operations were applied (batch is all-or-nothing)." if batch else ""
+            raise ScanBlockedError(
+                f"{describe_findings(joined)} Read together with the entries beside it in {FILE_NAMES[target]}, "
+                f"this entry would complete it; nothing was changed.{suffix}",
+                findings=joined,
+            )
+
+
 class MemoryStore:
     """The curated memory: MEMORY.md (target `memory`) and USER.md (target `user`).
 
@@ -170,6 +190,8 @@ class MemoryStore:
         memory_enabled: `False` disables the `memory` target.
         user_profile_enabled: `False` disables the `user` target.
         clock: returns Unix seconds; used for backup names and archive timestamps.
+        meaning: the scanner's second layer (`memory.scanner.MeaningCheck`); when given, new
+            content it flags is refused like a rule finding. None: the rules alone.
     """
 
     def __init__(
@@ -186,6 +208,7 @@ class MemoryStore:
         clock: Callable[[], float] = time.time,
         user_directory: Path | None = None,
         memory_title: str | None = None,
+        meaning: MeaningCheck | None = None,
     ) -> None:
         if memory_char_limit <= 0 or user_char_limit <= 0:
             raise ValueError("memory_char_limit and user_char_limit must be positive")
@@ -207,6 +230,7 @@ class MemoryStore:
         self._snapshot: dict[MemoryTarget, str] = {"memory": "", "user": ""}
         self._generation = 0
         self._rendered_generation = 0
+        self._meaning = meaning
         # Serializes this instance's writes so the live view follows commit order.
         self._write_lock = anyio.Lock()
 
@@ -371,9 +395,23 @@ class MemoryStore:
                 exc.args = (f"{prefix}{exc.args[0]}{suffix}",)
                 raise
 
+    @staticmethod
+    async def _check_meaning(meaning: MeaningCheck, ops: Sequence[MemoryOp], *, batch: bool) -> None:
+        numbered = [(n, op.content) for n, op in enumerate(ops, start=1) if op.kind != "remove"]
+        scores = await anyio.to_thread.run_sync(
+            meaning.scores, [text for _, text in numbered]
+        )  # blocking: the embedder
+        for (n, _), score in zip(numbered, scores, strict=True):
+            if findings := meaning.findings_for(score):
+                prefix = f"Operation {n}: " if batch else ""
+                suffix = " No operations were applied (batch is all-or-nothing)." if batch else ""
+                raise ScanBlockedError(f"{prefix}{describe_findings(findings)}{suffix}", findings=findings)
+
     async def _write(self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool) -> WriteResult:
         self._require_enabled(target)
         self._prevalidate(ops, batch=batch)
+        if self._meaning is not None:
+            await self._check_meaning(self._meaning, ops, batch=batch)
         drift_check = batch or any(op.kind != "add" for op in ops)
         transact = functools.partial(self._transact, target, ops, batch=batch, drift_check=drift_check)
         async with self._write_lock:
@@ -416,6 +454,7 @@ class MemoryStore:
                 target, current, ops, limit=self._limits[target], overflow=self._overflow, batch=batch
             )
             if plan.committed:
+                _refuse_split_attack(target, current, plan.entries, batch=batch)
                 if plan.evicted:
                     stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
                     _disk.append_jsonl(

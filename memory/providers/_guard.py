@@ -10,6 +10,8 @@ the prompt as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory.scanner import (
     SCAN_WINDOW,
     Finding,
@@ -17,9 +19,10 @@ from memory.scanner import (
     describe_findings,
     oversize_finding,
     scan,
+    scan_joined,
 )
 
-__all__ = ["blocked_write_message", "one_user", "recall_safe", "write_findings"]
+__all__ = ["blocked_write_message", "joined_findings", "one_user", "recall_safe", "write_findings"]
 
 
 def write_findings(text: str) -> tuple[Finding, ...]:
@@ -27,6 +30,14 @@ def write_findings(text: str) -> tuple[Finding, ...]:
     if len(text) > SCAN_WINDOW:
         return (oversize_finding(len(text)),)
     return scan(text, "strict")
+
+
+def joined_findings(text: str, neighbours: Sequence[str]) -> tuple[Finding, ...]:
+    """What `text` completes when it is recalled beside `neighbours` (either before or after
+    them): the second half of an attack split over two facts. See `memory.scanner.scan_joined`."""
+    if not neighbours:
+        return ()
+    return scan_joined([*neighbours, text], -1, "strict") or scan_joined([text, *neighbours], 0, "strict")
 
 
 def blocked_write_message(what: str, findings: tuple[Finding, ...]) -> str:

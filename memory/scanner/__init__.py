@@ -3,8 +3,10 @@
 # categories), `_normalize.py` (invisible characters, NFKC, confusable skeleton, joined and
 # compact views), `_decode.py` (base64/hex runs, tag characters), `_rule.py` (the Rule type
 # and the imperative detector), `_rules.py` (the rule for each category, stated in one
-# place), `_rules_en.py` / `_rules_i18n.py` (the patterns), `_commands.py` (secrets in
-# network commands), `_engine.py` (scan, messages, placeholders).
+# place), `_rules_en.py` / `_rules_i18n.py` / `_rules_i18n_more.py` (the patterns),
+# `_commands.py` (secrets in network commands), `_engine.py` (scan, the joined scan of a
+# write with the entries beside it, messages, placeholders). `_meaning.py` is the second
+# layer: a linear probe on the local embedder's sentence vectors (`meaning_probe.json`).
 """The write scanner.
 
 Memory entries and context files end up in the system prompt of every later session, so a
@@ -13,19 +15,42 @@ callers decide what a hit means (a refused write, a `[BLOCKED: ...]` placeholder
 for each category is in `memory.scanner._rules`.
 """
 
-from memory.scanner._engine import blocked_placeholder, describe_findings, oversize_finding, scan
+from memory.scanner._engine import (
+    ENTRY_DELIMITER,
+    JOIN_REACH,
+    blocked_placeholder,
+    describe_findings,
+    oversize_finding,
+    scan,
+    scan_joined,
+)
+from memory.scanner._meaning import (
+    DEFAULT_MEANING_THRESHOLD,
+    MeaningCheck,
+    MeaningProbe,
+    SentenceEmbedder,
+    load_probe,
+)
 from memory.scanner._types import SCAN_WINDOW, Finding, FindingCategory, ScanScope
 
 __all__ = [
+    "DEFAULT_MEANING_THRESHOLD",
+    "ENTRY_DELIMITER",
     "INVISIBLE_CODE_POINTS",
+    "JOIN_REACH",
     "SCAN_WINDOW",
     "Finding",
     "FindingCategory",
+    "MeaningCheck",
+    "MeaningProbe",
     "ScanScope",
+    "SentenceEmbedder",
     "blocked_placeholder",
     "describe_findings",
+    "load_probe",
     "oversize_finding",
     "scan",
+    "scan_joined",
 ]
 
 INVISIBLE_CODE_POINTS: tuple[int, ...] = (

@@ -22,8 +22,8 @@ _SECRET_VAR = re.compile(
     r"\$\{?(\w{0,40}(?:key|token|secret|password|passwd|credentials?|pat)\w{0,20})\b\}?", re.I
 )
 _SECRET_FILE = re.compile(
-    r"@?[\w~$/{}.-]{0,80}(?:\.env\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|id_rsa\b|id_ed25519\b|id_ecdsa\b"
-    r"|\.aws/credentials|\.kube/config\b|\.docker/config\.json|\.git-credentials\b|\.ssh/)",
+    r"@?[\w~$/{}.-]{0,80}(?:\.env\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|id_(?:rsa|ed25519|ecdsa)\b(?!\.pub\b)"
+    r"|\.aws/credentials|\.kube/config\b|\.docker/config\.json|\.git-credentials\b|\.ssh\b(?!/[\w.-]{0,60}\.pub\b))",
     re.I,
 )
 _DATA_FLAG = re.compile(

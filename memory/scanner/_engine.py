@@ -1,5 +1,6 @@
 """`scan`: invisible characters on the raw text, then every rule on the normalized views,
-then the same rules on hidden text (tag characters, decoded base64/hex runs)."""
+then the same rules on hidden text (tag characters, decoded base64/hex runs, undone HTML and
+percent escapes, text written backwards)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,28 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from memory.scanner._decode import decoded_payloads, tag_text
+from memory.scanner._decode import decoded_payloads, reversed_text, tag_text, unescaped
 from memory.scanner._normalize import TAG_RANGE, ignorable_positions, views
 from memory.scanner._rules import checks_for, rules_for
 from memory.scanner._types import SCAN_WINDOW, Finding, ScanScope
 
-__all__ = ["blocked_placeholder", "describe_findings", "oversize_finding", "scan"]
+__all__ = [
+    "ENTRY_DELIMITER",
+    "JOIN_REACH",
+    "blocked_placeholder",
+    "describe_findings",
+    "oversize_finding",
+    "scan",
+    "scan_joined",
+]
+
+ENTRY_DELIMITER = "\n§\n"
+"""How stored entries are joined when they are read together (MEMORY.md's own delimiter)."""
 
 _MAX_INVISIBLE_FINDINGS = 8
+# Undone escapes are read for a hidden shell command only when most of the text was escaped:
+# one `&amp;` in a note that names a command does not make the command hidden.
+_ESCAPED_COMMAND_SHARE = 0.3
 _SHELL_COMMAND = re.compile(
     r"^\s{0,3}(?:sudo\s{1,3})?(?:curl|wget|nc|ncat|bash|sh|zsh|rm|echo|chmod|chown|python3?|perl|ruby|powershell"
     r"|iex|eval|crontab|ssh|scp|dd|mkfs)\b|\|\s{0,3}(?:ba|z)?sh\b|>>\s{0,3}[~/$]",
@@ -50,6 +65,18 @@ def _rule_findings(text: str, scope: ScanScope) -> list[Finding]:
     return found
 
 
+def _payloads(text: str) -> list[tuple[str, str, bool]]:
+    """`(encoding, decoded text, read for a hidden command)` for each kind of hidden text."""
+    found = [(encoding, decoded, True) for encoding, decoded in decoded_payloads(text)]
+    undone = unescaped(text)
+    if undone is not None:
+        found.append(("escapes", undone[0], undone[1] >= _ESCAPED_COMMAND_SHARE))
+    backwards = reversed_text(text)
+    if backwards is not None:
+        found.append(("reverse", backwards, True))
+    return found
+
+
 def _hidden_findings(text: str, scope: ScanScope) -> list[Finding]:
     out: list[Finding] = []
     hidden = tag_text(text)
@@ -58,13 +85,13 @@ def _hidden_findings(text: str, scope: ScanScope) -> list[Finding]:
             Finding(f"{f.id}_in_tags", f.category, f"{f.description} (in invisible tag characters)")
             for f in _rule_findings(hidden, scope)
         ]
-    for encoding, decoded in decoded_payloads(text):
+    for encoding, decoded, commands in _payloads(text):
         inner = _rule_findings(decoded, scope)
         out += [
             Finding(f"{f.id}_in_{encoding}", f.category, f"{f.description} (inside {encoding} text)")
             for f in inner
         ]
-        if not inner and _SHELL_COMMAND.search(decoded):
+        if commands and not inner and _SHELL_COMMAND.search(decoded):
             out.append(Finding("encoded_command", "c2", f"a shell command hidden in {encoding}"))
     return out
 
@@ -97,6 +124,48 @@ def scan(text: str, scope: ScanScope) -> tuple[Finding, ...]:
     # A variant (`ignore_instructions_fr`, `_glued`, `_in_base64`) adds nothing when its
     # base rule fired on the same text: one threat, one finding.
     return tuple(f for f in unique.values() if not any(f.id.startswith(base + "_") for base in unique))
+
+
+JOIN_REACH = 3
+"""Entries on each side of a written one that `scan_joined` reads it with."""
+
+
+def scan_joined(entries: Sequence[str], index: int, scope: ScanScope) -> tuple[Finding, ...]:
+    """What `entries[index]` adds when it is read together with the entries beside it.
+
+    An attack split over two entries passes the scan of each ("... ignore all" and then
+    "previous instructions and ..."), but the prompt shows them one after the other. So the
+    entry is scanned joined with up to `JOIN_REACH` entries on each side, and every finding
+    those neighbours did not already have joined without it is the entry's. They are
+    joined twice: as the prompt shows them (`ENTRY_DELIMITER`, a line holding `§`), and on
+    one line, so that the rules that stay within a line (a command and its pipe) see across
+    the break too.
+
+    Args:
+        entries: the entries as they will be stored, in prompt order.
+        index: the position of the entry being written.
+        scope: as for `scan`.
+
+    Returns:
+        The new findings, each id suffixed `_joined`; empty when the entry completes nothing.
+    """
+    index %= len(entries)
+    lo = max(0, index - JOIN_REACH)
+    with_entry = list(entries[lo : index + JOIN_REACH + 1])
+    without = with_entry[: index - lo] + with_entry[index - lo + 1 :]
+    if not without:
+        return ()
+    found: dict[str, Finding] = {}
+    for delimiter in (ENTRY_DELIMITER, " § "):
+        had = {f.id for f in scan(delimiter.join(without), scope)}
+        for f in scan(delimiter.join(with_entry), scope):
+            if f.id not in had and f.id + "_joined" not in found:
+                found[f.id + "_joined"] = Finding(
+                    f"{f.id}_joined",
+                    f.category,
+                    f"{f.description} (completed by reading it with the entries beside it)",
+                )
+    return tuple(found.values())
 
 
 def oversize_finding(length: int) -> Finding:

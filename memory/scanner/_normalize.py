@@ -10,6 +10,9 @@ The scanner never matches the raw text. `views(text)` builds the texts the rules
     joined    `folded` with separators inside words removed (`I.g.n.o.r.e`, `ig-nore`,
               `in_struc_tions`) and runs of spaced single letters glued (`i g n o r e`).
     compact   `folded` with everything but a-z removed (`ignoreallpreviousinstructions`).
+    leet      `folded` with digits and symbols that stand for letters read as those letters,
+              inside words that mix the two (`1gn0r3 4ll pr3v10u5` → `ignore all previous`);
+              words of digits alone (`2024`, `8443`) are left as they are.
 
 The confusable data is the Unicode `confusables.txt` as shipped by the `confusable-homoglyphs`
 package (MIT; a JSON data file read offline, loaded once on first use). Default-ignorable
@@ -131,6 +134,7 @@ class Views:
     folded: str
     joined: str
     compact: str
+    leet: str
 
 
 # A separator inside a word: between two letters, a run of dots, hyphens, underscores,
@@ -139,6 +143,27 @@ _INWORD_SEPARATOR = re.compile(r"(?<=[a-z])[.\-_*·•'’`~|/\\]{1,3}(?=[a-z])"
 # Runs of at least three single letters separated by one space or one separator: `i g n o r e`.
 _SPACED_LETTERS = re.compile(r"\b(?:[a-z][ .\-_*]){2,60}[a-z]\b")
 _NOT_LETTER = re.compile(r"[^a-z]{1,200}")
+
+
+# Leetspeak: a token holding a letter and one of these stands-for-a-letter characters.
+_LEET_TABLE = str.maketrans(
+    {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s"}
+)
+_LEET_CHARS = frozenset("0134578@$")
+_TOKEN = re.compile(r"[a-z0-9@$]{2,60}")
+
+
+def _unleet_token(match: re.Match[str]) -> str:
+    token = match.group()
+    if token.isalpha() or not any(c.isalpha() for c in token) or _LEET_CHARS.isdisjoint(token):
+        return token
+    return token.translate(_LEET_TABLE)
+
+
+def _unleet(folded: str) -> str:
+    if _LEET_CHARS.isdisjoint(folded):
+        return folded
+    return _TOKEN.sub(_unleet_token, folded)
 
 
 def _glue(match: re.Match[str]) -> str:
@@ -161,4 +186,4 @@ def views(text: str) -> Views:
     folded = _skeleton(lowered)
     joined = _SPACED_LETTERS.sub(_glue, _INWORD_SEPARATOR.sub("", folded))
     compact = _NOT_LETTER.sub("", folded)
-    return Views(lowered=lowered, folded=folded, joined=joined, compact=compact)
+    return Views(lowered=lowered, folded=folded, joined=joined, compact=compact, leet=_unleet(folded))

@@ -11,8 +11,8 @@ from memory.scanner._types import FindingCategory, ScanScope
 
 __all__ = ["ENGLISH", "Rule", "ViewName", "imperative", "rule"]
 
-ViewName = Literal["lowered", "folded", "joined", "compact"]
-ENGLISH: tuple[ViewName, ...] = ("folded", "joined")
+ViewName = Literal["lowered", "folded", "joined", "compact", "leet"]
+ENGLISH: tuple[ViewName, ...] = ("folded", "joined", "leet")
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 
@@ -22,7 +22,7 @@ _ADVERB = (
     r"(?:please|always|just|quietly|silently|secretly|then|also|immediately|now|first|simply|automatically)"
 )
 _CLAUSE = (
-    rf"(?:^|[.;:!?\n(\[\"'`>•*,]|\b(?:then|and|also|next|afterwards|{_ADVERB})\b)\s{{0,3}}"
+    rf"(?:^|[.;:!?\n(\[\"'`>•*,—–]|\b(?:then|and|also|next|afterwards|{_ADVERB})\b)\s{{0,3}}"
     rf"(?:{_ADVERB}\s{{1,3}}){{0,2}}"
 )
 # ...or addressed to the agent: "you must", "the assistant should always".
@@ -54,6 +54,9 @@ class Rule:
             instruction to the agent (an imperative) that turns a topic into an attack.
         unless: a pattern that, found in the same view, means the text is not an instruction
             to the agent (e.g. "by hand").
+        negation: a pattern that, ending right where a `regex` hit starts, cancels that hit
+            ("don't ignore the instructions", "never ignore ..."): an instruction *not* to
+            do it. Other hits in the same text still count.
     """
 
     id: str
@@ -66,10 +69,12 @@ class Rule:
     lookback: int = 120
     requires: re.Pattern[str] | None = None
     unless: re.Pattern[str] | None = None
+    negation: re.Pattern[str] | None = None
 
     def hits(self, v: Views) -> bool:
         """Whether the rule fires on any of its views."""
-        return any(self._hits(getattr(v, name)) for name in self.views)
+        texts = dict.fromkeys(getattr(v, name) for name in self.views)  # a view equal to another adds nothing
+        return any(self._hits(text) for text in texts)
 
     def _hits(self, text: str) -> bool:
         if not self._found(text):
@@ -79,10 +84,18 @@ class Rule:
         return self.unless is None or self.unless.search(text) is None
 
     def _found(self, text: str) -> bool:
-        if self.before is None:
+        if self.before is None and self.negation is None:
             return self.regex.search(text) is not None
-        for match in self.regex.finditer(text):
+        pos = 0
+        while (match := self.regex.search(text, pos)) is not None:
             start = match.start()
+            # A negated hit must not swallow a later one inside its span: go on from the next
+            # character. Each retry starts further on, so the work stays bounded.
+            pos = start + 1 if self.negation is not None else max(match.end(), start + 1)
+            if self.negation is not None and self.negation.search(text, max(0, start - 40), start):
+                continue
+            if self.before is None:
+                return True
             low = max(0, start - self.lookback)
             low = max(low, text.rfind("\n", low, start) + 1)
             if self.before.search(text, low, start):
@@ -102,6 +115,7 @@ def rule(
     lookback: int = 120,
     requires: str | None = None,
     unless: str | None = None,
+    negation: str | None = None,
 ) -> Rule:
     """Compile a `Rule` (case-insensitive, `^` matching at line starts)."""
 
@@ -119,4 +133,6 @@ def rule(
         lookback,
         compiled(requires),
         compiled(unless),
+        # anchored at the hit: `$` matches at `endpos`, the hit's start
+        compiled(None if negation is None else rf"(?:{negation})\W{{0,5}}$"),
     )

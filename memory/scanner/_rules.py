@@ -1,9 +1,10 @@
 """The rule for each category, in one place, and the complete rule set.
 
 Every rule runs on normalized text (`_normalize.views`: NFKC, invisible characters removed,
-casefolded, look-alike letters folded to ASCII, separators inside words joined, and a
-letters-only form), on the text of any Unicode tag characters, and on every base64/hex run
-that decodes to readable text (`_decode`). Memory writes use the `strict` scope (every
+casefolded, look-alike letters folded to ASCII, separators inside words joined, leetspeak
+read as letters, and a letters-only form), on the text of any Unicode tag characters, on
+every base64/hex run that decodes to readable text, on the text with its HTML and percent
+escapes undone, and on text written backwards (`_decode`). Memory writes use the `strict` scope (every
 rule); context files such as AGENTS.md use `context` (the rules marked context).
 
     category           fires when the text ...                                        scope
@@ -12,14 +13,17 @@ rule); context files such as AGENTS.md use `context` (the rules marked context).
                        except a selector/joiner inside an emoji sequence
     injection          tells the agent to drop its instructions (verb + earlier/your  both
                        + instructions/directions/rules, in English and in French,
-                       Spanish, German, Italian, Portuguese, Russian, Chinese and
-                       Japanese), claims priority over the system prompt, hides
+                       Spanish, German, Italian, Portuguese, Polish, Russian, Chinese,
+                       Japanese, Korean, Arabic and Hindi; not when told *not* to),
+                       declares its instructions void or to be obeyed no longer, takes
+                       orders "only from me", claims priority over the system prompt, hides
                        something *from the user* ("never mention ... to the user"),
                        smuggles instructions in HTML comments or hidden CSS, or says
                        decode/translate-and-run
     role_hijack        gives the agent a new identity ("from now on you are ...",     both
-                       "you are now DAN"), claims it was reprogrammed, or asks it to
-                       reveal its system prompt
+                       "you are now DAN"), claims it was reprogrammed, asks it to
+                       reveal its system prompt, or holds a chat-template control
+                       token (`<|im_start|>`, `[INST]`, `<|eot_id|>`, ...)
     c2                 tells the agent to beacon, register or take orders from a      both
                        remote controller, to run a C2 framework or destructive
                        command (an imperative or a trigger "when you see X, run" plus
@@ -27,7 +31,9 @@ rule); context files such as AGENTS.md use `context` (the rules marked context).
                        to pipe a download into a shell; or hides a shell command in
                        base64/hex. Naming Metasploit, C2 or `history -c` is not enough
     exfiltration       sends data away: a secret sent as data/query/to a foreign      both*
-                       host in a network command, a credential file read for sending,
+                       host in a network command, a credential file or ~/.ssh read
+                       (`cat ~/.ssh/config`, `tar czf - ~/.ssh | nc ...`; a `.pub` key
+                       is not a secret),
                        a markdown image (any placeholder) or link (a data-named
                        query placeholder) that leaks on render, "send X to <url>" in
                        any of the languages above (*`send_to_url` and conversation
@@ -54,6 +60,7 @@ from memory.scanner._normalize import Views
 from memory.scanner._rule import Rule
 from memory.scanner._rules_en import RULES_EN
 from memory.scanner._rules_i18n import RULES_I18N
+from memory.scanner._rules_i18n_more import RULES_I18N_MORE
 from memory.scanner._types import FindingCategory, ScanScope
 
 __all__ = ["CHECKS", "RULES", "Check", "checks_for", "rules_for"]
@@ -70,7 +77,7 @@ class Check:
     test: Callable[[Views], bool]
 
 
-RULES: tuple[Rule, ...] = (*RULES_EN, *RULES_I18N)
+RULES: tuple[Rule, ...] = (*RULES_EN, *RULES_I18N, *RULES_I18N_MORE)
 
 CHECKS: tuple[Check, ...] = (
     Check(

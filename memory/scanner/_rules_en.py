@@ -31,10 +31,35 @@ _RULES = (
 )
 _RULES_WIDE = rf"(?:{_RULES}|rules|commands|context|constraints|programming|training|messages)"
 _USER = r"(?:the\W{1,3})?(?:user|human|operator|owner)(?!['’]s)\b"
+# An instruction *not* to do it: "don't ignore the instructions", "never disregard ...".
+_NEGATED = (
+    r"\b(?:don['’]?t|do\W{1,3}not|never|must\W{1,3}not|mustn['’]?t|should\W{1,3}not|shouldn['’]?t"
+    r"|won['’]?t|will\W{1,3}not|not\W{1,3}to|no\W{1,3}one\W{1,3}should)(?:\W{1,3}(?:ever|just|simply))?"
+)
+# The model's own rules, named as its own: "your instructions", "the system prompt's rules".
+_THEIR_RULES = (
+    r"(?:instructions?|rules|guidelines|directives|orders|prompt|programming|training|restrictions"
+    r"|constraints|guardrails|policies)"
+)
+_ADDRESSED_RULES = (
+    rf"(?:\byour\W{{1,3}}(?:\w{{1,20}}\W{{1,3}}){{0,2}}?{_THEIR_RULES}\b"
+    rf"|\b(?:the\W{{1,3}})?system\W{{1,3}}prompt(?:['’]s)?\W{{1,3}}(?:\w{{1,20}}\W{{1,3}}){{0,1}}?{_THEIR_RULES}\b"
+    rf"|\b(?:the\W{{1,3}})?system\W{{1,3}}prompt\b"
+    rf"|\b{_THEIR_RULES}\W{{1,3}}(?:that\W{{1,3}})?you\W{{1,3}}(?:were|have\W{{1,3}}been|got|received)\b(?:\W{{1,3}}(?:given|told|taught))?"
+    rf"|\b(?:everything|anything|whatever|all)\W{{1,3}}(?:that\W{{1,3}})?(?:you\W{{1,3}}(?:were|have\W{{1,3}}been|got)\W{{1,3}}(?:told|given|taught)"
+    rf"|(?:the\W{{1,3}})?(?:developer|system|operator)\W{{1,3}}(?:told|gave|said\W{{1,3}}to)\W{{1,3}}you))"
+)
+_VOID = (
+    r"(?:void|null|cancel{1,2}ed|revoked|lifted|suspended|disabled|obsolete|invalid|irrelevant|overridden"
+    r"|superseded|rescinded|withdrawn|outdated|optional|non\W?binding|no\W{1,3}longer\W{1,3}(?:valid|active|binding"
+    r"|relevant|in\W{1,3}(?:effect|force)))"
+)
 
 _SECRET_FILE = (
-    r"(?:\.env(?![\w.])|\bcredentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|\bid_rsa\b|\bid_ed25519\b"
-    r"|\bid_ecdsa\b|\.aws/|\.kube/config\b|\.docker/config\.json|\.git-credentials\b)"
+    r"(?:\.env(?![\w.])|\bcredentials\b|\.netrc\b|\.pgpass\b|\.npmrc\b|\.pypirc\b|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub\b)"
+    r"|\.aws/|\.kube/config\b|\.docker/config\.json|\.git-credentials\b"
+    # the SSH directory or anything in it but a public key (`cat ~/.ssh/id_ed25519.pub` is how keys are shared)
+    r"|(?:~|\$home|\$\{home\}|/home/[\w.-]{1,32}|/root)/\.ssh\b(?!/[\w.-]{0,60}\.pub\b))"
 )
 _OP_VERBS = (
     r"load|run|start|launch|deploy|execute|exec|use|install|connect|spawn|inject|stage|route|send|forward"
@@ -47,7 +72,39 @@ _INJECTION: tuple[Rule, ...] = (
         "injection",
         "context",
         "tells the model to ignore its instructions",
-        rf"{_VERB_IGNORE}{_GAP}{_QUALIFIER}{_NEAR}{_RULES}\b|{_VERB_IGNORE}{_GAP}{_EARLIER}{_NEAR}{_RULES_WIDE}\b",
+        rf"{_VERB_IGNORE}{_GAP}{_QUALIFIER}{_NEAR}{_RULES}\b|{_VERB_IGNORE}{_GAP}{_EARLIER}{_NEAR}{_RULES_WIDE}\b"
+        rf"|{_VERB_IGNORE}\W{{1,20}}(?:\w{{1,40}}\W{{1,20}}){{0,3}}?(?:{_ADDRESSED_RULES})",
+        views=ENGLISH,
+        negation=_NEGATED,
+    ),
+    rule(
+        "rules_void",
+        "injection",
+        "context",
+        "declares the model's own instructions void, or tells it to stop following them",
+        rf"(?:{_ADDRESSED_RULES})(?:\W{{1,20}}\w{{1,30}}){{0,6}}?\W{{1,5}}(?:(?:are|is|were|have\W{{1,3}}been|has\W{{1,3}}been)"
+        rf"\W{{1,3}}(?:now\W{{1,3}}|hereby\W{{1,3}}|officially\W{{1,3}})?{_VOID}"
+        r"|no\W{1,3}longer\W{1,3}(?:apply|applies|matter|matters|count|counts|hold|stand)"
+        r"|(?:don['’]?t|do\W{1,3}not|doesn['’]?t|does\W{1,3}not)\W{1,3}(?:apply|matter|count)\W{1,3}any\W?more)\b"
+        rf"|\b(?:consider|treat|regard|deem|mark)\W{{1,3}}(?:{_ADDRESSED_RULES}|everything\W{{1,3}}(?:above|before|so\W{{1,3}}far))"
+        rf"(?:\W{{1,20}}\w{{1,30}}){{0,6}}?\W{{1,5}}(?:as\W{{1,3}})?{_VOID}\b"
+        r"|\b(?:stop\W{1,3}(?:obeying|following|listening\W{1,3}to|respecting|honou?ring|adhering\W{1,3}to)"
+        r"|(?:do\W{1,3}not|don['’]?t|no\W{1,3}longer|never\W{1,3}again)\W{1,3}(?:follow|obey|listen\W{1,3}to|respect"
+        rf"|honou?r|adhere\W{{1,3}}to|comply\W{{1,3}}with))\W{{1,3}}(?:any\W{{1,3}}of\W{{1,3}}|all\W{{1,3}}of\W{{1,3}})?(?:{_ADDRESSED_RULES})",
+        views=ENGLISH,
+    ),
+    rule(
+        "obey_only_me",
+        "injection",
+        "context",
+        "tells the model to take its orders from this text or its writer alone",
+        r"\b(?:obey|listen|answer|respond|report|take\W{1,3}(?:your\W{1,3})?(?:orders|instructions|commands|direction))"
+        r"\W{1,3}only\W{1,3}(?:to\W{1,3}|from\W{1,3})?(?:me\b|my\W{1,3}\w{1,20}|this\W{1,3}(?:file|note|memory|entry|message"
+        r"|document)|these\W{1,3}notes|the\W{1,3}(?:notes?|file|memory)\W{1,3}below)"
+        r"|\b(?:obey|take\W{1,3}(?:your\W{1,3})?(?:orders|instructions|commands)\W{1,3}from)\W{1,3}(?:me|my\W{1,3}\w{1,20}"
+        r"|this\W{1,3}\w{1,20}|these\W{1,3}\w{1,20})\W{1,3}(?:only|instead|alone|exclusively)\b"
+        r"|\byour\W{1,3}(?:real|true|actual|new|only)\W{1,3}(?:orders|instructions|task|directives|mission|rules|master)"
+        r"\W{1,3}(?:come|comes|are|is)\W{1,3}(?:from|in|below|here|this|the\W{1,3}(?:ones|notes?)\W{1,3}below)\b",
         views=ENGLISH,
     ),
     rule(
@@ -55,7 +112,7 @@ _INJECTION: tuple[Rule, ...] = (
         "injection",
         "context",
         "tells the model to ignore its instructions (words run together or split up)",
-        r"(?:ignore|disregard|forget|override|bypass|overrule)(?:all|any|every)?(?:of)?(?:the|your|my)?"
+        r"(?<!dont)(?<!donot)(?<!never)(?:ignore|disregard|forget|override|bypass|overrule)(?:all|any|every)?(?:of)?(?:the|your|my)?"
         r"(?:previous|prior|earlier|above|preceding|original|system|initial)"
         r"(?:instructions?|directions|prompts?|rules|guidelines|orders|directives|commands)",
         views=("compact",),
@@ -69,6 +126,7 @@ _INJECTION: tuple[Rule, ...] = (
         r"(?:you(?:'ve|’ve|\W{1,3}have|\W{1,3}were)?\W{1,3}(?:been\W{1,3})?(?:told|given|taught|learned)"
         r"|above|before|so\W{1,3}far|previously|earlier)\b",
         views=ENGLISH,
+        negation=_NEGATED,
     ),
     rule(
         "priority_override",
@@ -99,6 +157,7 @@ _INJECTION: tuple[Rule, ...] = (
         r"\b(?:disregard|bypass|circumvent|break|violate|evade)\W{1,20}(?:your|all|any|the|its|every)"
         rf"{_NEAR}(?:rules|policies|policy|restrictions|filters|safety|content\W{{1,3}}policy)\b",
         views=ENGLISH,
+        negation=_NEGATED,
     ),
     rule(
         "no_restrictions",
@@ -135,6 +194,14 @@ _INJECTION: tuple[Rule, ...] = (
         "asks to translate or decode text and then execute or follow it",
         rf"\b(?:translate|decode)\b{_GAP}(?:and|then)\W{{1,20}}(?:then\W{{1,20}})?(?:execute|run|eval|evaluate|follow|obey)\b"
         r"|\bdecode\W{1,3}and\W{1,3}(?:follow|obey|execute|run)\b",
+    ),
+    rule(
+        "chat_template_token",
+        "role_hijack",
+        "context",
+        "a chat-template control token (it could end the turn and open a system or assistant turn)",
+        r"<\|[^\s|<>]{1,40}\|>|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>|<\|?(?:im_start|im_end|eot_id|endoftext)\|?>",
+        views=("lowered",),
     ),
     rule(
         "deception_hide",
@@ -339,7 +406,7 @@ _EXFILTRATION: tuple[Rule, ...] = (
         "reads credential files",
         _SECRET_FILE,
         before=r"\b(?:cat|less|more|head|tail|type|base64|xxd|strings|print|dump|upload|send|read|copy|cp|scp"
-        r"|post|email|mail|forward|leak)\b",
+        r"|post|email|mail|forward|leak|tar|zip|7z|gzip|rsync|openssl|od|hexdump)\b",
         lookback=80,
     ),
     rule(

@@ -23,6 +23,10 @@ _SECRETS = (
     r"|キー|パスワード|認証|トークン)"
 )
 _URL = r"https?://"
+# German negation: "vergiss nicht, die Regeln ...", "ignoriere die Anweisungen nicht" is an
+# instruction to keep them. The filler between verb and object never holds one, and none follows.
+_NICHT = r"nicht|nie|niemals|keinesfalls|keineswegs"
+_W_DE = rf"(?:\W{{1,5}}(?!(?:{_NICHT})\b)[\w'’]{{1,30}}){{0,5}}?\W{{1,5}}"
 
 _FRENCH: tuple[Rule, ...] = (
     rule(
@@ -129,9 +133,10 @@ _GERMAN: tuple[Rule, ...] = (
         "injection",
         "context",
         "tells the model to ignore its instructions (German)",
-        rf"\b(?:ignoriere|ignorier|ignorieren\W{{1,3}}sie|vergiss(?!\W{{1,3}}nicht)|vergessen\W{{1,3}}sie|missachte"
-        rf"|übergehe|überspringe|verwirf){_W}"
-        r"(?:anweisungen|instruktionen|regeln|befehle|vorgaben|richtlinien|systemanweisungen|systemprompt|anordnungen)\b",
+        rf"\b(?:ignoriere|ignorier|ignorieren\W{{1,3}}sie|vergiss|vergessen\W{{1,3}}sie|missachte"
+        rf"|übergehe|überspringe|verwirf){_W_DE}"
+        r"(?:anweisungen|instruktionen|regeln|befehle|vorgaben|richtlinien|systemanweisungen|systemprompt|anordnungen)\b"
+        rf"(?!{_W_DE}?(?:{_NICHT})\b)",
         views=_L,
     ),
     rule(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 from memory._migrations import migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import FactBlockedError, FactInputError, FactStoreError
-from memory.providers._guard import blocked_write_message, write_findings
+from memory.providers._guard import blocked_write_message, joined_findings, write_findings
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS
 
@@ -117,6 +117,9 @@ def load_codec(dim: int, use_numpy: bool | None) -> HrrCodec | None:
             raise FactStoreError("use_numpy=True but numpy is not installed; pip install numpy") from exc
         return None
     return HrrCodec(dim)
+
+
+_NEIGHBOURS = 3
 
 
 def _clamp(value: float) -> float:
@@ -337,6 +340,13 @@ class FactStore:
             row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
             if row is not None:
                 return AddResult(fact_id=int(row[0]), created=False)
+            # The newest facts are the ones a new fact is most likely recalled beside.
+            newest = conn.execute(
+                "SELECT content FROM facts ORDER BY updated_at DESC, fact_id DESC LIMIT ?", (_NEIGHBOURS,)
+            ).fetchall()
+            joined = joined_findings(content, [str(r[0]) for r in reversed(newest)])
+            if joined:
+                raise FactBlockedError(blocked_write_message("fact", joined), findings=joined)
             now = self._now()
             cursor = conn.execute(
                 "INSERT INTO facts(content, category, tags, trust_score, created_at, updated_at, hrr_vector) "

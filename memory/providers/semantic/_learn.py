@@ -3,7 +3,11 @@
 `Learner.learn_turn` is what the provider's `sync_turn` runs in the background. Model calls
 go through the provider's circuit breaker (5 failures in a row → 2 minutes without model
 calls); while it is open, turns are not learned from (search and the tools keep working).
-Every candidate passes the write scanner before anything is stored.
+Every candidate passes the write scanner before anything is stored, alone and read beside
+the memories it would be recalled with (`neighbour_texts`); an instruction to the assistant
+is never learned (`extract.directive`), and a fact must be grounded in the user's own words:
+not in text they pasted or quoted (`extract.own_words`), nor in the assistant's reply, which
+may carry a tool result, a fetched document or recalled memory (issue 28's provenance rule).
 """
 
 from __future__ import annotations
@@ -21,23 +25,28 @@ from numpy.typing import NDArray
 
 from memory.errors import SemanticInputError
 from memory.providers._breaker import CircuitBreaker
-from memory.providers._guard import write_findings
+from memory.providers._guard import joined_findings, write_findings
 from memory.providers.contract import TurnMessage
 from memory.providers.semantic.embedder import Embedder
 from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    directive,
     grounded,
     negates,
+    own_words,
     parse_candidates,
     parse_verdict,
     restates,
 )
 from memory.providers.semantic.search import Ranker
 from memory.providers.semantic.store import Memory, SemanticStore
+from memory.scanner import MeaningCheck
 
-__all__ = ["Learned", "Learner", "TurnReport"]
+__all__ = ["Learned", "Learner", "TurnReport", "neighbour_texts"]
+
+_NEIGHBOURS = 3
 
 _log = logging.getLogger(__name__)
 
@@ -49,7 +58,7 @@ class Learned:
     candidate: str
     action: Literal["add", "update", "delete", "none", "blocked", "ungrounded"]
     memory_id: int | None
-    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding"]
+    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding", "directive"]
     kind: Literal["learned"] = "learned"
 
 
@@ -83,6 +92,7 @@ class Learner:
         breaker: CircuitBreaker,
         max_turn_chars: int,
         clock: Callable[[], float] = time.monotonic,
+        meaning: MeaningCheck | None = None,
     ) -> None:
         self._store = store
         self._ranker = ranker
@@ -94,6 +104,7 @@ class Learner:
         self._breaker = breaker
         self._max_chars = max_turn_chars
         self._clock = clock
+        self._meaning = meaning
 
     async def _ask(self, prompt: str, report: TurnReport) -> str:
         if not self._breaker.acquire():
@@ -123,9 +134,9 @@ class Learner:
             )
             candidates = parse_candidates(await self._ask(prompt, report))
             for candidate in candidates:
-                report.learned.append(
-                    await self._reconcile(candidate, f"{user}\n{assistant}", report, session_id)
-                )
+                # Grounded in what the user said themselves: not in what they pasted (see `own_words`),
+                # and not in the reply, which may repeat a tool result, a fetched page or recalled memory.
+                report.learned.append(await self._reconcile(candidate, own_words(user), report, session_id))
         except _ModelDown as down:
             report.skipped = "paused" if str(down) == "paused" else "model_failed"
         report.seconds = time.perf_counter() - started
@@ -135,10 +146,21 @@ class Learner:
         if write_findings(candidate):
             _log.warning("semantic memory: an extracted fact was refused by the write scanner")
             return Learned(candidate, "blocked", None, "scanner")
+        if directive(candidate):
+            # An instruction to the assistant is not a fact about the user (issue 28, N3).
+            _log.info("semantic memory: an extracted instruction was not learned: %r", candidate[:80])
+            return Learned(candidate, "blocked", None, "directive")
         if not grounded(candidate, exchange):
             return Learned(candidate, "ungrounded", None, "grounding")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
-        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=1))
+        if self._meaning is not None and self._meaning.findings_for(self._meaning.score_vector(vector)):
+            _log.warning("semantic memory: an extracted fact was refused by the meaning check")
+            return Learned(candidate, "blocked", None, "scanner")
+        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=_NEIGHBOURS))
+        beside = await anyio.to_thread.run_sync(partial(neighbour_texts, self._store, nearest))
+        if joined_findings(candidate, beside):
+            _log.warning("semantic memory: an extracted fact completes a threat with the memories beside it")
+            return Learned(candidate, "blocked", None, "scanner")
         if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
             return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
         if not nearest or nearest[0][1] < self._rules.related_similarity:
@@ -204,6 +226,17 @@ class Learner:
             # e.g. the update would duplicate another memory, or the target is gone already
             _log.info("semantic memory: %s; the candidate was left out", exc)
         return Learned(candidate, "none", None if target is None else target.memory_id, decided_by)
+
+
+def neighbour_texts(store: SemanticStore, nearest: list[tuple[Memory, float]]) -> list[str]:
+    """The memories a new one is likely recalled beside: the most similar and the newest.
+
+    Blocking (SQLite): call it in a worker thread.
+    """
+    seen: dict[int, str] = {m.memory_id: m.content for m, _ in nearest}
+    for memory in store.recent(limit=_NEIGHBOURS):
+        seen.setdefault(memory.memory_id, memory.content)
+    return list(seen.values())
 
 
 def _clip(text: str, limit: int) -> str:

@@ -29,9 +29,15 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from memory.curated import memories_dir
 from memory.errors import SemanticBlockedError, SemanticError
 from memory.providers._breaker import BreakerState, CircuitBreaker
-from memory.providers._guard import blocked_write_message, one_user, recall_safe, write_findings
+from memory.providers._guard import (
+    blocked_write_message,
+    joined_findings,
+    one_user,
+    recall_safe,
+    write_findings,
+)
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
-from memory.providers.semantic._learn import Learner, TurnReport
+from memory.providers.semantic._learn import Learner, TurnReport, neighbour_texts
 from memory.providers.semantic._tools import (
     PROFILE_TOOL,
     SAVE_TOOL,
@@ -45,6 +51,7 @@ from memory.providers.semantic.embedder import Embedder, MiniLmEmbedder, embedde
 from memory.providers.semantic.extract import Completer, Reconciliation
 from memory.providers.semantic.search import Hit, Ranker, SearchTuning
 from memory.providers.semantic.store import Memory, SemanticStore
+from memory.scanner import MeaningCheck
 
 __all__ = ["SEMANTIC_PROMPT_BLOCK", "SemanticProvider", "semantic_db_path"]
 
@@ -89,6 +96,11 @@ class SemanticProvider(MemoryProvider):
         breaker_failures, breaker_pause_s: model failures in a row that pause learning, and for how long.
         max_turn_chars: each side of an exchange is cut to this many characters for extraction.
         clock: monotonic seconds for the breaker.
+        meaning_threshold: run the scanner's meaning check (`memory.scanner.MeaningCheck`) on
+            every write at this threshold, with this provider's embedder; None: rules only.
+
+    Raises:
+        ValueError: a bad limit, or a meaning check asked of an embedder its probe was not trained on.
     """
 
     name = "semantic"
@@ -109,6 +121,7 @@ class SemanticProvider(MemoryProvider):
         breaker_pause_s: float = 120.0,
         max_turn_chars: int = 4000,
         clock: Callable[[], float] = time.monotonic,
+        meaning_threshold: float | None = None,
     ) -> None:
         if completer is not None and not (extract_prompt.strip() and reconcile_prompt.strip()):
             raise ValueError("a completer needs both extract_prompt and reconcile_prompt")
@@ -125,6 +138,9 @@ class SemanticProvider(MemoryProvider):
         self._breaker = CircuitBreaker(failures=breaker_failures, pause_s=breaker_pause_s, clock=clock)
         self._max_turn_chars = max_turn_chars
         self._clock = clock
+        self._meaning = (
+            None if meaning_threshold is None else MeaningCheck(self._embedder, threshold=meaning_threshold)
+        )
         self._agent_context: AgentContext = "primary"
         self._user_id: str | None = None
         self._store: SemanticStore | None = None
@@ -192,6 +208,7 @@ class SemanticProvider(MemoryProvider):
                 breaker=self._breaker,
                 max_turn_chars=self._max_turn_chars,
                 clock=self._clock,
+                meaning=self._meaning,
             )
 
     def _reembed(self, store: SemanticStore) -> None:
@@ -256,6 +273,17 @@ class SemanticProvider(MemoryProvider):
         if findings:
             raise SemanticBlockedError(blocked_write_message("memory", findings), findings=findings)
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([content])[0])
+        if self._meaning is not None and (
+            meant := self._meaning.findings_for(self._meaning.score_vector(vector))
+        ):
+            raise SemanticBlockedError(blocked_write_message("memory", meant), findings=meant)
+        ranker = self._ranker
+        if ranker is not None:
+            nearest = await anyio.to_thread.run_sync(partial(ranker.nearest, vector, limit=3))
+            beside = await anyio.to_thread.run_sync(partial(neighbour_texts, store, nearest))
+            findings = joined_findings(content, beside)
+            if findings:
+                raise SemanticBlockedError(blocked_write_message("memory", findings), findings=findings)
         add = partial(
             store.add,
             content,

@@ -213,3 +213,26 @@ def test_eight_concurrent_memory_add_commands_lose_nothing(home: Path) -> None:
     text = (home / "memories" / "MEMORY.md").read_text(encoding="utf-8")
     entries = text.strip().split("\n§\n")
     assert sorted(entries) == sorted(f"concurrent fact number {i}" for i in range(8))
+
+
+def test_held_writes_are_listed_confirmed_into_the_store_and_discarded(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memory import PendingWrites
+
+    pending = PendingWrites(home / "memories")
+    pending.hold("user", "User's payee is ACME Holdings.", "fetched")
+    pending.hold("memory", "Deploy key rotates on Mondays.", "tool_result")
+    assert keel(home, "memory", "pending") == 0
+    out = capsys.readouterr().out
+    assert "2 memory write(s) held" in out and "1. USER.md, from a fetched document" in out
+    assert keel(home, "memory", "confirm", "1") == 0
+    assert "Saved: User's payee is ACME Holdings." in capsys.readouterr().out
+    assert (home / "memories" / "USER.md").read_text(encoding="utf-8") == "User's payee is ACME Holdings.\n"
+    assert keel(home, "memory", "discard", "1") == 0
+    assert "Discarded: Deploy key rotates on Mondays." in capsys.readouterr().out
+    assert pending.list() == [] and not (home / "memories" / "MEMORY.md").exists()
+    assert keel(home, "memory", "pending") == 0
+    assert "No memory write is waiting" in capsys.readouterr().out
+    assert keel(home, "memory", "confirm", "3") == 2
+    assert "no held write number 3" in capsys.readouterr().err
