@@ -3,6 +3,9 @@
     KeelError
     ├── ConfigError              the operator: a bad config file, key or environment value
     ├── LocalModelError          the operator: the embedded model is missing or would not start
+    ├── ModelFileError           the operator: a model file (GGUF, tokenizer.json, chat template) is
+    │   │                        missing or unreadable
+    │   └── ChatTemplateError    a chat template does not compile, or refused a conversation
     ├── CommandError             the CLI user: a `keel` command was asked for something it cannot do
     ├── ToolServerError          the operator: an MCP server would not start or list its tools
     ├── MeterError               the cache meter cannot run as asked (a missing package, a bad template)
@@ -26,6 +29,7 @@ become tool results the model can read and correct.
 from __future__ import annotations
 
 __all__ = [
+    "ChatTemplateError",
     "CommandError",
     "ConfigError",
     "KeelError",
@@ -35,6 +39,7 @@ __all__ = [
     "ModelAuthError",
     "ModelConnectionError",
     "ModelError",
+    "ModelFileError",
     "ModelRateLimitError",
     "ModelRequestError",
     "ModelResponseError",
@@ -65,6 +70,14 @@ class ToolServerError(KeelError):
     The message names the server and quotes the tail of its stderr. Once a session is open,
     a server that fails is no longer an exception: its calls become tool errors.
     """
+
+
+class ModelFileError(KeelError):
+    """A model file (GGUF metadata, a tokenizer, a chat template) is missing or cannot be read."""
+
+
+class ChatTemplateError(ModelFileError):
+    """A chat template does not compile, or refused to render a conversation."""
 
 
 class CommandError(KeelError):

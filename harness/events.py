@@ -89,6 +89,7 @@ class UsageReported:
     cache_write: int
     reported: bool
     latency_s: float
+    reasoning: int = 0
     kind: Literal["usage"] = "usage"
 
 

@@ -27,6 +27,7 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from harness.models.usage import usage_counts
 from harness.types import Message, ModelRequest, Purpose, ToolSpec, Usage
 
 __all__ = [
@@ -162,15 +163,7 @@ def record_for_request(
         settings=settings,
         breakpoints=list(breakpoints),
         cache_ttl=cache_ttl,
-        usage=None
-        if usage is None
-        else TraceUsage(
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-            reasoning=usage.reasoning,
-        ),
+        usage=None if usage is None else TraceUsage(**usage_counts(usage)),
         latency_s=latency_s,
         error=error,
     )

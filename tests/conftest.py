@@ -34,6 +34,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return h
 
 
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the session's tests assemble the built-in models' weights (once, shared by all)."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture
 def locomo_path() -> Path:
     path = data_dir() / "locomo-dev.json"

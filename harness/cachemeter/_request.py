@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeAlias
 
-from harness.types import JsonObject, Purpose
+from harness.types import JsonObject, Purpose, Usage
 
 __all__ = [
     "MeterBreakpoint",
@@ -62,18 +62,8 @@ class MeterBreakpoint:
     """For `system` breakpoints: after this many characters of the system prompt (None: all)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ReportedUsage:
-    """What the provider said about the prompt, in the exclusive convention of `harness.types.Usage`."""
-
-    input: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    output: int = 0
-
-    @property
-    def prompt(self) -> int:
-        return self.input + self.cache_read + self.cache_write
+ReportedUsage: TypeAlias = Usage
+"""What the provider said about the prompt: keel's own `Usage` (exclusive counts)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,11 @@ import anyio
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cachemeter import MeterError, read_gguf_metadata
 from harness.cli._common import Subparsers, config_from_args, console
 from harness.config import KeelConfig
-from harness.models._local_weights import installed_part
-from harness.models.local import BUILTIN_MODELS, find_weights
+from harness.errors import ModelFileError
+from harness.modelfiles import ChatTemplate, TemplateRenderer, read_gguf_metadata
+from harness.models.local import BUILTIN_MODELS, find_weights, installed_part
 
 __all__ = ["register"]
 
@@ -52,6 +52,13 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _native_tools(source: str) -> bool:
+    try:
+        return TemplateRenderer(ChatTemplate(source)).native_tools
+    except ModelFileError:
+        return False  # the server cannot run it either; its log says why
+
+
 def _show(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     m = cfg.model
@@ -68,11 +75,11 @@ def _show(args: argparse.Namespace) -> int:
     )
     try:
         meta = read_gguf_metadata(weights.path, _META)
-    except MeterError as exc:
+    except ModelFileError as exc:
         meta = {}
         console.print(f"[yellow]could not read the GGUF metadata: {escape(str(exc))}[/]")
     template = meta.get("tokenizer.chat_template")
-    native = isinstance(template, str) and "tools" in template and "tool_call" in template
+    native = isinstance(template, str) and _native_tools(template)
     rows = [
         ("model", weights.name),
         ("from", weights.source),

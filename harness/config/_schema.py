@@ -51,7 +51,7 @@ class RetryConfig(Section):
 
 
 LocalModelName = Literal["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
-"""The built-in embedded models (see `harness/models/_local_weights.py`)."""
+"""The built-in embedded models (see `harness/models/local/_weights.py`)."""
 
 DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-1.5b"
 """Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""

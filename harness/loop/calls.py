@@ -18,6 +18,7 @@ from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, ReplyDone
+from harness.models.usage import usage_counts
 from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from memory import MemoryLayerError
@@ -84,13 +85,7 @@ class ModelCalls:
         if reported and request.purpose == "turn":
             self.estimator.observe(request, usage, version=self._transcript.version)
         return reply, UsageReported(
-            purpose=request.purpose,
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-            reported=reported,
-            latency_s=latency,
+            purpose=request.purpose, **usage_counts(usage), reported=reported, latency_s=latency
         )
 
     async def _save_usage(self, usage: Usage) -> None:

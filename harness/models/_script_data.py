@@ -35,7 +35,7 @@ from harness.errors import (
     ModelTimeoutError,
 )
 from harness.models.scripted import RaiseStep, ReplyStep, ScriptStep, calls, tool_call
-from harness.types import Usage
+from harness.models.usage import usage_from_counts
 
 __all__ = ["step_from_data", "steps_from_data"]
 
@@ -121,7 +121,7 @@ def step_from_data(item: JsonValue, *, where: str = "step") -> ScriptStep:
         ) from exc
     if data.error is not None:
         return RaiseStep(error=_error(data.error, data.message, data.retry_after))
-    usage = Usage(**data.usage.model_dump()) if data.usage is not None else None
+    usage = usage_from_counts(data.usage.model_dump()) if data.usage is not None else None
     step = calls(
         *(tool_call(c.name, c.arguments, id=c.id or "") for c in data.tool_calls or []),
         text=data.say or "",

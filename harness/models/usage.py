@@ -16,17 +16,29 @@ is `input + cache_read + cache_write`. Providers disagree:
 
 Inclusive counts are subtracted from the prompt total; a total smaller than its cached
 parts (a provider bug) clamps `input` at 0 rather than going negative.
+
+keel's own records (traces, the session store's counters, scripted replies) keep `Usage` as
+its five counts by name (`UsageCounts`): `usage_counts` and `usage_from_counts` are the one
+conversion each way, and `normalize_usage` reads any of the three shapes (a foreign trace).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from pydantic import JsonValue
 
 from harness.types import Usage
 
-__all__ = ["normalize_anthropic_usage", "normalize_openai_usage"]
+__all__ = [
+    "UsageCounts",
+    "normalize_anthropic_usage",
+    "normalize_openai_usage",
+    "normalize_usage",
+    "usage_counts",
+    "usage_from_counts",
+]
 
 JsonMap = Mapping[str, JsonValue]
 
@@ -122,3 +134,47 @@ def normalize_anthropic_usage(usage: JsonMap | None) -> Usage | None:
         cache_read=_int(usage, "cache_read_input_tokens") or 0,
         cache_write=cache_write,
     )
+
+
+class UsageCounts(TypedDict):
+    """`Usage` as keel records it: its five counts by name."""
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    reasoning: int
+
+
+def usage_counts(usage: Usage) -> UsageCounts:
+    """The counts of `usage`, by name (for records, events and the session store)."""
+    return {
+        "input": usage.input,
+        "output": usage.output,
+        "cache_read": usage.cache_read,
+        "cache_write": usage.cache_write,
+        "reasoning": usage.reasoning,
+    }
+
+
+def usage_from_counts(counts: JsonMap) -> Usage:
+    """`Usage` from keel's own record of it; a missing or non-numeric count is 0."""
+    return Usage(
+        input=_int(counts, "input") or 0,
+        output=_int(counts, "output") or 0,
+        cache_read=_int(counts, "cache_read") or 0,
+        cache_write=_int(counts, "cache_write") or 0,
+        reasoning=_int(counts, "reasoning") or 0,
+    )
+
+
+def normalize_usage(usage: JsonMap | None) -> Usage | None:
+    """Usage in any shape a trace may carry: OpenAI's (`prompt_tokens`), Anthropic's
+    (`input_tokens`) or keel's own counts. None (or an empty object) is None."""
+    if not usage:
+        return None
+    if "prompt_tokens" in usage or "prompt_cache_hit_tokens" in usage:
+        return normalize_openai_usage(usage)
+    if "input_tokens" in usage:
+        return normalize_anthropic_usage(usage)
+    return usage_from_counts(usage)

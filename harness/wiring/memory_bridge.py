@@ -23,6 +23,7 @@ from pydantic import JsonValue
 
 from harness.events import FlushEntry, MemoryWritten
 from harness.loop.ports import EndReason
+from harness.models.usage import usage_counts
 from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
 from harness.types import JsonObject, Message, ToolSpec, Usage
 from memory import (
@@ -281,14 +282,7 @@ class DbRecorder:
         )
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
-        await self.db.add_usage(
-            session_id,
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-            reasoning=usage.reasoning,
-        )
+        await self.db.add_usage(session_id, **usage_counts(usage))
 
     async def record_flush(
         self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str

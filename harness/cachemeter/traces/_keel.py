@@ -11,8 +11,8 @@ from harness.cachemeter._request import (
     MeterSlot,
     MeterTool,
     MeterToolCall,
-    ReportedUsage,
 )
+from harness.models.usage import usage_from_counts
 from harness.trace import TraceRecord
 
 __all__ = ["request_from_record", "requests_from_records"]
@@ -44,11 +44,7 @@ def request_from_record(record: TraceRecord, *, line: int = 0) -> MeterRequest:
         line=line,
         breakpoints=tuple(MeterBreakpoint(b.at, b.index, b.system_chars) for b in record.breakpoints),
         cache_ttl=record.cache_ttl,
-        usage=None
-        if usage is None
-        else ReportedUsage(
-            input=usage.input, cache_read=usage.cache_read, cache_write=usage.cache_write, output=usage.output
-        ),
+        usage=None if usage is None else usage_from_counts(usage.model_dump()),
     )
 
 

@@ -16,7 +16,6 @@ from tokenizers import Tokenizer
 from harness.cachemeter import (
     CanonicalRenderer,
     ChatMLRenderer,
-    ChatTemplate,
     JinjaRenderer,
     MeterBreakpoint,
     MeterMessage,
@@ -29,9 +28,8 @@ from harness.cachemeter import (
     make_renderer,
     read_requests,
     request_from_chat,
-    smollm2_gguf_path,
-    template_from_gguf,
 )
+from harness.modelfiles import ChatTemplate, smollm2_gguf_path, template_from_gguf
 from harness.tokens import CharTokenizer, TiktokenTokenizer
 
 REPO = Path(__file__).resolve().parents[3]

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from harness.models.usage import normalize_anthropic_usage, normalize_openai_usage
+from harness.models.usage import (
+    normalize_anthropic_usage,
+    normalize_openai_usage,
+    normalize_usage,
+    usage_counts,
+    usage_from_counts,
+)
 from harness.types import JsonObject, Usage
 
 OPENAI_CASES: list[tuple[str, JsonObject | None, JsonObject | None, Usage | None]] = [
@@ -151,3 +159,16 @@ ANTHROPIC_CASES: list[tuple[str, JsonObject | None, Usage | None]] = [
 )
 def test_anthropic_usage_is_taken_as_exclusive(usage: JsonObject | None, expected: Usage | None) -> None:
     assert normalize_anthropic_usage(usage) == expected
+
+
+def test_counts_round_trip_and_every_shape_reads_through_one_function() -> None:
+    usage = Usage(input=5, output=7, cache_read=100, cache_write=3, reasoning=2)
+    counts: JsonObject = json.loads(json.dumps(usage_counts(usage)))
+    assert usage_from_counts(counts) == usage
+    assert usage_from_counts({"input": 1, "cache_read": "x"}) == Usage(input=1)
+    openai: JsonObject = {"prompt_tokens": 100, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 64}}
+    assert normalize_usage(openai) == Usage(input=36, output=9, cache_read=64)
+    anthropic: JsonObject = {"input_tokens": 5, "output_tokens": 7, "cache_read_input_tokens": 100}
+    assert normalize_usage(anthropic) == Usage(input=5, output=7, cache_read=100)
+    assert normalize_usage(counts) == usage
+    assert normalize_usage({}) is None and normalize_usage(None) is None

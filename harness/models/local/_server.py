@@ -7,7 +7,7 @@ or a dropped connection while it waits for a whole reply) generation stops at th
 token instead of running on and holding up everyone else.
 
 Replies follow the chat-completions shapes: tool calls read from the model's native output
-(`_local_chat.parse_reply`) become `message.tool_calls` (or `delta.tool_calls` chunks after
+(`_reply.parse_reply`) become `message.tool_calls` (or `delta.tool_calls` chunks after
 the text when streamed), and `usage.prompt_tokens_details.cached_tokens` carries the prompt
 tokens reused from the previous request, with llama.cpp-style `timings` beside it
 (`prompt_n`, `cache_n`, `prompt_ms`, `predicted_n`, `predicted_ms`).
@@ -33,8 +33,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harness.models._local_chat import TOOL_CALL_OPEN, ParsedCall, parse_reply
-from harness.models._local_engine import Engine, Generation, Prepared, RequestError
+from harness.modelfiles import TOOL_CALL_OPEN
+from harness.models.local._engine import Engine, Generation, Prepared, RequestError
+from harness.models.local._reply import ParsedCall, parse_reply
 
 __all__ = ["build_app", "hold_back"]
 

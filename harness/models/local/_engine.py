@@ -1,7 +1,7 @@
 """One generation on the embedded model: prompt tokens in, text and honest counts out.
 
 `Engine.prepare` validates a chat-completions body and renders it with the model's own
-template (`_local_chat.ChatFormat`); `Engine.generate` runs it on a `llama_cpp.Llama`
+template (`harness.modelfiles.TemplateRenderer`, in the `keel` dialect); `Engine.generate` runs it on a `llama_cpp.Llama`
 (blocking: call it from a worker thread, one at a time). It reports what really happened:
 how many prompt tokens were reused from the previous request's KV state (the common token
 prefix, which `Llama.generate` keeps), how many were evaluated, and how long each phase took.
@@ -32,7 +32,8 @@ from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
-from harness.models._local_chat import TOOL_CALL_OPEN, ChatFormat, TemplateError
+from harness.errors import ChatTemplateError
+from harness.modelfiles import TOOL_CALL_OPEN, TemplateRenderer
 
 __all__ = ["Engine", "Generation", "Llm", "Prepared", "RequestError", "Sampler"]
 
@@ -134,11 +135,11 @@ class Engine:
 
     Args:
         llm: the loaded model (`llama_cpp.Llama`).
-        chat: its chat format.
+        chat: its chat template, compiled.
         name: the model name the server answers to.
         max_tokens_cap: the most tokens one reply may generate, whatever it asks for.
         sample: starts sampling: (prompt tokens, temperature, JSON schema the reply must
-            match or None, token ids to ban) → an iterator of token ids (see `_local_child`).
+            match or None, token ids to ban) → an iterator of token ids (see `_child`).
         state: the token ids whose KV state the model holds now.
         stop_ids: tokens that end a reply (end of turn, end of text).
         banned_ids: the token that opens a tool call, when it is a single token (banned under
@@ -148,7 +149,7 @@ class Engine:
     def __init__(
         self,
         llm: Llm,
-        chat: ChatFormat,
+        chat: TemplateRenderer,
         *,
         name: str,
         max_tokens_cap: int,
@@ -183,8 +184,8 @@ class Engine:
         tools: list[JsonDict] = [t for t in raw_tools if isinstance(t, dict)]
         mode, schema, forced_name = _choice(body, tools)
         try:
-            prompt = self.chat.render([m for m in messages if isinstance(m, dict)], tools)
-        except TemplateError as exc:
+            prompt = self.chat.render([m for m in messages if isinstance(m, dict)], tools, dialect="keel")
+        except ChatTemplateError as exc:
             raise RequestError(str(exc)) from exc
         forced_prefix, forced_suffix = "", ""
         if forced_name is not None:

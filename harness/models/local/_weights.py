@@ -32,17 +32,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
+from harness.config import LocalModelName
 from harness.errors import LocalModelError
 
 __all__ = [
     "BUILTIN_MODELS",
-    "DEFAULT_LOCAL_MODEL",
     "BuiltinModel",
-    "LocalModelName",
     "ModelPart",
     "ResolvedWeights",
     "assemble_parts",
+    "installed_part",
     "resolve_weights",
     "sha256_file",
 ]

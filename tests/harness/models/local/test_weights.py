@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import LocalModelError
-from harness.models._local_weights import (
+from harness.models.local._weights import (
     BUILTIN_MODELS,
     ModelPart,
     assemble_parts,

@@ -1,17 +1,18 @@
-"""The embedded model's chat format: its own template in, native tool calls out."""
+"""The one chat-template sandbox: what keel's server renders equals the template's own output."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import jinja2
 import pytest
 from pydantic import JsonValue
 
-from harness.cachemeter import read_gguf_metadata
 from harness.config import LocalModelName
-from harness.models._local_chat import ChatFormat, parse_reply
-from harness.models._local_weights import BUILTIN_MODELS, installed_part
+from harness.errors import ChatTemplateError
+from harness.modelfiles import ChatTemplate, TemplateRenderer, read_gguf_metadata
+from harness.models.local import BUILTIN_MODELS, installed_part
 
 JsonDict = dict[str, JsonValue]
 
@@ -77,7 +78,7 @@ def _reference(source: str, messages: list[JsonDict], tools: list[JsonDict] | No
 
 
 def test_rendering_matches_the_template_with_tools_results_and_unescaped_text() -> None:
-    chat = ChatFormat(QWEN_LIKE)
+    chat = TemplateRenderer(ChatTemplate(QWEN_LIKE))
     assert chat.native_tools
     prompt = chat.render(CONVERSATION, TOOLS)
     assert prompt == _reference(QWEN_LIKE, CONVERSATION, TOOLS)
@@ -107,13 +108,13 @@ def _installed_template(name: LocalModelName) -> str:
 @pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
 def test_rendering_equals_the_gguf_templates_own_output(name: LocalModelName) -> None:
     source = _installed_template(name)
-    chat = ChatFormat(source)
+    chat = TemplateRenderer(ChatTemplate(source))
     if chat.native_tools:
         assert chat.render(CONVERSATION, TOOLS) == _reference(source, CONVERSATION, TOOLS)
     else:
         # A template without tool support gets the protocol spelled out in its system
         # message and the calls/results as text; the template itself renders those items.
-        items = chat.items(CONVERSATION, TOOLS)
+        items = chat.prepare(CONVERSATION, TOOLS, dialect="keel").items
         assert chat.render(CONVERSATION, TOOLS) == _reference(source, items, None)
         prompt = chat.render(CONVERSATION, TOOLS)
         assert "<tools>" in prompt and "O'Neill & Sons" in prompt
@@ -126,76 +127,49 @@ def test_a_template_without_tools_keeps_plain_conversations_untouched() -> None:
         "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
         "'<|im_end|>\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
     )
-    chat = ChatFormat(smol_like)
+    chat = TemplateRenderer(ChatTemplate(smol_like))
     assert not chat.native_tools
     plain: list[JsonDict] = [{"role": "user", "content": "Tom & Jerry's show"}]
     assert chat.render(plain, []) == "<|im_start|>user\nTom & Jerry's show<|im_end|>\n<|im_start|>assistant\n"
 
 
-NAMES = frozenset({"memory", "session_search"})
-
-
-def test_a_tagged_qwen_call_becomes_a_tool_call_with_its_arguments() -> None:
-    text = '<tool_call>\n{"name": "memory", "arguments": {"action": "add", "target": "user", "content": "Sam uses vim"}}\n</tool_call>'
-    reply = parse_reply(text, NAMES)
-    assert reply.content == ""
-    assert [(c.name, json.loads(c.arguments), c.error) for c in reply.calls] == [
-        ("memory", {"action": "add", "target": "user", "content": "Sam uses vim"}, None)
-    ]
-
-
-def test_several_calls_prose_and_an_unclosed_last_block_are_all_read() -> None:
-    text = (
-        "Saving two facts.\n<tool_call>\n"
-        '{"name": "memory", "arguments": {"content": "a"}}\n</tool_call>\n<tool_call>\n'
-        '{"name": "memory", "arguments": "{\\"content\\": \\"b\\"}"}'
+def test_tojson_takes_the_keyword_arguments_templates_pass_it() -> None:
+    source = (
+        "{{ tools | tojson(indent=2) }}|{{ tools | tojson(separators=(',', ':'), sort_keys=true) }}"
+        "|{{ 'é' | tojson(ensure_ascii=true) }}"
     )
-    reply = parse_reply(text, NAMES)
-    assert reply.content == "Saving two facts."
-    assert [json.loads(c.arguments) for c in reply.calls] == [{"content": "a"}, {"content": "b"}]
+    tools: list[JsonDict] = [{"b": 1, "a": "<é>"}]
+    out = TemplateRenderer(ChatTemplate(source)).render_items([], tools)
+    assert out == '[\n  {\n    "b": 1,\n    "a": "<é>"\n  }\n]|[{"a":"<é>","b":1}]|"\\u00e9"'
 
 
-def test_a_bare_or_fenced_json_call_naming_a_known_tool_is_a_call() -> None:
-    bare = parse_reply('{"name": "memory", "parameters": {"content": "x"}}', NAMES)
-    fenced = parse_reply('```json\n{"name": "session_search", "arguments": {"query": "q"}}\n```', NAMES)
-    assert [(c.name, c.arguments) for c in bare.calls] == [("memory", '{"content": "x"}')]
-    assert [c.name for c in fenced.calls] == ["session_search"]
+def test_the_generation_tag_renders_its_body() -> None:
+    source = (
+        "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}[{{ m.content }}]"
+        "{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}"
+    )
+    items: list[JsonDict] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    assert TemplateRenderer(ChatTemplate(source)).render_items(items, None) == "hi[yo]"
 
 
-def test_json_that_names_no_known_tool_stays_text() -> None:
-    text = '{"name": "Sam", "arguments": {}}'
-    reply = parse_reply(text, NAMES)
-    assert reply.calls == () and reply.content == text
+def test_strftime_now_reads_the_clock_the_caller_passes() -> None:
+    chat = TemplateRenderer(ChatTemplate("{{ strftime_now('%Y-%m-%d') }}"))
+    when = datetime(2026, 11, 25, 12, 0).timestamp()  # local time, as a server's clock reads
+    assert chat.render_items([], None, when=when) == "2026-11-25"
+    assert chat.render_items([], None, when=when + 86_400) == "2026-11-26"
 
 
-@pytest.mark.parametrize(
-    ("text", "name", "reason"),
-    [
-        (
-            '<tool_call>\n{"name": "memory", "arguments": {"content": "cut off\n</tool_call>',
-            "memory",
-            "not valid JSON",
-        ),
-        ("<tool_call>\nfunctions.memory:\n</tool_call>", "invalid_tool_call", "not valid JSON"),
-        (
-            '<tool_call>\n{"arguments": {"content": "x"}}\n</tool_call>',
-            "invalid_tool_call",
-            "names no function",
-        ),
-        (
-            '<tool_call>\n{"name": "memory", "arguments": "{oops"}\n</tool_call>',
-            "memory",
-            "arguments are not valid JSON",
-        ),
-        ('<tool_call>\n{"name": "memory", "arguments": [1, 2]}\n</tool_call>', "memory", "not a JSON object"),
-    ],
-)
-def test_malformed_calls_become_refused_records_not_crashes(text: str, name: str, reason: str) -> None:
-    (call,) = parse_reply(text, NAMES).calls
-    assert call.name == name
-    assert call.error is not None and reason in call.error
+def test_both_dialects_pass_tool_call_arguments_as_json_objects() -> None:
+    for dialect in ("hf", "keel"):
+        items = TemplateRenderer(ChatTemplate(QWEN_LIKE)).prepare(CONVERSATION, TOOLS, dialect=dialect).items
+        call = items[2]["tool_calls"]
+        assert isinstance(call, list) and isinstance(call[0], dict)
+        assert call[0]["function"] == {"name": "memory", "arguments": {"content": "Sam O'Neill & vim"}}
 
 
-def test_smollm2_style_plain_text_is_just_content() -> None:
-    reply = parse_reply("functions.memory:", NAMES)
-    assert reply.calls == () and reply.content == "functions.memory:"
+def test_a_template_that_does_not_compile_or_refuses_is_a_chat_template_error() -> None:
+    with pytest.raises(ChatTemplateError, match="does not compile"):
+        TemplateRenderer(ChatTemplate("{% for %}", origin="bad.jinja"))
+    refusing = TemplateRenderer(ChatTemplate("{{ raise_exception('roles must alternate') }}"))
+    with pytest.raises(ChatTemplateError, match="roles must alternate"):
+        refusing.render([], [])

@@ -1,9 +1,9 @@
 """Entry point of the embedded model's child process: load the GGUF, serve it on loopback.
 
-`python -m harness.models._local_child --gguf PATH --name NAME --port N ...` loads the model
+`python -m harness.models.local._child --gguf PATH --name NAME --port N ...` loads the model
 with llama-cpp-python (`logits_all` off: only the last position's logits are kept, which is
 all sampling needs — measured faster and far smaller than the server default), builds its
-chat format from the GGUF's own template, and serves `harness.models._local_server` on
+chat format from the GGUF's own template, and serves `_server.build_app` on
 127.0.0.1 only.
 
 Linux sends this process SIGTERM when its parent dies: if keel is killed outright
@@ -27,9 +27,9 @@ import uvicorn
 from llama_cpp.llama_grammar import LlamaGrammar
 from pydantic import JsonValue
 
-from harness.models._local_chat import TOOL_CALL_OPEN, ChatFormat
-from harness.models._local_engine import Engine, Sampler
-from harness.models._local_server import build_app
+from harness.modelfiles import TOOL_CALL_OPEN, ChatTemplate, TemplateRenderer
+from harness.models.local._engine import Engine, Sampler
+from harness.models.local._server import build_app
 
 _PR_SET_PDEATHSIG = 1
 # Used when a GGUF carries no chat template: plain ChatML.
@@ -97,6 +97,23 @@ def _sampler(llm: llama_cpp.Llama) -> Sampler:
     return sample
 
 
+def _token_text(llm: llama_cpp.Llama, token: int) -> str:
+    return llm.detokenize([token], special=True).decode("utf-8", errors="replace") if token >= 0 else ""
+
+
+def chat_template(llm: llama_cpp.Llama, gguf: str) -> TemplateRenderer:
+    """The model's own chat template (plain ChatML when the GGUF carries none), compiled."""
+    source = llm.metadata.get("tokenizer.chat_template")
+    return TemplateRenderer(
+        ChatTemplate(
+            source or _CHATML,
+            bos_token=_token_text(llm, llm.token_bos()),
+            eos_token=_token_text(llm, llm.token_eos()),
+            origin=f"{gguf}#tokenizer.chat_template" if source else "ChatML (the GGUF has no template)",
+        )
+    )
+
+
 def _engine(llm: llama_cpp.Llama, args: argparse.Namespace) -> Engine:
     """The engine over a loaded model: its chat template, stop tokens and sampler."""
 
@@ -104,16 +121,9 @@ def _engine(llm: llama_cpp.Llama, args: argparse.Namespace) -> Engine:
         ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         return ids[0] if len(ids) == 1 else None
 
-    def token_text(token: int) -> str:
-        return llm.detokenize([token], special=True).decode("utf-8", errors="replace") if token >= 0 else ""
-
     stops = {llm.token_eos(), *(t for t in (single(m) for m in _END_MARKERS) if t is not None)}
     opener = single(TOOL_CALL_OPEN)
-    chat = ChatFormat(
-        llm.metadata.get("tokenizer.chat_template") or _CHATML,
-        bos_token=token_text(llm.token_bos()),
-        eos_token=token_text(llm.token_eos()),
-    )
+    chat = chat_template(llm, args.gguf)
     return Engine(
         llm,
         chat,

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from pydantic import JsonValue
 
-from harness.models._local_chat import ChatFormat
-from harness.models._local_engine import Engine, RequestError
+from harness.modelfiles import ChatTemplate, TemplateRenderer
+from harness.models.local._engine import Engine, RequestError
 
 CHATML = (
     "{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '\\n' }}{% endfor %}"
@@ -66,7 +66,7 @@ def _engine(text: str, *, cap: int = 100, n_ctx: int = 400) -> tuple[Engine, Scr
     script = Script(llm, text)
     engine = Engine(
         llm,
-        ChatFormat(CHATML),
+        TemplateRenderer(ChatTemplate(CHATML)),
         name="fake",
         max_tokens_cap=cap,
         sample=script,

