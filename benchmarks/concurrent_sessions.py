@@ -257,6 +257,7 @@ async def run_backend(
             )
             barrier = Barrier(sessions)
             started = time.perf_counter()
+            cpu_started = time.process_time()
             async with anyio.create_task_group() as tg:
                 for k in range(sessions):
                     run = partial(
@@ -273,13 +274,16 @@ async def run_backend(
                     )
                     tg.start_soon(run)
             wall = time.perf_counter() - started
+            cpu = time.process_time() - cpu_started
             stored = await stored_messages(store, tally.session_ids)
     for error in tally.errors[:5]:
         print(f"  error: {error}")
-    return report(backend, tally, wall=wall, stored=stored, solo=solo.latencies)
+    return report(backend, tally, wall=wall, cpu=cpu, stored=stored, solo=solo.latencies)
 
 
-def report(backend: str, tally: Tally, *, wall: float, stored: int, solo: list[float]) -> dict[str, float]:
+def report(
+    backend: str, tally: Tally, *, wall: float, cpu: float, stored: int, solo: list[float]
+) -> dict[str, float]:
     n = len(tally.latencies)
     p50 = percentile(tally.latencies, 50) * 1000 if n else float("nan")
     p99 = percentile(tally.latencies, 99) * 1000 if n else float("nan")
@@ -300,8 +304,16 @@ def report(backend: str, tally: Tally, *, wall: float, stored: int, solo: list[f
     )
     if tally.search_errors:
         print(f"  first failed search: {tally.search_errors[0][:400]}")
+    # CPU seconds of this process (every thread) per turn: what a turn costs the machine,
+    # whatever else runs beside it. On an idle machine one core bounds the event loop, so
+    # 1000 / cpu_ms_per_turn is about the throughput this process could reach there.
+    cpu_ms = cpu / n * 1000 if n else float("nan")
+    print(
+        f"{backend}: {cpu_ms:.2f} CPU ms per turn (all threads) → at most {1000 / cpu_ms:.0f} turns/s per core"
+    )
     return {
         "turns_per_s": rate,
+        "cpu_ms_per_turn": cpu_ms,
         "turn_p50_ms": p50,
         "turn_p99_ms": p99,
         "solo_turn_p50_ms": solo_p50,

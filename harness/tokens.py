@@ -122,6 +122,8 @@ class TokenCounter:
         self._max = max_entries
         self._cache: OrderedDict[_MessageKey, int] = OrderedDict()
         self._text_cache: OrderedDict[str, int] = OrderedDict()
+        self._tools_seen: tuple[ToolSpec, ...] = ()
+        self._tools_count = 0
 
     def count_text(self, text: str) -> int:
         """Count a piece of text (memoized: system prompts and tool lists repeat)."""
@@ -159,6 +161,16 @@ class TokenCounter:
         return sum(self.count_message(m) for m in messages)
 
     def count_tools(self, tools: Iterable[ToolSpec]) -> int:
+        """Tokens of the tool list; the same specs as last time (frozen, compared by identity) are not re-serialized."""
+        specs = tuple(tools)
+        seen = self._tools_seen
+        if len(specs) == len(seen) and all(a is b for a, b in zip(specs, seen, strict=True)) and specs:
+            return self._tools_count
+        n = self._count_tool_list(specs)
+        self._tools_seen, self._tools_count = specs, n
+        return n
+
+    def _count_tool_list(self, tools: tuple[ToolSpec, ...]) -> int:
         import json
 
         text = json.dumps(
