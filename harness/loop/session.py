@@ -86,6 +86,11 @@ class Session:
         return self._transcript.parent_session_id
 
     @property
+    def unsaved(self) -> int:
+        """Messages neither in the session store nor journalled (only when even the journal failed)."""
+        return self._transcript.unsaved
+
+    @property
     def transcript(self) -> tuple[Message, ...]:
         return self._transcript.messages
 

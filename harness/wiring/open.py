@@ -14,7 +14,9 @@ The order is the specification (each step closes with the stack, in reverse):
 
 1. the warning sink — everything after it warns into it, even before the first turn;
 2. the model (starting the embedded model when the config says `local`) and the summary
-   model, the tokenizer, the session store (`sessions.backend`) and its recorder;
+   model, the tokenizer, the session store (`sessions.backend`) — first writing what earlier
+   sessions journalled because the store refused it — and its recorder, with a journal of
+   its own (`memory.sessions.journal`), settled when the session closes;
 3. the transcript, which draws the session id; the empty tool registry and the memory
    manager (built-in layer only); the prompt state over them; the trace file;
 4. the model calls — from here on anything may send a request through the session's
@@ -56,6 +58,7 @@ from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
 from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
+from memory.sessions import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
 from memory.skills import SkillLibrary
 
 __all__ = ["OpenedSession", "open_session"]
@@ -163,6 +166,9 @@ async def _build(
     db = opts.session_store
     if db is None:
         db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    journal_dir = where.home / JOURNAL_DIR_NAME
+    await replay_journals(journal_dir, db, warn=warnings)
+    journal = JournalledWriter(db, journal_dir, warn=warnings)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where)
     assembler = _assembler(
@@ -171,7 +177,7 @@ async def _build(
     path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user),
+        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user, journal=journal),
         counter=counter,
         assembler=assembler,
         memory=_memory_port(config, where, mem),
@@ -224,6 +230,7 @@ async def _build(
         mem.skills,
         mem.manager,
         None if path.calls.trace is None else path.calls.trace.path,
+        journal,
     )
     return parts, handles
 
@@ -283,6 +290,10 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
             yield session
         finally:
             with anyio.CancelScope(shield=True):
-                await session.close()
+                try:
+                    await session.close()
+                finally:
+                    if handles.journal is not None:
+                        await handles.journal.settle()
             # Let background provider work (sync, prefetch) finish, but not forever.
             parts.background.cancel_scope.deadline = anyio.current_time() + 5.0
