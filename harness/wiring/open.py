@@ -132,6 +132,7 @@ def _assembler(
     registry: ToolRegistry,
     model_name: str,
     counter: TokenCounter,
+    warn: WarningSink,
 ) -> PromptAssembler:
     gather = static_slot_gatherer(
         config,
@@ -143,6 +144,7 @@ def _assembler(
         model_name=model_name,
         today=opts.today,
         cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
+        warn=warn,
     )
     return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
 
@@ -172,7 +174,14 @@ async def _build(
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where)
     assembler = _assembler(
-        config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
+        config,
+        opts,
+        where,
+        mem,
+        registry=registry,
+        model_name=model.model_name,
+        counter=counter,
+        warn=warnings,
     )
     path = call_path(
         model=model,
