@@ -58,6 +58,7 @@ from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
 from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
+from memory.scope import case_collision
 from memory.sessions import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
 from memory.skills import SkillLibrary
 
@@ -288,6 +289,7 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     principal = resolve_principal(config, user_id=opts.user_id, workspace=opts.workspace)
     home = (opts.home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
+    await anyio.to_thread.run_sync(case_collision, home, principal)
     warnings = WarningSink()
     async with AsyncExitStack() as stack:
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)

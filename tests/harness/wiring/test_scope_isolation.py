@@ -335,3 +335,14 @@ async def test_open_session_refuses_an_unsafe_user_id_before_writing_anything(ho
         ):
             pass
     assert await anyio.to_thread.run_sync(lambda: list(home.iterdir())) == []
+
+
+async def test_a_session_for_an_id_differing_only_in_case_from_an_existing_user_is_refused(
+    home: Path,
+) -> None:
+    (home / "users" / "alice").mkdir(parents=True)
+    opts = SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer(), user_id="Alice")
+    with pytest.raises(ValueError, match="differs only in case"):
+        async with open_session(config(), opts):
+            pass
+    assert sorted(p.name for p in (home / "users").iterdir()) == ["alice"]
