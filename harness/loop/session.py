@@ -204,7 +204,9 @@ class Session:
         drop = api_content is not None and not self.settings.recall_persist
         consistent = False
         try:
-            await self._transcript.append(user, stored=Message(role="user", content=text) if drop else None)
+            user = await self._transcript.append(
+                user, stored=Message(role="user", content=text) if drop else None
+            )
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:

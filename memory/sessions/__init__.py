@@ -25,6 +25,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    storable_text,
 )
 from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
 from memory.sessions.factory import SessionBackend, open_session_store, session_store_location
@@ -74,4 +75,5 @@ __all__ = [
     "sanitize_fts_query",
     "session_search_schema",
     "session_store_location",
+    "storable_text",
 ]
