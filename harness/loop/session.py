@@ -173,11 +173,18 @@ class Session:
         """Run one user turn; iterate the yielded stream for its events.
 
         Raises:
-            SessionError: another turn is still running.
+            SessionError: another turn is still running, or `text` is longer than
+                `limits.max_message_chars` (nothing is stored or sent).
             ModelError: the model failed (after retries); raised when the block exits.
         """
         if self._busy:
             raise SessionError("a turn is already running in this session; wait for it to end")
+        limit = self.settings.max_message_chars
+        if len(text) > limit:
+            raise SessionError(
+                f"your message is {len(text):,} characters; one message may hold at most {limit:,} "
+                "(limits.max_message_chars). Send a shorter one, or save the text to a file and ask about it."
+            )
         self._busy = True
 
         async def produce(send: MemoryObjectSendStream[Event]) -> None:

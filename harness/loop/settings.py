@@ -27,6 +27,7 @@ class SessionSettings:
         recall_persist: replay the recall on later requests (`recall.persist`).
         recall_wait_s: the longest wait for recall on any turn (`recall.wait_s`).
         compression: the compression settings.
+        max_message_chars: the longest user message a turn takes (`limits.max_message_chars`).
     """
 
     max_iterations: int = 12
@@ -35,6 +36,7 @@ class SessionSettings:
     recall: bool = True
     recall_persist: bool = True
     recall_wait_s: float = 8.0
+    max_message_chars: int = 1_000_000
     compression: CompressionSettings = field(
         default_factory=lambda: CompressionSettings(
             enabled=True,
@@ -56,6 +58,7 @@ class SessionSettings:
             recall=config.recall.enabled,
             recall_persist=config.recall.persist,
             recall_wait_s=config.recall.wait_s,
+            max_message_chars=config.limits.max_message_chars,
             compression=CompressionSettings(
                 enabled=c.enabled,
                 threshold_tokens=effective_threshold(c.threshold, m.context_window),
