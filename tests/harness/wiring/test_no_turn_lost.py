@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import psycopg
 import pytest
 from psycopg import sql
@@ -20,7 +21,7 @@ from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 from memory import LockRetryPolicy, PgSessionStore, SessionDB, SessionStore
-from tests.memory.sessions.lockholder import exclusive_lock
+from tests.memory.sessions.lockholder import exclusive_lock, table_locked
 
 FAST = LockRetryPolicy(busy_timeout_s=0.05, attempts=2, backoff_s=0.01)
 
@@ -127,3 +128,21 @@ async def test_turns_taken_while_postgresql_refuses_connections_are_stored_by_th
     assert stored == ["before the outage", "one", "during the outage", "two", "still down", "three"]
     assert row is not None and row.end_reason == "user_exit"
     assert not list((home / "journal").glob("*.jsonl"))
+
+
+async def test_a_turn_under_a_held_lock_goes_on_with_a_warning_and_loses_nothing(
+    home: Path, postgres_url: str, pg_schema: str
+) -> None:
+    keys = {"sessions__backend": "postgres", "sessions__url": postgres_url, "sessions__pg_schema": pg_schema}
+    cfg = config(**keys, sessions__lock_timeout_s="0.3")
+    model = ScriptedModel([say("one"), say("two")])
+    async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
+        with table_locked(postgres_url, pg_schema):
+            events = await run_turn(s, "while locked")
+        await anyio.sleep(2.1)  # past the journal's pause after a refusal
+        await run_turn(s, "after")
+        sid = s.session_id
+    assert any("journalled" in e.message for e in events if isinstance(e, Warning))
+    async with cfg.sessions.open_store(home) as store:
+        stored = [m.message.content for m in await store.get_messages(sid)]
+    assert stored == ["while locked", "one", "after", "two"]

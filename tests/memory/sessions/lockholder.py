@@ -1,16 +1,19 @@
-"""Another process holding `BEGIN EXCLUSIVE` on a real state.db (for tests of refused writes)."""
+"""Other clients holding locks on a real store (for tests of refused writes): a process with
+`BEGIN EXCLUSIVE` on state.db, a PostgreSQL connection with a table locked."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import anyio
+import psycopg
 from anyio.abc import Process
+from psycopg import sql
 
-__all__ = ["exclusive_lock"]
+__all__ = ["exclusive_lock", "table_locked"]
 
 HOLDER = """
 import sqlite3, sys
@@ -38,3 +41,16 @@ async def exclusive_lock(path: Path) -> AsyncIterator[Process]:
         await holder.stdin.aclose()
         with anyio.fail_after(30):
             await holder.wait()
+
+
+@contextmanager
+def table_locked(url: str, schema: str) -> Iterator[None]:
+    """Another client holding an exclusive lock on the messages table, in an open transaction."""
+    with psycopg.connect(url) as conn:
+        conn.execute(
+            sql.SQL("LOCK TABLE {}.messages IN ACCESS EXCLUSIVE MODE").format(sql.Identifier(schema))
+        )
+        try:
+            yield
+        finally:
+            conn.rollback()
