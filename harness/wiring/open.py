@@ -22,7 +22,8 @@ The order is the specification (each step closes with the stack, in reverse):
 4. the model calls — from here on anything may send a request through the session's
    traced, accounted path;
 5. the external memory provider (semantic memory learns through those calls), then every
-   provider's `initialize`; the built-in tools and the provider's tools join the registry;
+   provider's `initialize`; the built-in tools and the provider's tools join the registry
+   (a `subagent` or `cron` session gets no memory tool: it never writes MEMORY.md/USER.md);
 6. a task group that owns every background task, and the `Session` composed of the above;
    `session.handles` holds the parts the CLI and the experiments need.
 """
@@ -150,6 +151,18 @@ def _assembler(
     return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
 
 
+def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
+    """The memory tool, for a primary session only.
+
+    A subagent must not write its parent's MEMORY.md/USER.md, and a cron run must not shape
+    the user model (the seeds' `agent_context`): such a session still sees the memory in its
+    prompt but gets no memory tool (so its compression does not flush either).
+    """
+    if mem.curated is None or opts.agent_context in ("subagent", "cron"):
+        return None
+    return mem.curated[1]
+
+
 def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
     if mem.curated is None:
         return None
@@ -210,7 +223,7 @@ async def _build(
     add_builtin_tools(
         registry,
         config,
-        tool=None if mem.curated is None else mem.curated[1],
+        tool=_writer_tool(mem, opts),
         db=db,
         skills=mem.skills,
         shared_skills=mem.shared_skills,
