@@ -195,6 +195,7 @@ class RecallConfig(Section):
     enabled: bool = True
     persist: bool = True
     wait_s: float = Field(8.0, ge=0)
+    max_chars: int = Field(4_000, ge=200)
     warm_wait_s: float = Field(1.0, ge=0)
     """After the first turn, recall was prefetched in the background after the previous
     turn: wait at most this long for a prefetch still running."""

@@ -35,7 +35,7 @@ from harness.loop.parts import SessionParts
 from harness.tools import error_json
 from harness.types import Message, ModelRequest, ToolCall, ToolResult
 from memory import is_trivial
-from prompts import SystemPrompt, attach_recall
+from prompts import SystemPrompt, attach_recall, cap_recall
 
 __all__ = ["Session"]
 
@@ -229,6 +229,7 @@ class Session:
         if not self.settings.recall or is_trivial(text):
             return None
         recalled = await self.providers.recall(turn=self.turn, query=text, wait_s=self.settings.recall_wait_s)
+        recalled = cap_recall(recalled, self.settings.recall_max_chars)
         api_content = attach_recall(text, recalled)
         if api_content is not None:
             await send.send(RecallAttached(chars=len(recalled)))

@@ -26,6 +26,7 @@ class SessionSettings:
         recall: fence provider recall onto user messages (`recall.enabled`).
         recall_persist: replay the recall on later requests (`recall.persist`).
         recall_wait_s: the longest wait for recall on any turn (`recall.wait_s`).
+        recall_max_chars: the most recalled text one turn carries (`recall.max_chars`).
         compression: the compression settings.
         max_message_chars: the longest user message a turn takes (`limits.max_message_chars`).
     """
@@ -36,6 +37,7 @@ class SessionSettings:
     recall: bool = True
     recall_persist: bool = True
     recall_wait_s: float = 8.0
+    recall_max_chars: int = 4_000
     max_message_chars: int = 1_000_000
     compression: CompressionSettings = field(
         default_factory=lambda: CompressionSettings(
@@ -58,6 +60,7 @@ class SessionSettings:
             recall=config.recall.enabled,
             recall_persist=config.recall.persist,
             recall_wait_s=config.recall.wait_s,
+            recall_max_chars=config.recall.max_chars,
             max_message_chars=config.limits.max_message_chars,
             compression=CompressionSettings(
                 enabled=c.enabled,
