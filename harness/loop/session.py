@@ -251,7 +251,10 @@ class Session:
         limit = self.settings.max_iterations
         retried_empty = False
         for iteration in range(1, limit + 1):
-            await self.system.refresh()
+            if iteration == 1 or self.settings.snapshot_policy == "live":
+                # A write made during this turn shows in the prompt from the next turn on
+                # (`invalidate_on_write`), so the turn's own requests share one prefix.
+                await self.system.refresh()
             await self.compressor.maybe_compress(self._host, send.send)
             request = ModelRequest(
                 system=self.system.text,
