@@ -20,7 +20,7 @@ from harness.config import KeelConfig
 from harness.errors import KeelError, ModelError
 from harness.loop.session import Session
 from harness.types import ToolCall
-from harness.wiring import SessionHandles, SessionOptions, open_session
+from harness.wiring import OpenedSession, SessionHandles, SessionOptions, open_session
 from memory import MemoryLayerError
 from memory.sessions import JOURNAL_DIR_NAME
 
@@ -131,10 +131,11 @@ def _report_unstored(session: Session, h: SessionHandles) -> int:
     return EXIT_NOT_STORED
 
 
-async def _chat(cfg: KeelConfig, show_usage: bool) -> int:
+async def _chat(cfg: KeelConfig, show_usage: bool, opened: list[OpenedSession]) -> int:
     printer = EventPrinter(console, show_usage=show_usage)
     console.print("[dim]starting…[/]")
     async with open_session(cfg, SessionOptions(source="chat")) as session:
+        opened.append(session)
         h = session.handles
         console.print(
             f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
@@ -211,11 +212,15 @@ async def _command(session: Session, h: SessionHandles, text: str, printer: Even
 
 def _run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    opened: list[OpenedSession] = []
     try:
-        return anyio.run(_chat, cfg, bool(args.show_usage))
+        return anyio.run(_chat, cfg, bool(args.show_usage), opened)
     except KeyboardInterrupt:
+        # The session was closed (and its journal settled) on the way out: still say what
+        # the store did not take.
+        status = _report_unstored(opened[0], opened[0].handles) if opened else 0
         console.print("\n[dim]bye[/]")
-    return 0
+        return status
 
 
 def register(sub: Subparsers) -> None:

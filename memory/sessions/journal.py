@@ -266,6 +266,8 @@ async def _apply(store: SessionStore, op: _Write) -> None:
             parent_session_id=op.parent_session_id,
             user_id=op.user_id,
         )
+    elif isinstance(op, _Messages) and len(op.messages) == 1:
+        await store.append_message(op.session_id, op.messages[0])  # the store's fast path (group commit)
     elif isinstance(op, _Messages):
         await store.append_messages(op.session_id, op.messages)
     elif isinstance(op, _End):
