@@ -169,6 +169,19 @@ def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory
     return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
 
 
+async def _session_store(
+    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
+) -> tuple[SessionStore, JournalledWriter]:
+    """The session store (given, or the configured one), after writing what earlier sessions
+    journalled into it, and this session's journal in front of it."""
+    db = opts.session_store
+    if db is None:
+        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    journal_dir = where.home / JOURNAL_DIR_NAME
+    await replay_journals(journal_dir, db, warn=warnings)
+    return db, JournalledWriter(db, journal_dir, warn=warnings)
+
+
 async def _build(
     stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
 ) -> tuple[SessionParts, SessionHandles]:
@@ -179,12 +192,7 @@ async def _build(
             stack, config, home=where.home, env=env_of(opts), warn=warnings
         )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
-    db = opts.session_store
-    if db is None:
-        db = await stack.enter_async_context(config.sessions.open_store(where.home))
-    journal_dir = where.home / JOURNAL_DIR_NAME
-    await replay_journals(journal_dir, db, warn=warnings)
-    journal = JournalledWriter(db, journal_dir, warn=warnings)
+    db, journal = await _session_store(stack, config, opts, where, warnings)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where)
     assembler = _assembler(
@@ -245,16 +253,8 @@ async def _build(
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter),
     )
     store = None if mem.curated is None else mem.curated[0]
-    handles = SessionHandles(
-        where.home,
-        where.principal,
-        store,
-        db,
-        mem.skills,
-        mem.manager,
-        None if path.calls.trace is None else path.calls.trace.path,
-        journal,
-    )
+    trace = None if path.calls.trace is None else path.calls.trace.path
+    handles = SessionHandles(where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal)
     return parts, handles
 
 
