@@ -80,7 +80,13 @@ class Reconciliation:
     kind: Literal["reconciliation"] = "reconciliation"
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.superseding_similarity <= self.related_similarity <= self.duplicate_similarity <= 1.0:
+        if (
+            not 0.0
+            <= self.superseding_similarity
+            <= self.related_similarity
+            <= self.duplicate_similarity
+            <= 1.0
+        ):
             raise ValueError(
                 "need 0 ≤ superseding_similarity ≤ related_similarity ≤ duplicate_similarity ≤ 1, got "
                 f"{self.superseding_similarity!r}, {self.related_similarity!r} and {self.duplicate_similarity!r}"
