@@ -24,29 +24,68 @@ from pathlib import Path
 
 from memory.errors import ScopeError
 
-__all__ = ["MAX_SCOPE_ID_CHARS", "Principal", "check_scope_id"]
+__all__ = ["MAX_SCOPE_ID_CHARS", "Principal", "case_collision", "check_scope_id"]
 
 MAX_SCOPE_ID_CHARS = 64
 """The longest user or workspace id (it becomes one directory name)."""
 
 
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
 def check_scope_id(value: str, *, what: str = "user id") -> str:
     """`value` if it is a safe single path component, else a `ScopeError` saying what to use.
 
-    Safe: 1–64 characters, letters, digits, `.`, `_` and `-`, not starting with `.` or `-`
-    (no `..`, no hidden directories, nothing a shell would read as a flag).
+    Safe: 1–64 ASCII letters, digits, `.`, `_` and `-`, not starting with `.` or `-` (no `..`,
+    no hidden directories, nothing a shell would read as a flag), and not `null` in any case
+    (YAML reads `null`/`Null`/`NULL` from a config or `$KEEL_*` as "no id": the default user).
+    ASCII only, so no two ids look alike or normalise to one name on a file system that folds
+    Unicode; ids differing only in case are refused where they would meet (`case_collision`).
     """
     if (
         not value
         or len(value) > MAX_SCOPE_ID_CHARS
         or value[0] in ".-"
-        or not all(c.isalnum() or c in "._-" for c in value)
+        or not all(c in _ID_CHARS for c in value)
     ):
         raise ScopeError(
             f"{what} {value!r} is not a safe directory name; use 1 to {MAX_SCOPE_ID_CHARS} letters, digits, "
-            "'.', '_' or '-', not starting with '.' or '-'"
+            "'.', '_' or '-' (ASCII), not starting with '.' or '-'"
+        )
+    if value.lower() == "null":
+        raise ScopeError(
+            f"{what} {value!r} is not allowed: YAML reads it as no id (the default user); pick another id, "
+            "or leave it unset for the default user"
         )
     return value
+
+
+def case_collision(home: Path, principal: Principal) -> None:
+    """Refuse a principal whose user or workspace directory differs only in case from an existing one.
+
+    On a case-insensitive file system (macOS, Windows) `Ada` and `ada` would share one
+    directory — one user reading the other's memory — while the session store keeps them
+    apart; so the second spelling is refused everywhere. Blocking (lists two directories).
+
+    Raises:
+        ScopeError: naming the existing spelling to use instead.
+    """
+    for what, value, parent in (
+        ("user id", principal.user_id, home / "users"),
+        ("workspace", principal.workspace, home / "workspaces"),
+    ):
+        if value is None:
+            continue
+        try:
+            names = [p.name for p in parent.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if name != value and name.lower() == value.lower():
+                raise ScopeError(
+                    f"{what} {value!r} differs only in case from the existing {name!r} in {str(parent)!r}; "
+                    f"use {name!r} (ids differing only in case would share files on case-insensitive disks)"
+                )
 
 
 @dataclass(frozen=True, slots=True)

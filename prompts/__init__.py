@@ -9,7 +9,7 @@
 from prompts._text import load_text, text_names
 from prompts.builder import SEPARATOR, build_system_prompt
 from prompts.context_files import discover_context_files, read_text_capped, render_context_files
-from prompts.fence import CLOSE_TAG, OPEN_TAG, attach_recall, fence_recall, strip_fence_tags
+from prompts.fence import CLOSE_TAG, OPEN_TAG, attach_recall, cap_recall, fence_recall, strip_fence_tags
 from prompts.session_line import session_line
 from prompts.slots import DEFAULT_SLOT_ORDER, SLOT_IDS, SlotId, SlotSpan, SystemPrompt
 
@@ -24,6 +24,7 @@ __all__ = [
     "SystemPrompt",
     "attach_recall",
     "build_system_prompt",
+    "cap_recall",
     "discover_context_files",
     "fence_recall",
     "load_text",

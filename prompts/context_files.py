@@ -6,6 +6,10 @@ identity), `.cursorrules`, then `.cursor/rules/*.mdc` sorted by name — each re
 the scanner, context scope): a hit replaces the whole file with a `[BLOCKED: ...]` line.
 Files longer than the cap keep 70% head and 20% tail with a marker saying what was cut.
 
+Symbolic links are never followed: a cloned repository with `AGENTS.md -> ~/.aws/credentials`
+(or a linked `.cursor/rules` directory) would otherwise put a secret into the prompt and the
+trace. Such a file is left out and reported as `refused` (the harness warns the user).
+
 This is blocking file I/O: the harness calls it from a worker thread.
 """
 
@@ -43,6 +47,8 @@ class ContextFile:
     text: str
     blocked: tuple[str, ...] = ()
     truncated_from: int | None = None
+    refused: str | None = None
+    """Why the file was not read at all (a symbolic link); it is left out of the prompt."""
 
 
 def truncate_middle(text: str, max_chars: int, *, hint: str) -> tuple[str, bool]:
@@ -59,12 +65,13 @@ def truncate_middle(text: str, max_chars: int, *, hint: str) -> tuple[str, bool]
 
 
 def read_text_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
-    """A regular file's text, at most `limit` bytes of it; never blocks on a FIFO or device.
+    """A regular file's text, at most `limit` bytes of it; never blocks on a FIFO or device and
+    never follows a symbolic link.
 
     Raises:
-        OSError: the path is not a regular file, or it cannot be read.
+        OSError: the path is a symbolic link or not a regular file, or it cannot be read.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{str(path)!r} is not a regular file")
@@ -74,15 +81,24 @@ def read_text_capped(path: Path, limit: int = MAX_READ_BYTES) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
+def _linked(path: Path, cwd: Path) -> bool:
+    """Whether `path` or a directory between `cwd` and it is a symbolic link."""
+    while path != cwd:
+        if path.is_symlink():
+            return True
+        path = path.parent
+    return False
+
+
 def _candidates(cwd: Path, *, include_soul: bool) -> list[Path]:
     names = ["AGENTS.md"]
     if include_soul:
         names.append("SOUL.md")
     names.append(".cursorrules")
-    found = [cwd / n for n in names if (cwd / n).is_file()]
+    found = [cwd / n for n in names if (cwd / n).is_symlink() or (cwd / n).is_file()]
     rules = cwd / ".cursor" / "rules"
     if rules.is_dir():
-        found.extend(sorted(p for p in rules.glob("*.mdc") if p.is_file()))
+        found.extend(sorted(p for p in rules.glob("*.mdc") if p.is_symlink() or p.is_file()))
     return found
 
 
@@ -95,11 +111,15 @@ def discover_context_files(
 ) -> list[ContextFile]:
     """Read, scan and cap the context files found in `cwd`.
 
-    Unreadable files are skipped (they are optional input; the prompt must still build).
+    Unreadable files are skipped (they are optional input; the prompt must still build);
+    symbolic links are never followed and come back `refused`.
     """
     files: list[ContextFile] = []
     for path in _candidates(cwd, include_soul=include_soul):
         label = path.relative_to(cwd).as_posix()
+        if _linked(path, cwd):
+            files.append(ContextFile(label, "", refused="it is a symbolic link (links are never followed)"))
+            continue
         try:
             raw = read_text_capped(path)
         except OSError:
@@ -115,6 +135,7 @@ def discover_context_files(
 
 def render_context_files(files: Sequence[ContextFile]) -> str:
     """The slot-7 text: a header line and one section per file; empty when there are none."""
+    files = [f for f in files if f.refused is None]
     if not files:
         return ""
     sections = [load_text("context_files_header")]

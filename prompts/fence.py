@@ -12,7 +12,7 @@ import re
 
 from prompts._text import load_text
 
-__all__ = ["CLOSE_TAG", "OPEN_TAG", "attach_recall", "fence_recall", "strip_fence_tags"]
+__all__ = ["CLOSE_TAG", "OPEN_TAG", "attach_recall", "cap_recall", "fence_recall", "strip_fence_tags"]
 
 OPEN_TAG = "<memory-context>"
 CLOSE_TAG = "</memory-context>"
@@ -27,6 +27,17 @@ def strip_fence_tags(text: str) -> str:
     cleaned = _SPAN.sub("", text)
     cleaned = _TAG.sub("", cleaned)
     return _NOTE.sub("", cleaned)
+
+
+def cap_recall(recalled: str, max_chars: int) -> str:
+    """At most `max_chars` of recall (every provider's together), cut at a line break, with a
+    note saying how much was left out. Recall is read on every turn: a provider that returns
+    a novel must not cost a turn its context window."""
+    if len(recalled) <= max_chars:
+        return recalled
+    cut = recalled.rfind("\n", 0, max_chars + 1)
+    kept = recalled[: cut if cut > max_chars // 2 else max_chars].rstrip()
+    return f"{kept}\n[… {len(recalled) - len(kept):,} more characters of recall left out (recall.max_chars)]"
 
 
 def fence_recall(recalled: str) -> str:

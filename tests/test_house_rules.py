@@ -120,7 +120,7 @@ FACADES = {
     ),
     "prompts": (
         "CLOSE_TAG DEFAULT_SLOT_ORDER OPEN_TAG SEPARATOR SLOT_IDS SlotId SlotSpan SystemPrompt "
-        "attach_recall build_system_prompt discover_context_files fence_recall load_text "
+        "attach_recall build_system_prompt cap_recall discover_context_files fence_recall load_text "
         "read_text_capped render_context_files session_line strip_fence_tags text_names"
     ),
 }

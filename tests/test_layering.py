@@ -45,6 +45,7 @@ FORBIDDEN = (
             "_rows",
             "_scoped",
             "_validate",
+            "journal",
         )
         for backend in ("sqlite", "postgres")
     ),

@@ -14,14 +14,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.cli._render import EventPrinter
 from harness.config import KeelConfig
 from harness.errors import KeelError, ModelError
 from harness.loop.session import Session
 from harness.types import ToolCall
-from harness.wiring import SessionHandles, SessionOptions, open_session
+from harness.wiring import OpenedSession, SessionHandles, SessionOptions, open_session
 from memory import MemoryLayerError
+from memory.sessions import JOURNAL_DIR_NAME
 
 __all__ = ["register"]
 
@@ -104,10 +105,37 @@ def _usage(session: Session) -> None:
     console.print(table)
 
 
-async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
+EXIT_NOT_STORED = 3
+"""`keel chat`'s exit status when the session ended with turns not in the session store."""
+
+
+def _report_unstored(session: Session, h: SessionHandles) -> int:
+    """Say loudly what the session store did not take; the exit status (0 when all is stored)."""
+    journal = h.journal
+    left = 0 if journal is None else journal.left_after_settle
+    unsaved = session.unsaved
+    if not left and not unsaved:
+        return 0
+    if left:
+        where = escape(str(h.home / JOURNAL_DIR_NAME))
+        err_console.print(
+            f"[bold red]the session store ({escape(h.db.location)}) refused {left} write(s) of this session; "
+            f"they are safe in {where} and are written at the start of the next session on this home.[/] "
+            "Fix the store (another process holding state.db, the PostgreSQL server), then run keel again."
+        )
+    if unsaved:
+        err_console.print(
+            f"[bold red]{unsaved} message(s) of this session could be neither stored nor journalled "
+            f"(is the disk under {escape(str(h.home))} full or read-only?); they are lost when keel exits.[/]"
+        )
+    return EXIT_NOT_STORED
+
+
+async def _chat(cfg: KeelConfig, show_usage: bool, opened: list[OpenedSession]) -> int:
     printer = EventPrinter(console, show_usage=show_usage)
     console.print("[dim]starting…[/]")
     async with open_session(cfg, SessionOptions(source="chat")) as session:
+        opened.append(session)
         h = session.handles
         console.print(
             f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
@@ -123,7 +151,9 @@ async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
                 f"[dim]{escape(', '.join(busy))} is still learning from the last turn; closing when it is done "
                 f"(at most {h.manager.call_timeout_s:.0f} s)…[/]"
             )
+    status = _report_unstored(session, h)
     console.print("[dim]bye[/]")
+    return status
 
 
 async def _loop(
@@ -182,11 +212,15 @@ async def _command(session: Session, h: SessionHandles, text: str, printer: Even
 
 def _run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    opened: list[OpenedSession] = []
     try:
-        anyio.run(_chat, cfg, bool(args.show_usage))
+        return anyio.run(_chat, cfg, bool(args.show_usage), opened)
     except KeyboardInterrupt:
+        # The session was closed (and its journal settled) on the way out: still say what
+        # the store did not take.
+        status = _report_unstored(opened[0], opened[0].handles) if opened else 0
         console.print("\n[dim]bye[/]")
-    return 0
+        return status
 
 
 def register(sub: Subparsers) -> None:

@@ -11,7 +11,9 @@ from typing import TypeAlias
 from rich.console import Console
 
 from harness.config import KeelConfig, load_config, resolve_principal
-from memory import Principal
+from harness.errors import ConfigError
+from memory import Principal, ScopeError
+from memory.scope import case_collision
 
 __all__ = [
     "Subparsers",
@@ -58,4 +60,9 @@ def principal_from_args(args: argparse.Namespace) -> tuple[KeelConfig, Principal
         ConfigError: an id is not a safe directory name.
     """
     cfg = config_from_args(args)
-    return cfg, resolve_principal(cfg)
+    principal = resolve_principal(cfg)
+    try:
+        case_collision(cfg.resolved_home(os.environ).expanduser(), principal)
+    except ScopeError as exc:
+        raise ConfigError(str(exc)) from exc
+    return cfg, principal

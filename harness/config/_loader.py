@@ -151,6 +151,10 @@ def _env_value(key: str, raw: str) -> object:
         raise ConfigError(f"environment variable {key} is refused: {exc}. Unset it or simplify it.") from None
 
 
+# Ids an environment override must name: `null`, `Null`, `NULL` or `~` would silently mean "none".
+_ID_KEYS = {("scope", "user"), ("scope", "workspace"), ("memory", "user_id")}
+
+
 def _apply_env(data: dict[str, object], environ: Mapping[str, str]) -> None:
     for key, raw in sorted(environ.items()):
         if not key.startswith(_ENV_PREFIX) or key.startswith(_TEST_PREFIX):
@@ -159,6 +163,11 @@ def _apply_env(data: dict[str, object], environ: Mapping[str, str]) -> None:
         if not parts or parts[0] in {"config", "data_dir"}:
             continue  # KEEL_CONFIG names the file; KEEL_DATA_DIR is for tests/benchmarks
         value = _env_value(key, raw)
+        if value is None and tuple(parts) in _ID_KEYS:
+            raise ConfigError(
+                f"environment variable {key}={raw!r} reads as no id (YAML null), which means the default "
+                "user; unset the variable for the default user, or pick another id"
+            )
         node = data
         for part in parts[:-1]:
             child = node.get(part)

@@ -95,6 +95,7 @@ class LimitsConfig(Section):
     max_iterations: int = Field(12, ge=1, le=1000)
     tool_timeout_s: float = Field(60.0, gt=0)
     tool_output_chars: int = Field(20_000, ge=200)
+    max_message_chars: int = Field(1_000_000, ge=1_000)
 
 
 class PromptConfig(Section):
@@ -194,6 +195,7 @@ class RecallConfig(Section):
     enabled: bool = True
     persist: bool = True
     wait_s: float = Field(8.0, ge=0)
+    max_chars: int = Field(4_000, ge=200)
     warm_wait_s: float = Field(1.0, ge=0)
     """After the first turn, recall was prefetched in the background after the previous
     turn: wait at most this long for a prefetch still running."""

@@ -26,6 +26,7 @@ class SessionsConfig(Section):
     pg_schema: str = Field("keel", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     pool_size: int = Field(4, ge=1, le=100)
     connect_timeout_s: float = Field(10.0, gt=0, le=300)
+    lock_timeout_s: float = Field(10.0, gt=0, le=3600)
 
     @field_validator("url")
     @classmethod
@@ -54,6 +55,7 @@ class SessionsConfig(Section):
             pg_schema=self.pg_schema,
             pool_size=self.pool_size,
             connect_timeout_s=self.connect_timeout_s,
+            lock_timeout_s=self.lock_timeout_s,
         )
 
     def location(self, home: Path) -> str:

@@ -35,7 +35,7 @@ from harness.loop.parts import SessionParts
 from harness.tools import error_json
 from harness.types import Message, ModelRequest, ToolCall, ToolResult
 from memory import is_trivial
-from prompts import SystemPrompt, attach_recall
+from prompts import SystemPrompt, attach_recall, cap_recall
 
 __all__ = ["Session"]
 
@@ -84,6 +84,11 @@ class Session:
     @property
     def parent_session_id(self) -> str | None:
         return self._transcript.parent_session_id
+
+    @property
+    def unsaved(self) -> int:
+        """Messages neither in the session store nor journalled (only when even the journal failed)."""
+        return self._transcript.unsaved
 
     @property
     def transcript(self) -> tuple[Message, ...]:
@@ -168,11 +173,18 @@ class Session:
         """Run one user turn; iterate the yielded stream for its events.
 
         Raises:
-            SessionError: another turn is still running.
+            SessionError: another turn is still running, or `text` is longer than
+                `limits.max_message_chars` (nothing is stored or sent).
             ModelError: the model failed (after retries); raised when the block exits.
         """
         if self._busy:
             raise SessionError("a turn is already running in this session; wait for it to end")
+        limit = self.settings.max_message_chars
+        if len(text) > limit:
+            raise SessionError(
+                f"your message is {len(text):,} characters; one message may hold at most {limit:,} "
+                "(limits.max_message_chars). Send a shorter one, or save the text to a file and ask about it."
+            )
         self._busy = True
 
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
@@ -199,7 +211,9 @@ class Session:
         drop = api_content is not None and not self.settings.recall_persist
         consistent = False
         try:
-            await self._transcript.append(user, stored=Message(role="user", content=text) if drop else None)
+            user = await self._transcript.append(
+                user, stored=Message(role="user", content=text) if drop else None
+            )
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:
@@ -215,6 +229,7 @@ class Session:
         if not self.settings.recall or is_trivial(text):
             return None
         recalled = await self.providers.recall(turn=self.turn, query=text, wait_s=self.settings.recall_wait_s)
+        recalled = cap_recall(recalled, self.settings.recall_max_chars)
         api_content = attach_recall(text, recalled)
         if api_content is not None:
             await send.send(RecallAttached(chars=len(recalled)))
@@ -236,7 +251,10 @@ class Session:
         limit = self.settings.max_iterations
         retried_empty = False
         for iteration in range(1, limit + 1):
-            await self.system.refresh()
+            if iteration == 1 or self.settings.snapshot_policy == "live":
+                # A write made during this turn shows in the prompt from the next turn on
+                # (`invalidate_on_write`), so the turn's own requests share one prefix.
+                await self.system.refresh()
             await self.compressor.maybe_compress(self._host, send.send)
             request = ModelRequest(
                 system=self.system.text,

@@ -7,6 +7,7 @@ and tests (or an embedding application) can build a session without a config fil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from harness.compress.host import CompressionSettings
 from harness.compress.plan import effective_threshold
@@ -26,7 +27,12 @@ class SessionSettings:
         recall: fence provider recall onto user messages (`recall.enabled`).
         recall_persist: replay the recall on later requests (`recall.persist`).
         recall_wait_s: the longest wait for recall on any turn (`recall.wait_s`).
+        recall_max_chars: the most recalled text one turn carries (`recall.max_chars`).
+        snapshot_policy: when the memory blocks of the prompt may change (`memory.snapshot_policy`):
+            `live` before every request; otherwise at most once per turn, before its first
+            request (`invalidate_on_write`: a write shows from the next turn, as the seeds say).
         compression: the compression settings.
+        max_message_chars: the longest user message a turn takes (`limits.max_message_chars`).
     """
 
     max_iterations: int = 12
@@ -35,6 +41,9 @@ class SessionSettings:
     recall: bool = True
     recall_persist: bool = True
     recall_wait_s: float = 8.0
+    recall_max_chars: int = 4_000
+    snapshot_policy: Literal["frozen", "invalidate_on_write", "live"] = "frozen"
+    max_message_chars: int = 1_000_000
     compression: CompressionSettings = field(
         default_factory=lambda: CompressionSettings(
             enabled=True,
@@ -56,6 +65,9 @@ class SessionSettings:
             recall=config.recall.enabled,
             recall_persist=config.recall.persist,
             recall_wait_s=config.recall.wait_s,
+            recall_max_chars=config.recall.max_chars,
+            snapshot_policy=config.memory.snapshot_policy,
+            max_message_chars=config.limits.max_message_chars,
             compression=CompressionSettings(
                 enabled=c.enabled,
                 threshold_tokens=effective_threshold(c.threshold, m.context_window),

@@ -130,6 +130,27 @@ def _context_scan(text: str) -> list[str]:
     return [f.id for f in scan(text, "context")]
 
 
+def _read_identity(soul: Path, refuse: Callable[[str, str], None]) -> tuple[str, bool]:
+    """SOUL.md's text (scanned; never through a symbolic link), else the default identity."""
+    if soul.is_symlink():
+        refuse(str(soul), "it is a symbolic link (links are never followed)")
+        return load_text("identity"), False
+    if soul.is_file():
+        try:
+            text = read_text_capped(soul, 64 * 1024).strip()
+        except OSError:
+            return load_text("identity"), False
+        hits = _context_scan(text)
+        if hits:
+            return (
+                f"[BLOCKED: SOUL.md matched threat pattern(s) {', '.join(hits)}; not loaded.]\n\n"
+                + load_text("identity")
+            ), True
+        if text:
+            return text, True
+    return load_text("identity"), False
+
+
 def static_slot_gatherer(
     config: KeelConfig,
     *,
@@ -141,29 +162,22 @@ def static_slot_gatherer(
     shared_skills: SkillLibrary | None = None,
     today: Callable[[], date],
     cwd: Path,
+    warn: Callable[[str], None] = lambda _message: None,
 ) -> StaticSlots:
-    """The function that gathers every non-memory slot (runs at each prompt build)."""
+    """The function that gathers every non-memory slot (runs at each prompt build).
+
+    `warn` hears (once each) about a SOUL.md or context file that was refused (a symbolic link).
+    """
+    warned: set[str] = set()
+
+    def refuse(label: str, why: str) -> None:
+        if label not in warned:
+            warned.add(label)
+            warn(f"{label} was not loaded into the prompt: {why}")
 
     async def gather() -> Mapping[SlotId, str]:
         soul = home / "SOUL.md"
-
-        def read_identity() -> tuple[str, bool]:
-            if soul.is_file():
-                try:
-                    text = read_text_capped(soul, 64 * 1024).strip()
-                except OSError:
-                    return load_text("identity"), False
-                hits = _context_scan(text)
-                if hits:
-                    return (
-                        f"[BLOCKED: SOUL.md matched threat pattern(s) {', '.join(hits)}; not loaded.]\n\n"
-                        + load_text("identity")
-                    ), True
-                if text:
-                    return text, True
-            return load_text("identity"), False
-
-        identity, soul_used = await anyio.to_thread.run_sync(read_identity)
+        identity, soul_used = await anyio.to_thread.run_sync(_read_identity, soul, refuse)
         guidance = [
             load_text(f"guidance_{name}")
             for name in ("memory", "session_search", "skills")
@@ -180,6 +194,9 @@ def static_slot_gatherer(
                     include_soul=include_soul,
                 )
             )
+            for f in files:
+                if f.refused is not None:
+                    refuse(str(cwd / f.label), f.refused)
             context = render_context_files(files)
         skills_index = ""
         if skills is not None and "skill_view" in tools:

@@ -20,12 +20,36 @@ from collections.abc import Callable, Sequence
 
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
-from harness.types import Message
+from harness.types import Message, ToolCall
 from memory import MemoryLayerError
+from memory.sessions import storable_text
 
-__all__ = ["Transcript", "new_session_id"]
+__all__ = ["Transcript", "new_session_id", "storable"]
 
 _STORE_ERRORS = (MemoryLayerError, OSError)
+
+
+def storable(message: Message) -> Message:
+    """`message` with its text as the session store keeps it (`memory.sessions.storable_text`:
+    NUL and lone surrogates → U+FFFD); the same object when nothing changes (nearly always)."""
+
+    def fix(text: str | None) -> str | None:
+        return None if text is None else storable_text(text)
+
+    calls = tuple(
+        ToolCall(storable_text(c.id), storable_text(c.name), storable_text(c.arguments))
+        for c in message.tool_calls
+    )
+    fixed = Message(
+        role=message.role,
+        content=storable_text(message.content),
+        api_content=fix(message.api_content),
+        tool_calls=calls,
+        tool_call_id=fix(message.tool_call_id),
+        name=fix(message.name),
+        summary=message.summary,
+    )
+    return message if fixed == message else fixed
 
 
 def new_session_id() -> str:
@@ -94,11 +118,17 @@ class Transcript:
             except _STORE_ERRORS as exc:
                 self._warn(f"could not end session {self.session_id!r} in the session store ({exc})")
 
-    async def append(self, message: Message, *, stored: Message | None = None) -> None:
-        """Append `message` and persist it (or `stored`, the bytes a resumed session must replay)."""
+    async def append(self, message: Message, *, stored: Message | None = None) -> Message:
+        """Append `message` and persist it (or `stored`, the bytes a resumed session must replay).
+
+        Returns the message as appended: its text in the form the store keeps (NUL and lone
+        surrogates → U+FFFD), so the live transcript and the stored row never differ.
+        """
+        message = storable(message)
         self._messages.append(message)
-        self._unsaved.append((self.session_id, stored if stored is not None else message))
+        self._unsaved.append((self.session_id, storable(stored) if stored is not None else message))
         await self._save_unsaved()
+        return message
 
     async def _save_unsaved(self) -> bool:
         """Write the queued rows in order; False (with a warning) when the store refused one."""

@@ -33,14 +33,23 @@ from harness.errors import (
 from harness.types import JsonObject
 
 __all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_ERROR_BODY_BYTES",
     "Deadline",
     "Endpoint",
     "error_for_status",
     "parse_json_object",
     "parse_retry_after",
     "provider_message",
+    "read_capped",
     "snippet",
 ]
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""A whole (non-streamed) reply body larger than this is an error: read in chunks, never whole."""
+
+MAX_ERROR_BODY_BYTES = 64 * 1024
+"""Of an error reply's body only this much is read (its message is quoted in the error)."""
 
 # Per-request httpx timeout: off. The deadline scope below is the single timeout, so an
 # injected client's default (5 s read) cannot cut a slow local prefill short.
@@ -194,6 +203,33 @@ def parse_json_object(text: str, *, what: str) -> JsonObject:
     return data
 
 
+async def read_capped(response: httpx.Response, *, limit: int, what: str, truncate: bool = False) -> str:
+    """The body of a streamed `response`, read chunk by chunk and never past `limit` bytes.
+
+    Raises:
+        ModelResponseError: the body is larger than `limit` (unless `truncate`: then its
+            first `limit` bytes are returned).
+    """
+    declared = response.headers.get("content-length", "")
+    too_big = (
+        f"{what} sent a reply body larger than {limit:,} bytes; it was not read. A chat reply is "
+        "far smaller: check that the URL names a chat-completions endpoint"
+    )
+    if not truncate and declared.isdigit() and int(declared) > limit:
+        raise ModelResponseError(too_big)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            if not truncate:
+                raise ModelResponseError(too_big)
+            break
+    body = b"".join(chunks)[:limit]
+    return body.decode(response.encoding or "utf-8", errors="replace")
+
+
 class Endpoint:
     """One provider URL plus what every call to it needs: headers, key hint, clock.
 
@@ -233,12 +269,12 @@ class Endpoint:
             "POST", self.url, content=content, headers=headers, timeout=NO_HTTPX_TIMEOUT
         )
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
+    def _raise_for_status(self, response: httpx.Response, body: str) -> None:
         if response.is_success:
             return
         raise error_for_status(
             response.status_code,
-            body=response.text,
+            body=body,
             headers=response.headers,
             what=self.what,
             api_key_env=self.api_key_env,
@@ -246,11 +282,23 @@ class Endpoint:
         )
 
     async def post_json(self, body: JsonObject, deadline: Deadline) -> JsonObject:
-        """POST `body`, read the whole reply within `deadline`, return it as a JSON object."""
+        """POST `body`, read the whole reply (at most `MAX_BODY_BYTES`) within `deadline`, return
+        it as a JSON object."""
         with deadline.scope():
-            response = await self.http.send(self._request(body, stream=False))
-        self._raise_for_status(response)
-        return parse_json_object(response.text, what=self.what)
+            response = await self.http.send(self._request(body, stream=False), stream=True)
+        try:
+            if not response.is_success:
+                with deadline.scope():
+                    error = await read_capped(
+                        response, limit=MAX_ERROR_BODY_BYTES, what=self.what, truncate=True
+                    )
+                self._raise_for_status(response, error)
+            with deadline.scope():
+                text = await read_capped(response, limit=MAX_BODY_BYTES, what=self.what)
+        finally:
+            with anyio.move_on_after(5, shield=True):
+                await response.aclose()
+        return parse_json_object(text, what=self.what)
 
     @asynccontextmanager
     async def open_stream(self, body: JsonObject, deadline: Deadline) -> AsyncIterator[httpx.Response]:
@@ -260,8 +308,10 @@ class Endpoint:
         try:
             if not response.is_success:
                 with deadline.scope():
-                    await response.aread()
-                self._raise_for_status(response)
+                    error = await read_capped(
+                        response, limit=MAX_ERROR_BODY_BYTES, what=self.what, truncate=True
+                    )
+                self._raise_for_status(response, error)
             yield response
         finally:
             # Shielded so a cancelled caller still hands the connection back; bounded so a

@@ -47,7 +47,8 @@ def _session_search(
     async def summarize(topic: str, text: str) -> str:
         prompt = load_text("search_summary").format(topic=topic, transcript=text)
         request = ModelRequest(system="", messages=(Message("user", prompt),), purpose="search")
-        reply, _ = await calls.send(request)
+        # A summary, like compression's: `compression.summary_model` answers it when set.
+        reply, _ = await calls.send(request, summary=True)
         return reply.message.content
 
     return SessionSearchTool(

@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
+from typing import Protocol
 
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
@@ -39,6 +40,8 @@ from memory import (
     TurnMessage,
 )
 from memory.provenance import TurnProvenance
+from memory.sessions import EndReason as StoreEndReason
+from memory.sessions import JournalledWriter
 
 __all__ = [
     "DbRecorder",
@@ -239,23 +242,69 @@ def stored(message: Message, *, timestamp: float, token_count: int | None) -> St
     )
 
 
+class _Writes(Protocol):
+    """The writes a recorder makes: a `SessionStore`'s, or a `JournalledWriter`'s in front of it."""
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        source: str,
+        started_at: float,
+        model: str | None,
+        parent_session_id: str | None,
+        user_id: str,
+    ) -> object: ...
+
+    async def end_session(self, session_id: str, *, reason: StoreEndReason, ended_at: float) -> object: ...
+
+    async def append_message(self, session_id: str, message: StoredMessage) -> object: ...
+
+    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> object: ...
+
+    async def add_usage(
+        self, session_id: str, *, input: int, output: int, cache_read: int, cache_write: int, reasoning: int
+    ) -> object: ...
+
+    async def record_flush(
+        self,
+        session_id: str,
+        *,
+        timestamp: float,
+        mode: FlushMode,
+        saved: JsonValue,
+        refused: JsonValue,
+        reply: str,
+    ) -> object: ...
+
+
 class DbRecorder:
     """A `SessionStore` as the session's `Recorder`.
 
     Every session it starts — the first, each child after a compression, a new conversation —
-    is recorded for `user_id`, so a lineage never leaves its principal's scope.
+    is recorded for `user_id`, so a lineage never leaves its principal's scope. With a
+    `journal` (what `open_session` builds), a write the store refuses is journalled on local
+    disk before the call returns, and replayed when the store takes writes again.
     """
 
     def __init__(
-        self, db: SessionStore, *, source: str, clock: Callable[[], float] = time.time, user_id: str = ""
+        self,
+        db: SessionStore,
+        *,
+        source: str,
+        clock: Callable[[], float] = time.time,
+        user_id: str = "",
+        journal: JournalledWriter | None = None,
     ) -> None:
         self.db = db
+        self.journal = journal
+        self._writes: _Writes = db if journal is None else journal
         self._source = source
         self._clock = clock
         self.user_id = user_id
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
-        await self.db.create_session(
+        await self._writes.create_session(
             session_id,
             source=self._source,
             started_at=self._clock(),
@@ -265,10 +314,10 @@ class DbRecorder:
         )
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
-        await self.db.end_session(session_id, reason=reason, ended_at=self._clock())
+        await self._writes.end_session(session_id, reason=reason, ended_at=self._clock())
 
     async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
-        await self.db.append_message(
+        await self._writes.append_message(
             session_id, stored(message, timestamp=self._clock(), token_count=token_count)
         )
 
@@ -276,13 +325,13 @@ class DbRecorder:
         self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
     ) -> None:
         now = self._clock()
-        await self.db.append_messages(
+        await self._writes.append_messages(
             session_id,
             [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)],
         )
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
-        await self.db.add_usage(session_id, **usage_counts(usage))
+        await self._writes.add_usage(session_id, **usage_counts(usage))
 
     async def record_flush(
         self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
@@ -290,7 +339,7 @@ class DbRecorder:
         def row(e: FlushEntry) -> JsonValue:
             return {"target": e.target, "action": e.action, "content": e.content, "reason": e.reason}
 
-        await self.db.record_flush(
+        await self._writes.record_flush(
             session_id,
             timestamp=self._clock(),
             mode=mode,

@@ -14,13 +14,16 @@ The order is the specification (each step closes with the stack, in reverse):
 
 1. the warning sink — everything after it warns into it, even before the first turn;
 2. the model (starting the embedded model when the config says `local`) and the summary
-   model, the tokenizer, the session store (`sessions.backend`) and its recorder;
+   model, the tokenizer, the session store (`sessions.backend`) — first writing what earlier
+   sessions journalled because the store refused it — and its recorder, with a journal of
+   its own (`memory.sessions.journal`), settled when the session closes;
 3. the transcript, which draws the session id; the empty tool registry and the memory
    manager (built-in layer only); the prompt state over them; the trace file;
 4. the model calls — from here on anything may send a request through the session's
    traced, accounted path;
 5. the external memory provider (semantic memory learns through those calls), then every
-   provider's `initialize`; the built-in tools and the provider's tools join the registry;
+   provider's `initialize`; the built-in tools and the provider's tools join the registry
+   (a `subagent` or `cron` session gets no memory tool: it never writes MEMORY.md/USER.md);
 6. a task group that owns every background task, and the `Session` composed of the above;
    `session.handles` holds the parts the CLI and the experiments need.
 """
@@ -56,6 +59,8 @@ from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
 from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
+from memory.scope import case_collision
+from memory.sessions import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
 from memory.skills import SkillLibrary
 
 __all__ = ["OpenedSession", "open_session"]
@@ -129,6 +134,7 @@ def _assembler(
     registry: ToolRegistry,
     model_name: str,
     counter: TokenCounter,
+    warn: WarningSink,
 ) -> PromptAssembler:
     gather = static_slot_gatherer(
         config,
@@ -140,14 +146,40 @@ def _assembler(
         model_name=model_name,
         today=opts.today,
         cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
+        warn=warn,
     )
     return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+
+
+def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
+    """The memory tool, for a primary session only.
+
+    A subagent must not write its parent's MEMORY.md/USER.md, and a cron run must not shape
+    the user model (the seeds' `agent_context`): such a session still sees the memory in its
+    prompt but gets no memory tool (so its compression does not flush either).
+    """
+    if mem.curated is None or opts.agent_context in ("subagent", "cron"):
+        return None
+    return mem.curated[1]
 
 
 def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
     if mem.curated is None:
         return None
     return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
+
+
+async def _session_store(
+    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
+) -> tuple[SessionStore, JournalledWriter]:
+    """The session store (given, or the configured one), after writing what earlier sessions
+    journalled into it, and this session's journal in front of it."""
+    db = opts.session_store
+    if db is None:
+        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    journal_dir = where.home / JOURNAL_DIR_NAME
+    await replay_journals(journal_dir, db, warn=warnings)
+    return db, JournalledWriter(db, journal_dir, warn=warnings)
 
 
 async def _build(
@@ -160,18 +192,23 @@ async def _build(
             stack, config, home=where.home, env=env_of(opts), warn=warnings
         )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
-    db = opts.session_store
-    if db is None:
-        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    db, journal = await _session_store(stack, config, opts, where, warnings)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where)
     assembler = _assembler(
-        config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
+        config,
+        opts,
+        where,
+        mem,
+        registry=registry,
+        model_name=model.model_name,
+        counter=counter,
+        warn=warnings,
     )
     path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user),
+        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user, journal=journal),
         counter=counter,
         assembler=assembler,
         memory=_memory_port(config, where, mem),
@@ -194,7 +231,7 @@ async def _build(
     add_builtin_tools(
         registry,
         config,
-        tool=None if mem.curated is None else mem.curated[1],
+        tool=_writer_tool(mem, opts),
         db=db,
         skills=mem.skills,
         shared_skills=mem.shared_skills,
@@ -216,15 +253,8 @@ async def _build(
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter),
     )
     store = None if mem.curated is None else mem.curated[0]
-    handles = SessionHandles(
-        where.home,
-        where.principal,
-        store,
-        db,
-        mem.skills,
-        mem.manager,
-        None if path.calls.trace is None else path.calls.trace.path,
-    )
+    trace = None if path.calls.trace is None else path.calls.trace.path
+    handles = SessionHandles(where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal)
     return parts, handles
 
 
@@ -272,6 +302,7 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     principal = resolve_principal(config, user_id=opts.user_id, workspace=opts.workspace)
     home = (opts.home or config.resolved_home(env)).expanduser()
     await anyio.to_thread.run_sync(lambda: home.mkdir(parents=True, exist_ok=True))
+    await anyio.to_thread.run_sync(case_collision, home, principal)
     warnings = WarningSink()
     async with AsyncExitStack() as stack:
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
@@ -283,6 +314,10 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
             yield session
         finally:
             with anyio.CancelScope(shield=True):
-                await session.close()
+                try:
+                    await session.close()
+                finally:
+                    if handles.journal is not None:
+                        await handles.journal.settle()
             # Let background provider work (sync, prefetch) finish, but not forever.
             parts.background.cancel_scope.deadline = anyio.current_time() + 5.0

@@ -16,6 +16,7 @@ from harness.function_tools import ToolFunction
 from harness.models.base import ModelClient
 from harness.tokens import Tokenizer
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
+from memory.sessions import JournalledWriter
 from memory.skills import SkillLibrary
 
 __all__ = ["SessionHandles", "SessionOptions"]
@@ -77,3 +78,5 @@ class SessionHandles:
     skills: SkillLibrary | None
     manager: MemoryManager
     trace_path: Path | None
+    journal: JournalledWriter | None = None
+    """Session-store writes the store refused, kept on disk; `left_after_settle` once closed."""

@@ -57,7 +57,9 @@ def semantic_provider(config: KeelConfig, *, send: Send) -> SemanticProvider:
         prefetch_limit=c.prefetch_limit,
         min_similarity=c.min_similarity,
         reconciliation=Reconciliation(
-            duplicate_similarity=c.duplicate_similarity, related_similarity=c.related_similarity
+            duplicate_similarity=c.duplicate_similarity,
+            related_similarity=c.related_similarity,
+            superseding_similarity=min(Reconciliation().superseding_similarity, c.related_similarity),
         ),
         breaker_failures=c.breaker_failures,
         breaker_pause_s=c.breaker_pause_s,

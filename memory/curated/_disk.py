@@ -134,7 +134,7 @@ def read_store_file(path: Path) -> FileRead:
         return FileRead(
             exists=True, text="", raw=raw, error=f"it is not valid UTF-8 (bad byte at offset {exc.start})"
         )
-    return FileRead(exists=True, text=text.replace("\r\n", "\n"), raw=raw, error=None)
+    return FileRead(exists=True, text=text.replace("\r\n", "\n").replace("\r", "\n"), raw=raw, error=None)
 
 
 def check_writable(path: Path) -> None:
@@ -217,13 +217,16 @@ def remove_stale_temps(path: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` durably (`memory._atomic.atomic_write`), keeping its mode.
+    """Replace `path` with `data` durably (`memory._atomic.atomic_write`), owner-only (0600).
+
+    Memory holds what the user told the agent about themselves; a file another local user
+    can read (0644 under the usual umask) would leak it, so every write leaves it 0600.
 
     Raises:
         StoreWriteError: any step failed; the previous file is untouched and the temp file removed.
     """
     try:
-        _atomic.atomic_write(path, data)
+        _atomic.atomic_write(path, data, mode=0o600)
     except OSError as exc:
         raise StoreWriteError(
             f"could not write {path.name!r} in {str(path.parent)!r}: {exc.strerror or exc}; the previous "

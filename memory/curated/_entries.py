@@ -182,7 +182,7 @@ def check_content(content: str, *, what: str = "content") -> str:
             `§` (which would split it).
     """
     # CRLF is folded on read, so fold it here too: what we write must read back unchanged.
-    text = content.replace("\r\n", "\n").strip()
+    text = content.replace("\r\n", "\n").replace("\r", "\n").strip()
     if not text:
         raise InvalidWriteError(f"{what} cannot be empty; give the text of one entry.")
     try:

@@ -17,7 +17,7 @@ from typing import Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from memory.curated._entries import MemoryTarget
+from memory.curated._entries import FILE_NAMES, MemoryTarget
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, RemoveOp, ReplaceOp
 from memory.curated._pending import PendingWrites
 from memory.curated.store import MemoryStore, WriteResult, sanitize_entry
@@ -25,6 +25,9 @@ from memory.errors import AmbiguousMatchError, MemoryLayerError, NoMatchError, R
 from memory.provenance import ORIGIN_LABELS, ProvenancePolicy, TurnProvenance, Untrusted, derived_from
 
 __all__ = ["MEMORY_TOOL_NAME", "MemoryTool", "MemoryToolReply", "memory_tool_schema"]
+
+CONSOLIDATE_AT_PERCENT = 80
+"""A write that leaves a store at least this full tells the model to consolidate (the seeds' 80%)."""
 
 MEMORY_TOOL_NAME = "memory"
 _MAX_FAILURES_PER_TURN = 3
@@ -361,6 +364,13 @@ class MemoryTool:
             "entry_count": result.usage.entry_count,
             "message": f"{result.message} Saved; do not repeat this call.",
         }
+        if result.usage.percent >= CONSOLIDATE_AT_PERCENT and any(
+            c.kind != "remove" for c in result.committed
+        ):
+            payload["consolidate"] = (
+                f"{FILE_NAMES[result.target]} is {result.usage.percent}% full. Before adding more, consolidate "
+                "it in one batch call: merge related entries with replace and remove stale ones."
+            )
         if result.evicted:
             payload["evicted"] = len(result.evicted)
         return MemoryToolReply(

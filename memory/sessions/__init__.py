@@ -1,7 +1,8 @@
 # The episodic layer: every session and message, searchable.
 # Neutral (no backend): `contract.py` (SessionReader, SessionWriter, SessionStore: what callers
 # name), `search.py` (the `session_search` tool), `factory.py` (open_session_store: the one
-# place a backend is chosen, and the only neutral module importing one). Private: `_records.py`
+# place a backend is chosen, and the only neutral module importing one), `journal.py` (writes
+# the store refused, kept on local disk and replayed). Private: `_records.py`
 # (value types), `_rows.py` (column lists and row decoding both backends share), `_ranking.py`
 # (routes, IDF weights, the rare-term plan, from hits to ranked sessions), `_fts_query.py`
 # (the query sanitizer), `_render.py` (how hits are shown to a model), `_scoped.py` (a reader
@@ -24,9 +25,11 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    storable_text,
 )
 from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
 from memory.sessions.factory import SessionBackend, open_session_store, session_store_location
+from memory.sessions.journal import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
 from memory.sessions.postgres import PgSessionStore, redact_url
 from memory.sessions.search import (
     DiscoverResult,
@@ -38,6 +41,7 @@ from memory.sessions.search import (
 from memory.sessions.sqlite import STATE_DB_NAME, SessionDB, open_session_db
 
 __all__ = [
+    "JOURNAL_DIR_NAME",
     "STATE_DB_NAME",
     "AnchoredView",
     "DiscoverResult",
@@ -45,6 +49,7 @@ __all__ = [
     "FlushMode",
     "FlushRecord",
     "IndexFeatures",
+    "JournalledWriter",
     "MatchMode",
     "MessageRecord",
     "PgSessionStore",
@@ -66,7 +71,9 @@ __all__ = [
     "open_session_db",
     "open_session_store",
     "redact_url",
+    "replay_journals",
     "sanitize_fts_query",
     "session_search_schema",
     "session_store_location",
+    "storable_text",
 ]

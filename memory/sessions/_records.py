@@ -26,6 +26,7 @@ __all__ = [
     "SessionRecord",
     "StoredMessage",
     "StoredRole",
+    "storable_text",
     "utf8_safe",
 ]
 
@@ -66,6 +67,17 @@ def utf8_safe(text: str) -> str:
     except UnicodeEncodeError:
         return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
     return text
+
+
+def storable_text(text: str) -> str:
+    """`text` as every session store keeps it: NUL characters (which PostgreSQL text cannot
+    hold) and lone surrogates (which UTF-8 cannot) become U+FFFD.
+
+    Both backends store this form, and the turn loop keeps this form in its transcript, so the
+    stored row, the live transcript and a resumed session all hold the same text.
+    """
+    text = utf8_safe(text)
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import get_args
 
-from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredRole, utf8_safe
+from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredRole, storable_text
 
 __all__ = [
     "check_end_reason",
@@ -85,11 +85,11 @@ def checked_message(message: StoredMessage) -> StoredMessage:
     # A lone surrogate (from a broken decode upstream) cannot be stored as UTF-8, and
     # refusing the message would lose the rest of it.
     def fix(value: str | None) -> str | None:
-        return None if value is None else utf8_safe(value)
+        return None if value is None else storable_text(value)
 
     return replace(
         message,
-        content=utf8_safe(message.content),
+        content=storable_text(message.content),
         api_content=fix(message.api_content),
         tool_calls=fix(message.tool_calls),
         tool_call_id=fix(message.tool_call_id),

@@ -58,6 +58,7 @@ async def open_session_store(
     pg_schema: str = "keel",
     pool_size: int = 4,
     connect_timeout_s: float = 10.0,
+    lock_timeout_s: float = 10.0,
 ) -> AsyncIterator[SessionStore]:
     """Open the configured session store; close it on exit.
 
@@ -68,6 +69,7 @@ async def open_session_store(
         pg_schema: the PostgreSQL schema holding keel's tables, created if missing.
         pool_size: PostgreSQL connections kept at most.
         connect_timeout_s: how long to wait for the PostgreSQL server.
+        lock_timeout_s: how long a PostgreSQL statement waits for another client's lock.
 
     Raises:
         ValueError: a required argument for the backend is missing.
@@ -77,7 +79,11 @@ async def open_session_store(
     store: SessionStore
     if backend == "postgres":
         store = await PgSessionStore.open(
-            _need_url(url), schema=pg_schema, pool_size=pool_size, connect_timeout_s=connect_timeout_s
+            _need_url(url),
+            schema=pg_schema,
+            pool_size=pool_size,
+            connect_timeout_s=connect_timeout_s,
+            lock_timeout_s=lock_timeout_s,
         )
     elif backend == "sqlite":
         store = await SessionDB.open(_need_home(home) / STATE_DB_NAME)

@@ -207,3 +207,12 @@ def test_the_test_suites_own_variables_are_not_read_as_config() -> None:
     assert load_config(None, environ=environ) == load_config(None, environ={})
     with pytest.raises(ConfigError, match="require_postgres"):
         load_config(None, environ={"KEEL_REQUIRE_POSTGRES": "1"})
+
+
+@pytest.mark.parametrize("raw", ["null", "Null", "NULL", "~"])
+@pytest.mark.parametrize("key", ["KEEL_SCOPE__USER", "KEEL_SCOPE__WORKSPACE", "KEEL_MEMORY__USER_ID"])
+def test_an_id_override_that_yaml_reads_as_null_is_refused_not_taken_as_the_default_user(
+    key: str, raw: str
+) -> None:
+    with pytest.raises(ConfigError, match="reads as no id"):
+        load_config(None, environ={key: raw})

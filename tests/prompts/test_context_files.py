@@ -6,6 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from prompts.context_files import (
     MAX_READ_BYTES,
     discover_context_files,
@@ -78,7 +80,9 @@ def test_a_fifo_agents_md_is_skipped_without_blocking(tmp_path: Path) -> None:
 
 def test_a_symlink_to_a_device_is_not_read(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").symlink_to("/dev/zero")
-    assert discover_context_files(tmp_path, scan=lambda _: []) == []
+    [f] = discover_context_files(tmp_path, scan=lambda _: [])
+    assert f.refused is not None and f.text == ""
+    assert render_context_files([f]) == ""
 
 
 def test_a_huge_context_file_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
@@ -87,3 +91,43 @@ def test_a_huge_context_file_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
     assert len(read_text_capped(big)) == MAX_READ_BYTES
     [f] = discover_context_files(tmp_path, scan=lambda _: [], max_chars=1_000)
     assert f.truncated_from == MAX_READ_BYTES and len(f.text) < 1_200
+
+
+def test_symbolic_links_are_never_followed_and_come_back_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("aws_secret_access_key = SECRET123")
+    repo = tmp_path / "repo"
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / "AGENTS.md").symlink_to(secret)
+    (repo / ".cursor" / "rules" / "a.mdc").symlink_to(secret)
+    (repo / ".cursor" / "rules" / "b.mdc").write_text("rule b")
+    (repo / "other").mkdir()
+    files = discover_context_files(repo, scan=_clean)
+    assert [(f.label, f.refused is not None) for f in files] == [
+        ("AGENTS.md", True),
+        (".cursor/rules/a.mdc", True),
+        (".cursor/rules/b.mdc", False),
+    ]
+    rendered = render_context_files(files)
+    assert "SECRET123" not in rendered and "rule b" in rendered and "AGENTS.md" not in rendered
+
+
+def test_a_linked_rules_directory_is_refused_too(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.mdc").write_text("SECRET456")
+    repo = tmp_path / "repo"
+    (repo / ".cursor").mkdir(parents=True)
+    (repo / ".cursor" / "rules").symlink_to(elsewhere, target_is_directory=True)
+    [f] = discover_context_files(repo, scan=_clean)
+    assert f.label == ".cursor/rules/x.mdc" and f.refused is not None and f.text == ""
+    assert "SECRET456" not in render_context_files([f])
+
+
+def test_read_text_capped_refuses_a_symbolic_link(tmp_path: Path) -> None:
+    target = tmp_path / "t.md"
+    target.write_text("x")
+    (tmp_path / "link.md").symlink_to(target)
+    with pytest.raises(OSError):
+        read_text_capped(tmp_path / "link.md")

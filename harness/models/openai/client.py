@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from harness.models._http import Deadline, Endpoint, parse_json_object
+from harness.models._http import MAX_BODY_BYTES, Deadline, Endpoint, parse_json_object, read_capped
 from harness.models._stream import SSEReplyStream, StaticEvents
 from harness.models.base import ModelEvent
 from harness.models.openai._stream import OpenAIStreamAccumulator
@@ -102,8 +102,8 @@ class OpenAIClient:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # The server ignored `stream` and answered in one JSON body.
                 with deadline.scope():
-                    await response.aread()
-                data = parse_json_object(response.text, what=self._endpoint.what)
+                    text = await read_capped(response, limit=MAX_BODY_BYTES, what=self._endpoint.what)
+                data = parse_json_object(text, what=self._endpoint.what)
                 reply = parse_completion(data, what=self._endpoint.what, fallback_model=self._model)
                 yield StaticEvents(reply, [reply.message.content])
                 return

@@ -32,6 +32,7 @@ from memory.providers.semantic.extract import (
     Completer,
     Decision,
     Reconciliation,
+    contradicts,
     directive,
     grounded,
     negates,
@@ -161,6 +162,9 @@ class Learner:
         if joined_findings(candidate, beside):
             _log.warning("semantic memory: an extracted fact completes a threat with the memories beside it")
             return Learned(candidate, "blocked", None, "scanner")
+        superseded = _superseded(candidate, nearest, self._rules.superseding_similarity)
+        if superseded is not None:
+            return await self._apply(candidate, vector, superseded[0], superseded[1], "overlap", session_id)
         if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
             return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
         if not nearest or nearest[0][1] < self._rules.related_similarity:
@@ -226,6 +230,25 @@ class Learner:
             # e.g. the update would duplicate another memory, or the target is gone already
             _log.info("semantic memory: %s; the candidate was left out", exc)
         return Learned(candidate, "none", None if target is None else target.memory_id, decided_by)
+
+
+def _superseded(
+    candidate: str, nearest: list[tuple[Memory, float]], floor: float
+) -> tuple[Decision, Memory] | None:
+    """A related memory the candidate makes untrue, and what to do with it.
+
+    Decided before the duplicate line: "no longer lives in Porto" is 0.951 from "lives in
+    Porto now" and would otherwise be dropped as already known. A negation deletes the
+    memory; a new value for a fact held one value at a time replaces it (the latest wins).
+    """
+    for memory, similarity in nearest:
+        if similarity < floor:
+            break
+        if negates(candidate, memory.content):
+            return Decision("delete", memory.memory_id), memory
+        if contradicts(candidate, memory.content):
+            return Decision("update", memory.memory_id), memory
+    return None
 
 
 def neighbour_texts(store: SemanticStore, nearest: list[tuple[Memory, float]]) -> list[str]:

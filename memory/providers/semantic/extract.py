@@ -10,6 +10,11 @@ similar to it (`Reconciliation`):
 - in between, a restatement is decided by its words (`restates`), no model call: the same
   content words, or fewer, → **nothing**; all of the memory's and more → **update** to the
   candidate (it is the more specific);
+- before any of these, a candidate that only negates a related memory ("no longer lives in
+  Porto" against "lives in Porto now", cosine 0.951 — above the duplicate line) **deletes**
+  it (`negates`), and one that gives another value for a fact held one value at a time
+  ("prefers spaces" against "prefers tabs", `contradicts`) **updates** it: the latest wins,
+  with no model call (a small model answers "yes, both can be true" to such pairs);
 - otherwise one model call asks "can both statements be true at the same time?"
   (`parse_verdict`): yes → **add**; no → the new fact contradicts the memory: **delete** the
   memory when the candidate only negates it ("no longer drinks coffee every morning",
@@ -42,6 +47,7 @@ __all__ = [
     "Completer",
     "Decision",
     "Reconciliation",
+    "contradicts",
     "directive",
     "grounded",
     "negates",
@@ -67,13 +73,23 @@ class Reconciliation:
 
     duplicate_similarity: float = 0.95
     related_similarity: float = 0.5
+    superseding_similarity: float = 0.3
+    """How close a memory must be for a negation or a new value (`negates`, `contradicts`) to
+    replace it: lower than `related_similarity`, as "prefers tabs" / "prefers spaces" is
+    only 0.497 apart with MiniLM; the word rules themselves keep unrelated facts apart."""
     kind: Literal["reconciliation"] = "reconciliation"
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.related_similarity <= self.duplicate_similarity <= 1.0:
+        if (
+            not 0.0
+            <= self.superseding_similarity
+            <= self.related_similarity
+            <= self.duplicate_similarity
+            <= 1.0
+        ):
             raise ValueError(
-                "need 0 ≤ related_similarity ≤ duplicate_similarity ≤ 1, got "
-                f"{self.related_similarity!r} and {self.duplicate_similarity!r}"
+                "need 0 ≤ superseding_similarity ≤ related_similarity ≤ duplicate_similarity ≤ 1, got "
+                f"{self.superseding_similarity!r}, {self.related_similarity!r} and {self.duplicate_similarity!r}"
             )
 
 
@@ -148,6 +164,20 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+# Words that date a statement rather than state it: "lives in Porto now" is negated by
+# "no longer lives in Porto" although the negation does not repeat "now".
+_TRANSIENT = frozenset(
+    ["now", "currently", "still", "today", "nowadays", "anymore", "longer", "these", "days"]
+)
+
+# Facts a person holds one value of at a time: a new value replaces the old one.
+_EXCLUSIVE = re.compile(
+    r"\b(?:prefer(?:s|red)?|favou?rite\s+\w+\s+is|lives?\s+in|moved\s+to|works?\s+(?:at|for)|is\s+(?:called|named)"
+    r"|name\s+is|is\s+married\s+to|is\s+(?:\d+|\w+)\s+years?\s+old)\b",
+    re.IGNORECASE,
+)
+
+
 def parse_verdict(reply: str) -> bool | None:
     """The answer to "can both be true?": True for yes, False for no, None when unreadable."""
     match = _YES.match(reply)
@@ -165,8 +195,39 @@ def negates(candidate: str, memory: str) -> bool:
     if _NEGATION.search(candidate) is None:
         return False
     stems = {w[:5] for w in _CONTENT.findall(candidate.lower())}
-    needed = {w[:5] for w in _CONTENT.findall(memory.lower()) if w not in _FUNCTION_WORDS}
+    needed = {
+        w[:5] for w in _CONTENT.findall(memory.lower()) if w not in _FUNCTION_WORDS and w not in _TRANSIENT
+    }
     return bool(needed) and needed <= stems
+
+
+def _frame(text: str) -> str | None:
+    match = _EXCLUSIVE.search(text)
+    if match is None:
+        return None
+    words = match.group().lower().split()
+    return " ".join(w[:5] for w in words if not w.isdigit())
+
+
+def contradicts(candidate: str, memory: str) -> bool:
+    """Whether `candidate` gives a new value for a fact `memory` holds, of a kind held once.
+
+    Both state the same exclusive frame (prefers, lives in, works at, is called, ...), neither
+    negates, and they differ in exactly one content word each: "prefers spaces for
+    indentation" / "prefers tabs for indentation", "lives in Lisbon" / "lives in Porto".
+    "has a dog" / "has a cat" is no frame (both can hold); "prefers tea in the morning" /
+    "prefers coffee at night" differs in two words each (both can hold): neither is a
+    contradiction.
+    """
+    if _NEGATION.search(candidate) is not None or _NEGATION.search(memory) is not None:
+        return False
+    frame = _frame(candidate)
+    if frame is None or frame != _frame(memory):
+        return False
+    transient = {w[:5] for w in _TRANSIENT}
+    new = {w for w in content_stems(candidate) if w[:5] not in transient}
+    old = {w for w in content_stems(memory) if w[:5] not in transient}
+    return len(new - old) == 1 and len(old - new) == 1
 
 
 def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider", "different"]:
@@ -175,8 +236,9 @@ def restates(candidate: str, memory: str) -> Literal["same", "narrower", "wider"
     `same`: the same words (a reordering or paraphrase with nothing new); `narrower`: the
     candidate says less (its words are all in the memory); `wider`: the candidate holds all of
     the memory and more ("lives in Lisbon" → "lives in Lisbon, near the river"); else
-    `different` — also whenever the candidate negates and the memory does not. The "can both be true?" question cannot tell a restatement from a second
-    fact (both are true), so these are decided before it is asked.
+    `different` — also whenever the candidate negates and the memory does not. The "can both
+    be true?" question cannot tell a restatement from a second fact (both are true), so these
+    are decided before it is asked.
     """
     if _NEGATION.search(candidate) is not None and _NEGATION.search(memory) is None:
         return "different"  # "no longer lives in Lisbon" holds every word of "lives in Lisbon"

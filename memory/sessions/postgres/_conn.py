@@ -19,9 +19,10 @@ import psycopg.errors
 import psycopg_pool
 from psycopg.rows import TupleRow
 
-from memory.errors import SessionStoreError, SessionStoreUnavailableError
+from memory.errors import SessionStoreBusyError, SessionStoreError, SessionStoreUnavailableError
 
 __all__ = [
+    "DEFAULT_LOCK_TIMEOUT_S",
     "PgTarget",
     "connect",
     "is_unavailable",
@@ -100,9 +101,16 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _options(search_path: str) -> str:
-    # Notices (e.g. "query contains only stop words") are noise for a library.
-    return f"-c search_path={search_path} -c client_min_messages=warning"
+DEFAULT_LOCK_TIMEOUT_S = 10.0
+"""How long one statement waits for a lock another client holds, before it fails."""
+
+
+def _options(search_path: str, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> str:
+    # Notices (e.g. "query contains only stop words") are noise for a library. A lock held by
+    # another client (a long migration, an open transaction in psql) must not freeze a turn:
+    # past lock_timeout the statement fails, and the turn goes on (the write is journalled).
+    lock_ms = max(1, round(lock_timeout_s * 1000))
+    return f"-c search_path={search_path} -c client_min_messages=warning -c lock_timeout={lock_ms}"
 
 
 async def connect(
@@ -119,14 +127,15 @@ async def connect(
 
 
 async def open_pool(
-    target: PgTarget, *, size: int, timeout_s: float
+    target: PgTarget, *, size: int, timeout_s: float, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 ) -> psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
-    """A pool of `size` connections with the store's schema on their `search_path`."""
+    """A pool of `size` connections with the store's schema on their `search_path` and a
+    bounded lock wait (`lock_timeout`)."""
     pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] = (
         psycopg_pool.AsyncConnectionPool(
             target.url,
             kwargs={
-                "options": _options(f'"{target.schema}"'),
+                "options": _options(f'"{target.schema}"', lock_timeout_s),
                 "connect_timeout": max(1, round(timeout_s)),
             },
             min_size=1,
@@ -180,6 +189,11 @@ def translate(exc: BaseException, target: PgTarget) -> SessionStoreError:
         return SessionStoreUnavailableError(
             f"the PostgreSQL server refused the login for {target.shown} ({detail}); fix the user or "
             "password in the URL (or $PGPASSWORD / ~/.pgpass)"
+        )
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return SessionStoreBusyError(
+            f"another client held a lock in the PostgreSQL session store {target.shown} past the lock "
+            f"timeout ({detail}); nothing was changed. Find it with pg_locks / pg_stat_activity, or retry"
         )
     if is_unavailable(exc):
         return SessionStoreUnavailableError(

@@ -51,7 +51,7 @@ from memory.sessions._validate import (
     checked_message,
 )
 from memory.sessions.postgres import _sql as _pg_sql
-from memory.sessions.postgres._conn import PgTarget, connect, open_pool, translate
+from memory.sessions.postgres._conn import DEFAULT_LOCK_TIMEOUT_S, PgTarget, connect, open_pool, translate
 from memory.sessions.postgres._schema import migrate_pg
 from memory.sessions.postgres._search import search_messages_pg
 from memory.sessions.postgres._sql import Conn, pg_text
@@ -93,6 +93,7 @@ class PgSessionStore:
         pool_size: int = 4,
         connect_timeout_s: float = 10.0,
         trigram: bool | None = None,
+        lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> PgSessionStore:
         """Connect, create and migrate `schema` as needed, and open a connection pool.
 
@@ -103,6 +104,8 @@ class PgSessionStore:
             pool_size: connections kept at most; calls beyond it wait for one.
             connect_timeout_s: how long to wait for the server (and for a free connection).
             trigram: use `pg_trgm` for substring search (None: when available).
+            lock_timeout_s: how long a statement waits for a lock another client holds; past
+                it the call fails with `SessionStoreBusyError` (the turn loop journals the write).
 
         Raises:
             SessionStoreUnavailableError: bad URL, server down, login or database refused.
@@ -120,7 +123,9 @@ class PgSessionStore:
         finally:
             with anyio.CancelScope(shield=True):
                 await conn.close()
-        pool = await open_pool(target, size=pool_size, timeout_s=connect_timeout_s)
+        pool = await open_pool(
+            target, size=pool_size, timeout_s=connect_timeout_s, lock_timeout_s=lock_timeout_s
+        )
         return cls(pool, target, features)
 
     @property

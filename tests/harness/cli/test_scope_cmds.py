@@ -271,3 +271,14 @@ def test_memory_show_and_skills_list_include_the_shared_workspace_read_only(
     # without the config naming it, bob sees none of it
     assert keel(home, "--user", "bob", "memory", "show", "memory") == 0
     assert "Standup" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spelling", ["null", "NULL", "Alice", "alicé"])
+def test_a_user_id_that_is_null_non_ascii_or_another_users_in_other_case_is_refused(
+    home: Path, spelling: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert keel(home, "--user", "alice", "memory", "add", "user", "Alice keeps bees") == 0
+    capsys.readouterr()
+    assert keel(home, "--user", spelling, "memory", "list") == 2
+    assert "error:" in capsys.readouterr().err
+    assert sorted(p.name for p in (home / "users").iterdir()) == ["alice"]

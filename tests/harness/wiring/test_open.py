@@ -109,24 +109,28 @@ async def test_under_live_the_system_prompt_changes_after_each_write(home: Path)
     assert all("fact 4" not in s for s in systems[:1])
 
 
-async def test_invalidate_on_write_rebuilds_after_own_writes_only(home: Path) -> None:
+async def test_invalidate_on_write_rebuilds_at_the_next_turn_after_own_writes_only(home: Path) -> None:
     model = ScriptedModel(
         [
             call_tool("memory", {"action": "add", "target": "memory", "content": "own write"}),
             say("ok"),
             say("next"),
+            say("third"),
         ]
     )
     cfg = config(memory__snapshot_policy="invalidate_on_write")
     async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "write something")
+        await run_turn(s, "next turn")
         # another process writes: not our invalidation, the prompt stays
         other = MemoryStore(home / "memories")
         await other.add("memory", "foreign write")
-        await run_turn(s, "next turn")
-    assert "own write" not in model.requests[0].system
-    assert "own write" in model.requests[1].system
-    assert "foreign write" not in model.requests[2].system
+        await run_turn(s, "third turn")
+    # the writing turn's requests share one prefix; the write shows from the next turn (the seeds)
+    assert model.requests[0].system == model.requests[1].system
+    assert "own write" not in model.requests[1].system
+    assert "own write" in model.requests[2].system
+    assert "foreign write" not in model.requests[3].system
 
 
 async def test_a_skill_created_mid_session_appears_only_in_the_next_sessions_prompt(home: Path) -> None:

@@ -205,6 +205,9 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
 
 async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backend) -> None:
     cfg = config(**backend)
+    workspace_memory = home / "workspaces" / "web" / "memories" / "MEMORY.md"
+    workspace_memory.parent.mkdir(parents=True)
+    workspace_memory.write_text("The web build uses bazel", encoding="utf-8")
     model = ScriptedModel(
         [
             say("parent turn"),
@@ -224,8 +227,9 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backe
     async with cfg.sessions.open_store(home) as db:
         sessions = await db.list_sessions(10)
     assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
-    # the subagent wrote into the workspace's MEMORY.md, not the home's or the user's
-    assert "web build" in (home / "workspaces" / "web" / "memories" / "MEMORY.md").read_text(encoding="utf-8")
+    # the subagent saw the workspace's MEMORY.md, and (agent_context subagent) wrote nothing anywhere
+    assert "The web build uses bazel" in model.requests[1].system
+    assert workspace_memory.read_text(encoding="utf-8") == "The web build uses bazel"
     assert not (home / "memories" / "MEMORY.md").exists()
     assert not (home / "users" / "alice" / "memories" / "MEMORY.md").exists()
 
@@ -335,3 +339,14 @@ async def test_open_session_refuses_an_unsafe_user_id_before_writing_anything(ho
         ):
             pass
     assert await anyio.to_thread.run_sync(lambda: list(home.iterdir())) == []
+
+
+async def test_a_session_for_an_id_differing_only_in_case_from_an_existing_user_is_refused(
+    home: Path,
+) -> None:
+    (home / "users" / "alice").mkdir(parents=True)
+    opts = SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer(), user_id="Alice")
+    with pytest.raises(ValueError, match="differs only in case"):
+        async with open_session(config(), opts):
+            pass
+    assert sorted(p.name for p in (home / "users").iterdir()) == ["alice"]

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memory import ProviderContext
 from memory.providers.semantic import SemanticProvider
-from memory.providers.semantic.extract import directive, own_words, restates
+from memory.providers.semantic.extract import (
+    Reconciliation,
+    contradicts,
+    directive,
+    negates,
+    own_words,
+    restates,
+)
 from memory.testing import ScriptedCompleter, WordHashEmbedder
 from prompts import load_text
 
@@ -390,3 +399,55 @@ async def test_a_fact_that_completes_an_attack_with_a_stored_one_is_blocked(home
         assert [(x.action, x.decided_by) for x in provider.last_turn.learned] == [("blocked", "scanner")]
     finally:
         await provider.shutdown()
+
+
+async def test_a_negation_supersedes_the_memory_it_negates_even_above_the_duplicate_line(home: Path) -> None:
+    # "no longer lives in Porto" is 0.951 from "lives in Porto now" with MiniLM: above the
+    # duplicate line, it used to be dropped as already known.
+    completer = ScriptedCompleter(["- The user lives in Porto now", "- The user no longer lives in Porto"])
+    provider = await learner(
+        home,
+        completer,
+        reconciliation=Reconciliation(
+            duplicate_similarity=0.01, related_similarity=0.0, superseding_similarity=0.0
+        ),
+    )
+    try:
+        await provider.sync_turn("I live in Porto now.", "Nice.", session_id="s1")
+        await provider.sync_turn("I no longer live in Porto.", "Noted.", session_id="s2")
+        assert contents(provider) == []
+        assert provider.last_turn is not None
+        assert [(x.action, x.decided_by) for x in provider.last_turn.learned] == [("delete", "overlap")]
+        assert len(completer.prompts) == 2  # decided by the words, no reconcile call
+    finally:
+        await provider.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user prefers tabs", "The user prefers spaces"),
+        ("The user prefers tabs for indentation", "The user prefers spaces for indentation"),
+        ("The user lives in Lisbon", "The user lives in Porto"),
+    ],
+)
+async def test_a_new_value_for_a_fact_held_once_replaces_the_old_one(home: Path, old: str, new: str) -> None:
+    completer = ScriptedCompleter([f"- {old}", f"- {new}", "yes"])  # a small model's wrong "both true"
+    provider = await learner(home, completer, reconciliation=Reconciliation(superseding_similarity=0.0))
+    try:
+        await provider.sync_turn(old.replace("The user", "I") + ".", "Ok.", session_id="s1")
+        await provider.sync_turn(new.replace("The user", "I") + ".", "Ok.", session_id="s2")
+        assert contents(provider) == [new]  # the latest wins; never both
+        assert len(completer.prompts) == 2
+    finally:
+        await provider.shutdown()
+
+
+def test_contradicts_needs_one_exclusive_frame_and_one_changed_word_each_side() -> None:
+    assert contradicts("The user prefers spaces", "The user prefers tabs")
+    assert contradicts("The user works at Globex", "The user works at Acme")
+    assert not contradicts("The user has a cat", "The user has a dog")  # both can hold
+    assert not contradicts("The user prefers coffee at night", "The user prefers tea in the morning")
+    assert not contradicts("The user works remotely", "The user works at Acme")
+    assert not contradicts("The user no longer prefers tabs", "The user prefers tabs")  # a negation
+    assert negates("The user no longer lives in Porto", "The user lives in Porto now")

@@ -178,3 +178,24 @@ async def test_behind_the_manager_the_tools_route_and_the_block_is_static(home: 
         assert manager.system_prompt_block() == SEMANTIC_PROMPT_BLOCK
     finally:
         await manager.shutdown()
+
+
+@pytest.mark.parametrize("configured", ["semantic.db", "mem/sem.db"])
+async def test_a_configured_db_path_still_keeps_each_users_memories_apart(
+    home: Path, configured: str
+) -> None:
+    alice = await started(home, user_id="alice", db_path=Path(configured))
+    bob = await started(home, user_id="bob", db_path=Path(configured))
+    try:
+        await call(alice, "semantic_save", content="the user was diagnosed with asthma last spring")
+        query = "what was the user diagnosed with"
+        assert "asthma" in await alice.prefetch(query, session_id="s1")
+        assert await bob.prefetch(query, session_id="s1") == ""
+        assert (await call(bob, "semantic_profile"))["total"] == 0
+    finally:
+        await alice.shutdown()
+        await bob.shutdown()
+    base = home / configured
+    assert alice.resolve_path(home, "alice") == base.parent / "users" / "alice" / base.name
+    assert alice.resolve_path(home, "alice") != alice.resolve_path(home, "bob")
+    assert alice.resolve_path(home, None) == base
