@@ -199,7 +199,9 @@ class Session:
         drop = api_content is not None and not self.settings.recall_persist
         consistent = False
         try:
-            await self._transcript.append(user, stored=Message(role="user", content=text) if drop else None)
+            user = await self._transcript.append(
+                user, stored=Message(role="user", content=text) if drop else None
+            )
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:
@@ -268,7 +270,10 @@ class Session:
             for call in calls:
                 await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
-                await self._transcript.append(result.to_message())
+                # The transcript may keep a capped copy; the event carries the full output.
+                await self._transcript.append_tool_result(
+                    result.to_message(), cap=self.settings.tool_result_chars
+                )
                 ready = ToolResultReady(
                     call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
                 )

@@ -26,6 +26,8 @@ class SessionSettings:
         recall: fence provider recall onto user messages (`recall.enabled`).
         recall_persist: replay the recall on later requests (`recall.persist`).
         recall_wait_s: the longest wait for recall on any turn (`recall.wait_s`).
+        tool_result_chars: the longest tool result the transcript keeps; a longer one is
+            stored whole and kept capped, pointing at it (`limits.tool_result_chars`).
         compression: the compression settings.
     """
 
@@ -35,6 +37,7 @@ class SessionSettings:
     recall: bool = True
     recall_persist: bool = True
     recall_wait_s: float = 8.0
+    tool_result_chars: int = 8_000
     compression: CompressionSettings = field(
         default_factory=lambda: CompressionSettings(
             enabled=True,
@@ -56,6 +59,7 @@ class SessionSettings:
             recall=config.recall.enabled,
             recall_persist=config.recall.persist,
             recall_wait_s=config.recall.wait_s,
+            tool_result_chars=config.limits.tool_result_chars,
             compression=CompressionSettings(
                 enabled=c.enabled,
                 threshold_tokens=effective_threshold(c.threshold, m.context_window),

@@ -267,8 +267,8 @@ class DbRecorder:
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
         await self.db.end_session(session_id, reason=reason, ended_at=self._clock())
 
-    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
-        await self.db.append_message(
+    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> int:
+        return await self.db.append_message(
             session_id, stored(message, timestamp=self._clock(), token_count=token_count)
         )
 
