@@ -104,10 +104,11 @@ def _usage(session: Session) -> None:
     console.print(table)
 
 
-async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
+async def _chat(cfg: KeelConfig, show_usage: bool, *, options: SessionOptions | None = None) -> None:
+    """Chat on stdin/stdout until /quit or end of input (`options`: what tests put in place)."""
     printer = EventPrinter(console, show_usage=show_usage)
     console.print("[dim]starting…[/]")
-    async with open_session(cfg, SessionOptions(source="chat")) as session:
+    async with open_session(cfg, options or SessionOptions(source="chat")) as session:
         h = session.handles
         console.print(
             f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
@@ -115,8 +116,10 @@ async def _chat(cfg: KeelConfig, show_usage: bool) -> None:
         )
         send, recv = anyio.create_memory_object_stream[str | None](max_buffer_size=64)
         token = anyio.lowlevel.current_token()
-        threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
-        await _loop(session, h, recv, printer)
+        # Closed on the way out: a reader thread still blocked on stdin then finds them closed.
+        with send, recv:
+            threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
+            await _loop(session, h, recv, printer)
         busy = h.manager.writing
         if busy:
             console.print(

@@ -4,16 +4,24 @@ A small local model sometimes writes its call as text (`{"name": "memory", "argu
 ...}`, `<tool_call>...`) or leaks template tokens (`<|im_start|>`). Such a reply is never a
 final answer: the session turns it into a refused call the model hears about, and the user
 never gets the markup as the answer.
+
+Nor does the user see it while the reply streams: `HeldText` passes the text through as it
+arrives but holds back, from the first character that could begin markup or a call written
+as text, until that possibility resolves. Text that turns out to be ordinary (`a < b`, a
+JSON example) is shown as soon as it cannot be markup any more; once markup or a call has
+begun, the rest of the reply is held until the session has read the whole reply — shown
+then if it is an answer after all, dropped if it is refused.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import Literal
 
-__all__ = ["unparsed_call"]
+__all__ = ["HeldText", "unparsed_call"]
 
-_MARKUP = re.compile(r"<\|im_(?:start|end)\|>|<\|endoftext\|>|</?tool_call>")
+_MARKUP = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</?tool_call>")
 _CALL = re.compile(r'\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:')
 
 
@@ -25,3 +33,93 @@ def unparsed_call(text: str, tools: Collection[str]) -> str | None:
     if match and match.group(1) in tools:
         return f"it holds a call to {match.group(1)!r} written as text"
     return None
+
+
+_State = Literal["no", "maybe", "yes"]
+"""Does markup (or a call written as text) begin here: cannot, could still, does."""
+
+_TAGS = ("<tool_call>", "</tool_call>")
+_TOKEN = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>")
+_TOKEN_PREFIX = re.compile(r"<(?:\|[A-Za-z0-9_]{0,40}\|?)?")
+_CALL_OPEN = '{"name":"'
+_CALL_SPACE_BEFORE = (1, 7, 8)  # whitespace may come after `{`, after `"name"`, after `:`
+_FENCE = re.compile(r"```[A-Za-z]*\s*")
+_STARTS = re.compile(r"[<{`]")
+
+
+def _markup(rest: str) -> _State:
+    if any(rest.startswith(t) for t in _TAGS) or _TOKEN.match(rest):
+        return "yes"
+    if any(t.startswith(rest) for t in _TAGS) or _TOKEN_PREFIX.fullmatch(rest):
+        return "maybe"
+    return "no"
+
+
+def _call(rest: str) -> _State:
+    """Whether `rest` opens a JSON object whose first key is "name" (a call written as text)."""
+    j = 0
+    for ch in rest:
+        if j == len(_CALL_OPEN):
+            return "yes"
+        if ch.isspace() and j in _CALL_SPACE_BEFORE:
+            continue
+        if ch != _CALL_OPEN[j]:
+            return "no"
+        j += 1
+    return "yes" if j == len(_CALL_OPEN) else "maybe"
+
+
+def _fenced_call(rest: str) -> _State:
+    if len(rest) < 3:
+        return "maybe" if "```".startswith(rest) else "no"
+    fence = _FENCE.match(rest)
+    if fence is None:
+        return "no"
+    after = rest[fence.end() :]
+    return "maybe" if not after else _call(after)
+
+
+def _begins(rest: str) -> _State:
+    first = rest[0]
+    if first == "<":
+        return _markup(rest)
+    if first == "{":
+        return _call(rest)
+    return _fenced_call(rest)
+
+
+class HeldText:
+    """One streamed reply's text, minus what could be markup or a call written as text.
+
+    `feed` each delta and show what it returns; when the reply is complete and turned out to
+    be an answer, show `release()` too; when it is refused, show nothing more.
+    """
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._shown = 0
+        self._blocked = False
+
+    def feed(self, delta: str) -> str:
+        """Add a delta; returns the text that can be shown now (maybe empty)."""
+        self._text += delta
+        if self._blocked:
+            return ""
+        start = self._shown
+        at = self._shown
+        while (found := _STARTS.search(self._text, at)) is not None:
+            state = _begins(self._text[found.start() :])
+            if state == "no":
+                at = found.start() + 1
+                continue
+            self._blocked = state == "yes"
+            self._shown = found.start()
+            return self._text[start : self._shown]
+        self._shown = len(self._text)
+        return self._text[start:]
+
+    def release(self) -> str:
+        """The held text, for a reply that is an answer after all (a JSON example, a lone `<`)."""
+        held = self._text[self._shown :]
+        self._shown = len(self._text)
+        return held

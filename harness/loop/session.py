@@ -29,11 +29,11 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop._unparsed import unparsed_call
+from harness.loop._unparsed import HeldText, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
 from harness.tools import error_json
-from harness.types import Message, ModelRequest, ToolCall, ToolResult
+from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall
 
@@ -234,6 +234,20 @@ class Session:
         await self._transcript.append(result.to_message())
         await send.send(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
 
+    async def _ask(
+        self, request: ModelRequest, send: MemoryObjectSendStream[Event]
+    ) -> tuple[ModelReply, HeldText]:
+        """One model call, its text streamed as it comes except what could be markup (held back)."""
+        held = HeldText()
+
+        async def show(delta: str) -> None:
+            if text := held.feed(delta):
+                await send.send(TextDelta(text))
+
+        reply, usage = await self.calls.send(request, on_text=show)
+        await send.send(usage)
+        return reply, held
+
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
         retried_empty = False
@@ -249,8 +263,7 @@ class Session:
                 purpose="turn",
                 stable_prefix_chars=len(self.system.text),
             )
-            reply, usage = await self.calls.send(request, on_text=lambda t: send.send(TextDelta(t)))
-            await send.send(usage)
+            reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls
             if not calls and not reply.message.content.strip():
                 # An empty reply (small local models produce them) is asked again once, unrecorded.
@@ -261,9 +274,12 @@ class Session:
                     Warning("the model sent an empty reply twice; ask again, or rephrase the question")
                 )
             refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
-            if refused is not None and iteration < limit:
-                await self._refuse_unparsed(refused, iteration, send)
-                continue
+            if refused is not None:
+                if iteration < limit:
+                    await self._refuse_unparsed(refused, iteration, send)
+                    continue
+            elif rest := held.release():  # what was held back turned out to be part of an answer
+                await send.send(TextDelta(rest))
             await self._transcript.append(reply.message)
             if not calls:
                 return reply.message.content, iteration, "final"

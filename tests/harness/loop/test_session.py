@@ -290,3 +290,26 @@ async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -
     assert not any(leaked in m.content or "<|im_start|>" in m.content for m in transcript)
     # the model heard why: its next request carried the refusal
     assert "could not be read" in model.requests[1].messages[-1].content
+
+
+@pytest.mark.parametrize("chunks", [1, 7, 400])
+async def test_streamed_text_never_shows_markup_or_a_call_written_as_text(chunks: int) -> None:
+    leaked = 'Let me save that. {"name": "memory", "arguments": {"target": "user", "content": "x"}}'
+    model = ScriptedModel(
+        [say(leaked), say("Saved <|im_start|>assistant"), say("Noted: if a < b, use {b}.")],
+        stream_chunks=chunks,
+    )
+    async with make_session(model, memory=FakeMemory()) as session:
+        events = await run_turn(session, "I use neovim")
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert '{"name"' not in shown and "<|" not in shown
+    # prose before the markup streams; the answer arrives whole, its `<` and `{` included
+    assert shown == "Let me save that. Saved Noted: if a < b, use {b}."
+
+
+async def test_held_back_json_that_is_no_call_is_shown_when_the_reply_ends() -> None:
+    answer = 'Here: {"name": "Ana", "editor": "neovim"}'
+    model = ScriptedModel([say(answer)], stream_chunks=50)
+    async with make_session(model) as session:
+        events = await run_turn(session, "my profile as JSON?")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer

@@ -1,0 +1,69 @@
+"""`HeldText`: streamed text with markup and calls written as text held back, for every split."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.loop._unparsed import HeldText, unparsed_call
+
+
+def _splits(text: str) -> list[list[str]]:
+    """The text cut into deltas every way that matters: whole, per character, in pairs and threes."""
+    out = [[text], list(text)]
+    for size in (2, 3, 5):
+        out.append([text[i : i + size] for i in range(0, len(text), size)])
+    return out
+
+
+def _feed(deltas: list[str]) -> tuple[str, HeldText]:
+    held = HeldText()
+    return "".join(held.feed(d) for d in deltas), held
+
+
+LEAKS = [
+    ("Sure. <|im_start|>assistant\nhi", "Sure. "),
+    ("<|im_end|>", ""),
+    ("Saving.<|eot_id|>", "Saving."),
+    ('OK {"name": "memory", "arguments": {"action": "add"}}', "OK "),
+    ('{\n  "name" : "memory",\n  "parameters": {}}', ""),
+    ('Calling:\n```json\n{"name": "memory", "arguments": {}}\n```', "Calling:\n"),
+    ("Let me <tool_call>{}</tool_call>", "Let me "),
+]
+
+
+@pytest.mark.parametrize(("text", "before"), LEAKS)
+def test_markup_and_calls_written_as_text_never_stream_and_the_prose_before_them_does(
+    text: str, before: str
+) -> None:
+    assert unparsed_call(text, {"memory"}) is not None  # the session refuses these replies
+    for deltas in _splits(text):
+        shown, _ = _feed(deltas)
+        assert shown == before, deltas
+
+
+ORDINARY = [
+    "Plain prose with no specials at all.",
+    "If a < b and b <= c then a < c; use <br> in HTML.",
+    "A dict: {'a': 1} and {\"b\": 2}; a set {1, 2}.",
+    "Run `ls -la` then ``` is a fence.",
+    "Tokens like <| look odd but <|not a token are fine.",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_streams_as_it_comes_with_at_most_a_short_tail_held(text: str) -> None:
+    assert unparsed_call(text, {"memory"}) is None
+    for deltas in _splits(text):
+        shown, held = _feed(deltas)
+        assert text.startswith(shown)
+        assert len(text) - len(shown) <= 3, (deltas, shown)
+        assert shown + held.release() == text
+
+
+def test_json_that_is_no_call_is_held_to_the_end_then_released_whole() -> None:
+    text = 'Your profile: {"name": "Ana", "editor": "neovim"} — anything else?'
+    assert unparsed_call(text, {"memory"}) is None
+    for deltas in _splits(text):
+        shown, held = _feed(deltas)
+        assert shown == "Your profile: "
+        assert shown + held.release() == text
