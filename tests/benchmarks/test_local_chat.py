@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.events import Event, TextDelta, ToolCallStarted, ToolResultReady, TurnEnded, UsageReported
+from harness.types import Purpose
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,10 +22,10 @@ def _bench() -> ModuleType:
     return module
 
 
-def usage(purpose: str = "turn") -> UsageReported:
+def usage(purpose: Purpose = "turn") -> UsageReported:
     return UsageReported(
         purpose=purpose, input=10, output=0, cache_read=0, cache_write=0, reported=True, latency_s=1.0
-    )  # type: ignore[arg-type]  # a Purpose literal
+    )
 
 
 def test_replies_with_no_text_and_no_call_are_counted_and_others_are_not() -> None:
