@@ -23,15 +23,29 @@ __all__ = ["HeldText", "unparsed_call"]
 
 _MARKUP = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</?tool_call>")
 _CALL = re.compile(r'\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:')
+_WHOLE_CALL = re.compile(
+    r'(?:```[A-Za-z]*\s*)?\{\s*"name"\s*:\s*"([^"\\]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:.*\}\s*(?:```)?',
+    re.DOTALL,
+)
 
 
 def unparsed_call(text: str, tools: Collection[str]) -> str | None:
-    """Why `text` is not an answer (markup, or a call to a known tool written as text), else None."""
+    """Why `text` is not an answer, else None.
+
+    Not an answer: chat-template markup; a call to a known tool written as text; a reply
+    that *is* nothing but a call written as text (one JSON object, perhaps fenced) even to
+    a name that is no tool — a small model writes `{"name": "add", ...}` for the memory
+    tool's `add` action. The reason names the tools, so the model can correct the call.
+    """
     if _MARKUP.search(text):
         return "it contains chat-template markup"
     match = _CALL.search(text)
     if match and match.group(1) in tools:
         return f"it holds a call to {match.group(1)!r} written as text"
+    whole = _WHOLE_CALL.fullmatch(text.strip())
+    if whole:
+        known = ", ".join(tools) or "none"
+        return f"it is a call written as text, to {whole.group(1)!r}, which is not a tool; the tools are: {known}"
     return None
 
 

@@ -28,6 +28,7 @@ LEAKS = [
     ('{\n  "name" : "memory",\n  "parameters": {}}', ""),
     ('Calling:\n```json\n{"name": "memory", "arguments": {}}\n```', "Calling:\n"),
     ("Let me <tool_call>{}</tool_call>", "Let me "),
+    ('{"name": "add", "arguments": {"target": "user", "content": "Name: Ana"}}', ""),  # no such tool
 ]
 
 
@@ -67,3 +68,12 @@ def test_json_that_is_no_call_is_held_to_the_end_then_released_whole() -> None:
         shown, held = _feed(deltas)
         assert shown == "Your profile: "
         assert shown + held.release() == text
+
+
+def test_a_reply_that_is_only_a_call_to_no_tool_is_refused_with_the_tools_named() -> None:
+    why = unparsed_call(
+        '```json\n{"name": "add", "arguments": {"target": "user"}}\n```', ["memory", "weather"]
+    )
+    assert why is not None and "'add', which is not a tool" in why and "memory, weather" in why
+    # the same object inside an answer is an example, not a call
+    assert unparsed_call('An example: {"name": "add", "arguments": {}} — done.', ["memory"]) is None
