@@ -5,6 +5,9 @@ A small local model sometimes writes its call as text (`{"name": "memory", "argu
 final answer: the session turns it into a refused call the model hears about, and the user
 never gets the markup as the answer.
 
+A reply that is nothing but a readable call with an unambiguous intent is run as the call
+it means (`salvage_call`), so the transcript shows the model a well-formed call from then on.
+
 Nor does the user see it while the reply streams: `HeldText` passes the text through as it
 arrives but holds back, from the first character that could begin markup or a call written
 as text, until that possibility resolves. Text that turns out to be ordinary (`a < b`, a
@@ -15,11 +18,16 @@ then if it is an answer after all, dropped if it is refused.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Literal
 
-__all__ = ["HeldText", "unparsed_call"]
+from pydantic import JsonValue
+
+from harness.types import ToolCall, ToolSpec
+
+__all__ = ["HeldText", "salvage_call", "unparsed_call"]
 
 _MARKUP = re.compile(r"<\|[A-Za-z0-9_]{1,40}\|>|</?tool_call>")
 _CALL = re.compile(r'\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"(?:arguments|parameters)"\s*:')
@@ -47,6 +55,70 @@ def unparsed_call(text: str, tools: Collection[str]) -> str | None:
         known = ", ".join(tools) or "none"
         return f"it is a call written as text, to {whole.group(1)!r}, which is not a tool; the tools are: {known}"
     return None
+
+
+_LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrtu])')
+
+
+def _whole_object(text: str) -> dict[str, JsonValue] | None:
+    """The reply as one JSON object with a string `name` and object arguments, else None."""
+    body = text.strip()
+    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL)
+    if fence:
+        body = fence.group(1)
+    try:
+        data: JsonValue = json.loads(body)
+    except ValueError:
+        try:  # a lone backslash (`"pricing\.py"` in a regex) is the one slip repaired: it can mean only itself
+            data = json.loads(_LONE_BACKSLASH.sub(r"\\\\", body))
+        except ValueError:
+            return None
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return None
+    args = data.get("arguments", data.get("parameters"))
+    if isinstance(args, str):  # arguments as a JSON string, as the wire format has them
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    if not isinstance(args, dict) or set(data) - {"name", "arguments", "parameters"}:
+        return None
+    return {"name": data["name"], "arguments": args}
+
+
+def _action_owner(name: str, arguments: dict[str, JsonValue], specs: Sequence[ToolSpec]) -> ToolSpec | None:
+    """The one tool with an `action` named `name` whose parameters cover `arguments`."""
+    owners = []
+    for spec in specs:
+        props = spec.parameters.get("properties")
+        if not isinstance(props, dict):
+            continue
+        action = props.get("action")
+        enum = action.get("enum") if isinstance(action, dict) else None
+        if isinstance(enum, list) and name in enum and set(arguments) <= set(props):
+            owners.append(spec)
+    return owners[0] if len(owners) == 1 else None
+
+
+def salvage_call(text: str, specs: Sequence[ToolSpec], *, call_id: str) -> ToolCall | None:
+    """The call a reply made as text, when it can be read and its intent is unambiguous.
+
+    The reply must be nothing but one JSON call object (perhaps fenced). It names a tool,
+    or an action of exactly one tool (`{"name": "add", "arguments": {"target": ...}}` is
+    the memory tool's `add`: a small model mistakes the action for the tool) whose
+    parameters cover the arguments. Anything else is None: refused, not guessed at.
+    """
+    call = _whole_object(text)
+    if call is None:
+        return None
+    name, arguments = call["name"], call["arguments"]
+    assert isinstance(name, str) and isinstance(arguments, dict)
+    if any(spec.name == name for spec in specs):
+        return ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False))
+    owner = _action_owner(name, arguments, specs)
+    if owner is None or "action" in arguments:
+        return None
+    return ToolCall(call_id, owner.name, json.dumps({"action": name, **arguments}, ensure_ascii=False))
 
 
 _State = Literal["no", "maybe", "yes"]

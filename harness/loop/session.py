@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -29,7 +30,7 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop._unparsed import HeldText, unparsed_call
+from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
 from harness.tools import error_json
@@ -222,6 +223,10 @@ class Session:
             await send.send(RecallAttached(chars=len(recalled)))
         return api_content
 
+    def _salvage(self, text: str, iteration: int) -> ToolCall | None:
+        """The call a reply wrote as text, when it can be read unambiguously (run, not refused)."""
+        return salvage_call(text, self.tools.specs(), call_id=f"text-call-{self.turn}-{iteration}")
+
     async def _refuse_unparsed(self, why: str, iteration: int, send: MemoryObjectSendStream[Event]) -> None:
         """Record the unreadable reply as a refused call, so the model hears why and tries again."""
         call = ToolCall(f"unparsed-{self.turn}-{iteration}", "unparsed_call", "{}")
@@ -273,12 +278,16 @@ class Session:
                 await send.send(
                     Warning("the model sent an empty reply twice; ask again, or rephrase the question")
                 )
+            salvaged = None if calls else self._salvage(reply.message.content, iteration)
+            if salvaged is not None:  # the reply was a call written as text: run it (its text stays held)
+                reply = replace(reply, message=Message("assistant", "", tool_calls=(salvaged,)))
+                calls = reply.message.tool_calls
             refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
             if refused is not None:
                 if iteration < limit:
                     await self._refuse_unparsed(refused, iteration, send)
                     continue
-            elif rest := held.release():  # what was held back turned out to be part of an answer
+            elif salvaged is None and (rest := held.release()):  # held text that was part of an answer
                 await send.send(TextDelta(rest))
             await self._transcript.append(reply.message)
             if not calls:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from harness.loop._unparsed import HeldText, unparsed_call
+import pytest
+from pydantic import JsonValue
+
+from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
+from harness.types import JsonObject, ToolSpec
 
 
 def _splits(text: str) -> list[list[str]]:
@@ -77,3 +81,43 @@ def test_a_reply_that_is_only_a_call_to_no_tool_is_refused_with_the_tools_named(
     assert why is not None and "'add', which is not a tool" in why and "memory, weather" in why
     # the same object inside an answer is an example, not a call
     assert unparsed_call('An example: {"name": "add", "arguments": {}} — done.', ["memory"]) is None
+
+
+def _spec(name: str, actions: list[str] | None = None) -> ToolSpec:
+    props: JsonObject = {"target": {"type": "string"}, "content": {"type": "string"}}
+    if actions is not None:
+        props["action"] = {"type": "string", "enum": list[JsonValue](actions)}
+    return ToolSpec(name, "", {"type": "object", "properties": props})
+
+
+def test_a_readable_call_is_salvaged_only_when_its_intent_is_unambiguous() -> None:
+    memory, grep = _spec("memory", ["add", "replace", "remove"]), _spec("grep")
+
+    def salvage(text: str, *specs: ToolSpec) -> tuple[str, JsonValue] | None:
+        call = salvage_call(text, specs or (memory, grep), call_id="t1")
+        return None if call is None else (call.name, json.loads(call.arguments))
+
+    assert salvage('{"name": "grep", "arguments": {"content": "x"}}') == ("grep", {"content": "x"})
+    assert salvage('```json\n{"name": "grep", "parameters": "{\\"content\\": \\"x\\"}"}\n```') == (
+        "grep",
+        {"content": "x"},
+    )
+    assert salvage('{"name": "grep", "arguments": {"content": "pricing\\.py"}}') == (
+        "grep",
+        {"content": "pricing\\.py"},
+    )
+    assert salvage('{"name": "add", "arguments": {"target": "user", "content": "Ana"}}') == (
+        "memory",
+        {"action": "add", "target": "user", "content": "Ana"},
+    )
+    refused = [
+        'Saving: {"name": "grep", "arguments": {}}',  # prose around it: refused, not run
+        '{"name": "add", "arguments": {"colour": "red"}}',  # arguments the tool does not take
+        '{"name": "add", "arguments": {"action": "remove", "content": "x"}}',  # two actions
+        '{"name": "grep", "arguments": {}, "id": 3}',  # not the shape of a call
+        '{"name": "grep", "arguments": [1]}',
+        '{"name": "grep", "arguments": {"content": "x"',  # cut short
+    ]
+    for text in refused:
+        assert salvage(text) is None, text
+    assert salvage('{"name": "add", "arguments": {"content": "x"}}', memory, _spec("todo", ["add"])) is None
