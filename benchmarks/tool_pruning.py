@@ -4,7 +4,9 @@ Plays the built-in `tool-session` scenario with its scripted replies (no model) 
 deterministic MCP project server, takes the transcript the forced compression sees (the
 flush request in the trace holds it), cuts it as compression does, and builds the summary
 prompt twice: from the middle as it is, and after the pre-pass that turns each bulky tool
-result into a one-line stub. Prints both sizes in cl100k tokens and the ratio.
+result into a one-line stub. Prints both sizes in cl100k tokens and the ratio, and the size
+of the summary prompt the compression really sent (the trace's summary request: its stubs
+carry the message ids of the outputs in the session store, which the rebuilt one cannot).
 
     python benchmarks/tool_pruning.py [--turns 40]
 """
@@ -35,6 +37,7 @@ async def main(turns: int) -> None:
         result = await run_scenario(scenario, cfg, home=home, label="pruning", scripted=True)
         records = list(read_trace(result.trace_path))
     flush = next(r for r in records if r.purpose == "flush")
+    sent = next(r for r in records if r.purpose == "summary").messages[0].content
     messages = [
         Message(
             m.role,
@@ -71,6 +74,13 @@ async def main(turns: int) -> None:
     print(f"summary prompt without pruning: {before:,} tokens")
     print(f"summary prompt with pruning:    {after:,} tokens")
     print(f"pruned / unpruned: {after / before:.3f}")
+    print(
+        f"summary prompt as the compression sent it (stubs with message ids): {counter.count_text(sent):,} tokens"
+    )
+    stubs = sent.count("chars of output, omitted")
+    print(
+        f"stubs in it: {stubs} (tool results over 200 chars), {sent.count('stored as message ')} with a message id"
+    )
 
 
 if __name__ == "__main__":

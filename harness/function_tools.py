@@ -203,7 +203,7 @@ class PythonTool:
         return ToolOutput(cap_text(_as_text(value), self.max_output_chars))
 
 
-def python_tool(fn: ToolFunction, *, timeout_s: float = 60.0, max_output_chars: int = 20_000) -> PythonTool:
+def python_tool(fn: ToolFunction, *, timeout_s: float = 60.0, max_output_chars: int = 200_000) -> PythonTool:
     """`fn` as a tool (see the module docstring); defaults apply where the decorator set none.
 
     Raises:

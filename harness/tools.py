@@ -36,6 +36,7 @@ __all__ = [
     "ToolOutput",
     "ToolRegistry",
     "ToolSource",
+    "capped_result",
     "describe_validation",
     "error_json",
     "model_schema",
@@ -146,6 +147,31 @@ def model_schema(model: type[BaseModel]) -> JsonObject:
             if isinstance(prop, dict):
                 prop.pop("title", None)
     return schema
+
+
+def capped_result(text: str, cap: int, *, message_id: int | None) -> str:
+    """A tool result cut to at most `cap` characters for the transcript: head, marker, tail.
+
+    The marker says how much was cut and, when the full output is in the session store
+    (`message_id`), how to read on: `session_search` with that `message_id` and the offset
+    where the cut begins. Deterministic, so the capped text replays byte for byte.
+    """
+    if len(text) <= cap:
+        return text
+    total = f"{len(text):,}"
+    where = (
+        f"the full output is stored as message {message_id}: session_search with "
+        f"message_id={message_id} and offset={{at}} reads on from here"
+        if message_id is not None
+        else "the cut part cannot be read back"
+    )
+    # Sized for the longest marker this text can get, so head + marker + tail fits `cap`.
+    probe = f"\n[... {total} of {total} characters cut; {where.format(at=len(text))} ...]\n"
+    room = max(0, cap - len(probe))
+    head = room * 3 // 4
+    tail = room - head
+    marker = f"\n[... {len(text) - head - tail:,} of {total} characters cut; {where.format(at=head)} ...]\n"
+    return f"{text[:head]}{marker}{text[len(text) - tail :] if tail else ''}"
 
 
 def describe_validation(exc: ValidationError) -> str:

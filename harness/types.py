@@ -69,6 +69,10 @@ class Message:
     """Tool name on `tool` messages."""
     summary: bool = False
     """True on the reference-only summary message that compression inserts."""
+    store_id: int | None = field(default=None, compare=False)
+    """The session store's id of this message once it is stored (None before, or with no
+    store). Not part of equality: the same message stored or not is the same message. A
+    capped tool result names it as the place its full output can be read."""
 
     @property
     def wire_content(self) -> str:

@@ -131,11 +131,19 @@ def _report_unstored(session: Session, h: SessionHandles) -> int:
     return EXIT_NOT_STORED
 
 
-async def _chat(cfg: KeelConfig, show_usage: bool, opened: list[OpenedSession]) -> int:
+async def _chat(
+    cfg: KeelConfig,
+    show_usage: bool,
+    opened: list[OpenedSession] | None = None,
+    *,
+    options: SessionOptions | None = None,
+) -> int:
+    """Chat on stdin/stdout until /quit or end of input; the exit status (`options`: what tests put in place)."""
     printer = EventPrinter(console, show_usage=show_usage)
     console.print("[dim]starting…[/]")
-    async with open_session(cfg, SessionOptions(source="chat")) as session:
-        opened.append(session)
+    async with open_session(cfg, options or SessionOptions(source="chat")) as session:
+        if opened is not None:
+            opened.append(session)
         h = session.handles
         console.print(
             f"[bold]keel chat[/] — model {escape(session.model.model_name)}, home {escape(str(h.home))}\n"
@@ -143,8 +151,10 @@ async def _chat(cfg: KeelConfig, show_usage: bool, opened: list[OpenedSession]) 
         )
         send, recv = anyio.create_memory_object_stream[str | None](max_buffer_size=64)
         token = anyio.lowlevel.current_token()
-        threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
-        await _loop(session, h, recv, printer)
+        # Closed on the way out: a reader thread still blocked on stdin then finds them closed.
+        with send, recv:
+            threading.Thread(target=_reader, args=(send, token), daemon=True, name="keel-chat-stdin").start()
+            await _loop(session, h, recv, printer)
         busy = h.manager.writing
         if busy:
             console.print(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,12 +22,26 @@ from harness.events import (
     Warning,
 )
 
-__all__ = ["EventPrinter"]
+__all__ = ["EventPrinter", "short_result"]
 
 
 def _short(text: str, n: int = 100) -> str:
     one = " ".join(text.split())
     return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def short_result(content: str, *, is_error: bool, n: int = 100) -> str:
+    """A tool result in one line: an error's message, else the text's start and, if long, its size."""
+    if is_error:
+        try:
+            payload = json.loads(content)
+        except json.JSONDecodeError:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("error"), str):
+            return _short(payload["error"], n)
+    if len(content) <= n:
+        return _short(content, n)
+    return f"{len(content):,} chars: {_short(content, n - 16)}"
 
 
 class EventPrinter:
@@ -50,7 +66,8 @@ class EventPrinter:
             self._note(f"→ {escape(ev.name)}({escape(_short(ev.arguments, 80))})")
         elif isinstance(ev, ToolResultReady):
             mark = "✗" if ev.is_error else "✓"
-            self._note(f"  {mark} {escape(_short(ev.content))}", "red" if ev.is_error else "dim")
+            short = short_result(ev.content, is_error=ev.is_error)
+            self._note(f"  {mark} {escape(ev.name)}: {escape(short)}", "red" if ev.is_error else "dim")
         elif isinstance(ev, MemoryWritten):
             self._note(f"🧠 saved to {ev.target}: {escape(_short(ev.content, 80))}", "green")
         elif isinstance(ev, RecallAttached):

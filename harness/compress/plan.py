@@ -148,14 +148,22 @@ def repair_tool_pairs(messages: Sequence[Message]) -> list[Message]:
 
 
 def stub_bulky_tool_outputs(messages: Sequence[Message]) -> list[Message]:
-    """The cheap pre-pass: long tool outputs become one-line stubs naming what they were."""
+    """The cheap pre-pass (no model call): long tool outputs become one-line stubs.
+
+    A stub names the call that produced the output, its size, and — when the output is in
+    the session store — its message id, so a summary that keeps the stub keeps the way
+    back to the full text (`session_search` with `message_id`).
+    """
     names = {c.id: (c.name, c.arguments) for m in messages for c in m.tool_calls}
     out: list[Message] = []
     for m in messages:
         if m.role == "tool" and len(m.content) > _STUB_OVER_CHARS:
             name, args = names.get(m.tool_call_id or "", (m.name or "tool", ""))
             brief = args if len(args) <= 120 else args[:117] + "..."
-            stub = f"[{name} {brief} -> {len(m.content):,} chars of output, omitted]"
-            m = Message(role="tool", content=stub, tool_call_id=m.tool_call_id, name=m.name)
+            where = "" if m.store_id is None else f"; stored as message {m.store_id}"
+            stub = f"[{name} {brief} -> {len(m.content):,} chars of output, omitted{where}]"
+            m = Message(
+                role="tool", content=stub, tool_call_id=m.tool_call_id, name=m.name, store_id=m.store_id
+            )
         out.append(m)
     return out

@@ -94,7 +94,8 @@ class AgentConfig(Section):
 class LimitsConfig(Section):
     max_iterations: int = Field(12, ge=1, le=1000)
     tool_timeout_s: float = Field(60.0, gt=0)
-    tool_output_chars: int = Field(20_000, ge=200)
+    tool_output_chars: int = Field(200_000, ge=200)
+    tool_result_chars: int = Field(8_000, ge=1_000)
     max_message_chars: int = Field(1_000_000, ge=1_000)
 
 

@@ -55,7 +55,11 @@ class Recorder(Protocol):
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None: ...
 
-    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None: ...
+    async def append_message(
+        self, session_id: str, message: Message, *, token_count: int | None
+    ) -> int | None:
+        """Persist one message; returns its id in the store (None for a recorder that keeps no ids)."""
+        ...
 
     async def append_messages(
         self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
@@ -160,7 +164,9 @@ class NullRecorder:
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
         return None
 
-    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
+    async def append_message(
+        self, session_id: str, message: Message, *, token_count: int | None
+    ) -> int | None:
         return None
 
     async def append_messages(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -29,11 +30,11 @@ from harness.events import (
     Warning,
 )
 from harness.loop._stream import produced_events
-from harness.loop._unparsed import unparsed_call
+from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
 from harness.tools import error_json
-from harness.types import Message, ModelRequest, ToolCall, ToolResult
+from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult
 from memory import is_trivial
 from prompts import SystemPrompt, attach_recall, cap_recall
 
@@ -235,6 +236,10 @@ class Session:
             await send.send(RecallAttached(chars=len(recalled)))
         return api_content
 
+    def _salvage(self, text: str, iteration: int) -> ToolCall | None:
+        """The call a reply wrote as text, when it can be read unambiguously (run, not refused)."""
+        return salvage_call(text, self.tools.specs(), call_id=f"text-call-{self.turn}-{iteration}")
+
     async def _refuse_unparsed(self, why: str, iteration: int, send: MemoryObjectSendStream[Event]) -> None:
         """Record the unreadable reply as a refused call, so the model hears why and tries again."""
         call = ToolCall(f"unparsed-{self.turn}-{iteration}", "unparsed_call", "{}")
@@ -246,6 +251,20 @@ class Session:
         result = ToolResult(call.id, call.name, text, True)
         await self._transcript.append(result.to_message())
         await send.send(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
+
+    async def _ask(
+        self, request: ModelRequest, send: MemoryObjectSendStream[Event]
+    ) -> tuple[ModelReply, HeldText]:
+        """One model call, its text streamed as it comes except what could be markup (held back)."""
+        held = HeldText()
+
+        async def show(delta: str) -> None:
+            if text := held.feed(delta):
+                await send.send(TextDelta(text))
+
+        reply, usage = await self.calls.send(request, on_text=show)
+        await send.send(usage)
+        return reply, held
 
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
@@ -265,8 +284,7 @@ class Session:
                 purpose="turn",
                 stable_prefix_chars=len(self.system.text),
             )
-            reply, usage = await self.calls.send(request, on_text=lambda t: send.send(TextDelta(t)))
-            await send.send(usage)
+            reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls
             if not calls and not reply.message.content.strip():
                 # An empty reply (small local models produce them) is asked again once, unrecorded.
@@ -276,17 +294,27 @@ class Session:
                 await send.send(
                     Warning("the model sent an empty reply twice; ask again, or rephrase the question")
                 )
+            salvaged = None if calls else self._salvage(reply.message.content, iteration)
+            if salvaged is not None:  # the reply was a call written as text: run it (its text stays held)
+                reply = replace(reply, message=Message("assistant", "", tool_calls=(salvaged,)))
+                calls = reply.message.tool_calls
             refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
-            if refused is not None and iteration < limit:
-                await self._refuse_unparsed(refused, iteration, send)
-                continue
+            if refused is not None:
+                if iteration < limit:
+                    await self._refuse_unparsed(refused, iteration, send)
+                    continue
+            elif salvaged is None and (rest := held.release()):  # held text that was part of an answer
+                await send.send(TextDelta(rest))
             await self._transcript.append(reply.message)
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:
                 await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
-                await self._transcript.append(result.to_message())
+                # The transcript may keep a capped copy; the event carries the full output.
+                await self._transcript.append_tool_result(
+                    result.to_message(), cap=self.settings.tool_result_chars
+                )
                 ready = ToolResultReady(
                     call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
                 )

@@ -31,6 +31,8 @@ class SessionSettings:
         snapshot_policy: when the memory blocks of the prompt may change (`memory.snapshot_policy`):
             `live` before every request; otherwise at most once per turn, before its first
             request (`invalidate_on_write`: a write shows from the next turn, as the seeds say).
+        tool_result_chars: the longest tool result the transcript keeps; a longer one is
+            stored whole and kept capped, pointing at it (`limits.tool_result_chars`).
         compression: the compression settings.
         max_message_chars: the longest user message a turn takes (`limits.max_message_chars`).
     """
@@ -44,6 +46,7 @@ class SessionSettings:
     recall_max_chars: int = 4_000
     snapshot_policy: Literal["frozen", "invalidate_on_write", "live"] = "frozen"
     max_message_chars: int = 1_000_000
+    tool_result_chars: int = 8_000
     compression: CompressionSettings = field(
         default_factory=lambda: CompressionSettings(
             enabled=True,
@@ -68,6 +71,7 @@ class SessionSettings:
             recall_max_chars=config.recall.max_chars,
             snapshot_policy=config.memory.snapshot_policy,
             max_message_chars=config.limits.max_message_chars,
+            tool_result_chars=config.limits.tool_result_chars,
             compression=CompressionSettings(
                 enabled=c.enabled,
                 threshold_tokens=effective_threshold(c.threshold, m.context_window),

@@ -10,6 +10,11 @@ transcript are not trusted.
 A store that cannot take a write (state.db locked by another process past every retry, a
 full disk) never loses a message and never ends the turn: the rows wait in order in an
 unsaved queue, each later write first retries them, and the session shows one warning.
+
+Each message kept in memory carries its store id (`Message.store_id`) once the store took
+it. A tool result longer than the transcript's cap is stored whole first, then kept in
+memory cut to the cap with a pointer to that stored row (`append_tool_result`): every
+later prompt replays the capped text, and the agent reads the rest by id.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
+from harness.tools import capped_result
 from harness.types import Message, ToolCall
 from memory import MemoryLayerError
 from memory.sessions import storable_text
@@ -82,6 +89,7 @@ class Transcript:
         self._messages: list[Message] = []
         self._unsaved: list[tuple[str, Message]] = []
         self._unopened: set[str] = set()
+        self._last_id: int | None = None
 
     @property
     def recorder(self) -> Recorder:
@@ -121,17 +129,43 @@ class Transcript:
     async def append(self, message: Message, *, stored: Message | None = None) -> Message:
         """Append `message` and persist it (or `stored`, the bytes a resumed session must replay).
 
-        Returns the message as appended: its text in the form the store keeps (NUL and lone
-        surrogates → U+FFFD), so the live transcript and the stored row never differ.
+        Returns the message as kept: its text in the form the store keeps (NUL and lone
+        surrogates → U+FFFD), so the live transcript and the stored row never differ, and its
+        store id when the store took it now.
         """
         message = storable(message)
         self._messages.append(message)
         self._unsaved.append((self.session_id, storable(stored) if stored is not None else message))
-        await self._save_unsaved()
+        if await self._save_unsaved() and self._last_id is not None:
+            message = replace(message, store_id=self._last_id)
+            self._messages[-1] = message
         return message
 
+    async def append_tool_result(self, message: Message, *, cap: int) -> Message:
+        """Append a tool result; one longer than `cap` characters is kept capped (see the module doc).
+
+        The full output is stored first, so the capped text can name its id; if the store
+        refuses it now, it waits in the unsaved queue like any row, and the capped text says
+        the cut part is not kept (it cannot point at a row that has no id yet).
+        """
+        if len(message.content) <= cap:
+            return await self.append(message)
+        message = storable(message)
+        self._unsaved.append((self.session_id, message))
+        store_id = self._last_id if await self._save_unsaved() else None
+        kept = replace(
+            message, content=capped_result(message.content, cap, message_id=store_id), store_id=store_id
+        )
+        self._messages.append(kept)
+        return kept
+
     async def _save_unsaved(self) -> bool:
-        """Write the queued rows in order; False (with a warning) when the store refused one."""
+        """Write the queued rows in order; False (with a warning) when the store refused one.
+
+        After True, `_last_id` is the store id of the last row written (None if the
+        recorder keeps no ids, or if nothing was queued).
+        """
+        self._last_id = None
         while self._unsaved:
             session_id, row = self._unsaved[0]
             try:
@@ -140,7 +174,9 @@ class Transcript:
                         session_id, model=self._model_name, parent_session_id=self.parent_session_id
                     )
                     self._unopened.discard(session_id)
-                await self._recorder.append_message(session_id, row, token_count=self._count(row))
+                self._last_id = await self._recorder.append_message(
+                    session_id, row, token_count=self._count(row)
+                )
             except _STORE_ERRORS as exc:
                 self._warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
@@ -193,9 +229,9 @@ class Transcript:
             self.replace(repaired)
 
     def drop_recall(self, user: Message) -> None:
-        """Send `user` without its recall from now on (`recall.persist: false`)."""
+        """Send `user` (as `append` returned it) without its recall from now on (`recall.persist: false`)."""
         for i, m in enumerate(self._messages):
             if m is user:
-                self._messages[i] = Message(role="user", content=user.content)
+                self._messages[i] = Message(role="user", content=user.content, store_id=user.store_id)
                 self.version += 1
                 return

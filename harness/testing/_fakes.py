@@ -107,8 +107,10 @@ class RecordingRecorder:
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
         self.ended.append((session_id, reason))
 
-    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
+    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> int:
+        """Keep the message; its id is its position among all messages kept (from 1)."""
         self.messages[session_id].append(message)
+        return sum(len(ms) for ms in self.messages.values())
 
     async def append_messages(
         self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]

@@ -59,6 +59,8 @@ def _session_search(
         max_concurrency=ss.max_concurrency,
         default_limit=ss.default_limit,
         user_ids=session_user_ids(config, principal),
+        # A page must fit the transcript's cap on tool results with room for the reply's fields.
+        page_chars=config.limits.tool_result_chars - 600,
     )
 
 

@@ -316,10 +316,14 @@ class DbRecorder:
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
         await self._writes.end_session(session_id, reason=reason, ended_at=self._clock())
 
-    async def append_message(self, session_id: str, message: Message, *, token_count: int | None) -> None:
-        await self._writes.append_message(
+    async def append_message(
+        self, session_id: str, message: Message, *, token_count: int | None
+    ) -> int | None:
+        row_id = await self._writes.append_message(
             session_id, stored(message, timestamp=self._clock(), token_count=token_count)
         )
+        # a journalled write has no id yet: the capped text then says the rest is not kept
+        return row_id if isinstance(row_id, int) else None
 
     async def append_messages(
         self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]

@@ -9,6 +9,11 @@ The mode follows from the arguments:
 - **read** (`session_id`): the whole session if it has at most 30 messages, else the
   first 20 and the last 10 with a hint to scroll;
 - **scroll** (`session_id` + `around_message_id`): ±`window` messages around one message;
+- **message** (`message_id`, optionally `offset`): one message's whole text, a page of
+  `page_chars` at a time from `offset` — how the agent reads a tool output that the
+  transcript holds capped (the capped text names the message id and the offset to read on
+  from). Unlike read and scroll this works inside the current session too: the cut part is
+  not in the context;
 - **browse** (no arguments): the most recently active sessions with a preview.
 
 With `summarize=True` (the classic pipeline) each discover window is summarized by an
@@ -65,6 +70,7 @@ _READ_HEAD, _READ_TAIL = 20, 10
 _BROWSE_DEFAULT = 10
 _PREVIEW_CHARS = 80
 _RAW_MARKER = "[Raw window — summarization failed]"
+_PAGE_CHARS = 8_000
 
 
 class SessionSearchArgs(BaseModel):
@@ -81,6 +87,8 @@ class SessionSearchArgs(BaseModel):
     session_id: str | None = None
     around_message_id: int | None = Field(None, ge=1, le=2**63 - 1)
     window: int | None = None
+    message_id: int | None = Field(None, ge=1, le=2**63 - 1)
+    offset: int | None = Field(None, ge=0)
 
     @field_validator("query", "session_id")
     @classmethod
@@ -124,6 +132,15 @@ def session_search_schema(description: str) -> dict[str, JsonValue]:
                     "minimum": 1,
                     "maximum": 20,
                     "description": "With around_message_id: messages to show on each side (default 5).",
+                },
+                "message_id": {
+                    "type": "integer",
+                    "description": "Read this one message in full (a capped tool output names its id).",
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "With message_id: the character to start reading at (default 0).",
                 },
             },
             "additionalProperties": False,
@@ -174,6 +191,8 @@ class SessionSearchTool:
         tz: the time zone dates are shown in.
         user_ids: the users whose sessions this tool may see (the principal, plus any
             shared users); None sees every session (the operator's view).
+        page_chars: the most characters (as JSON-escaped text) of one message the message
+            mode returns per call; keep it under the transcript's cap on tool results.
     """
 
     name = TOOL_NAME
@@ -192,6 +211,7 @@ class SessionSearchTool:
         max_reply_chars: int = 60_000,
         tz: tzinfo = UTC,
         user_ids: Sequence[str] | None = None,
+        page_chars: int = _PAGE_CHARS,
     ) -> None:
         if summarize and summarizer is None:
             raise ValueError("summarize=True needs a summarizer (topic, transcript) -> text")
@@ -205,6 +225,7 @@ class SessionSearchTool:
         self._strategy: SearchStrategy = strategy
         self._max_reply_chars = max_reply_chars
         self._tz = tz
+        self._page_chars = max(100, page_chars)
 
     async def handle(self, arguments: object) -> str:
         """Run one tool call; `arguments` is the model's JSON text or an already-parsed object."""
@@ -212,7 +233,11 @@ class SessionSearchTool:
             args = self._parse(arguments)
             if args.session_id is not None and args.query is not None:
                 raise _ToolInputError("pass either query (to search) or session_id (to read), not both")
-            if args.around_message_id is not None:
+            if args.message_id is not None:
+                payload = await self._message(args)
+            elif args.offset is not None:
+                raise _ToolInputError("offset goes with message_id; pass the message id to read")
+            elif args.around_message_id is not None:
                 payload = await self._scroll(args)
             elif args.session_id is not None:
                 payload = await self._read(args.session_id)
@@ -376,6 +401,35 @@ class SessionSearchTool:
         payload: dict[str, JsonValue] = {"success": True, "mode": "scroll", "session": meta}
         payload["around_message_id"] = anchor.id
         payload |= view_json(view, bookends=False)
+        return payload
+
+    async def _message(self, args: SessionSearchArgs) -> dict[str, JsonValue]:
+        assert args.message_id is not None
+        if args.query is not None or args.around_message_id is not None:
+            raise _ToolInputError("message_id reads one message; pass it without query or around_message_id")
+        record = await self._db.get_message(args.message_id)
+        if record is None or (args.session_id is not None and record.session_id != args.session_id):
+            raise _ToolInputError(
+                f"no message {args.message_id!r}; use a message id from a capped tool output or a result"
+            )
+        text = record.message.content
+        start = min(args.offset or 0, len(text))
+        end = min(start + self._page_chars, len(text))
+        # The page is measured as sent: JSON escaping (newlines, quotes) must not push the
+        # reply past the transcript's cap, or the page itself would come back cut.
+        while end > start + 1 and len(json.dumps(text[start:end], ensure_ascii=False)) > self._page_chars:
+            end = start + (end - start) * 4 // 5
+        payload: dict[str, JsonValue] = {"success": True, "mode": "message", "message_id": record.id}
+        payload["session_id"] = record.session_id
+        payload["role"] = record.message.role
+        if record.message.tool_name:
+            payload["tool_name"] = record.message.tool_name
+        payload["chars"] = len(text)
+        payload["offset"] = start
+        payload["content"] = text[start:end]
+        if end < len(text):
+            payload["next_offset"] = end
+            payload["hint"] = f"{len(text) - end:,} characters follow; call again with offset={end}"
         return payload
 
     async def _browse(self, limit: int) -> dict[str, JsonValue]:

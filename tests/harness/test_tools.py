@@ -15,6 +15,7 @@ from harness.tools import (
     RawTool,
     ToolOutput,
     ToolRegistry,
+    capped_result,
     parse_arguments,
 )
 from harness.types import ToolCall, ToolSpec
@@ -143,3 +144,26 @@ def test_parse_arguments_refuses_oversized_text_and_invalid_json_with_a_fix() ->
         parse_arguments('"' + "x" * 1_000_001 + '"')
     with pytest.raises(ArgumentsError, match=r"not valid JSON .*send one JSON object"):
         parse_arguments("{nope")
+
+
+@pytest.mark.parametrize("message_id", [None, 7, 2**40])
+@pytest.mark.parametrize("size", [1_001, 5_000, 300_000])
+def test_a_capped_result_fits_the_cap_and_its_head_and_tail_are_the_texts_own(
+    message_id: int | None, size: int
+) -> None:
+    text = "".join(chr(ord("a") + i % 26) for i in range(size))
+    capped = capped_result(text, 1_000, message_id=message_id)
+    assert len(capped) <= 1_000
+    head, marker, tail = capped.partition("\n[... ")
+    assert marker and text.startswith(head) and len(head) > 300
+    tail = tail.split("...]\n", 1)[1]
+    assert text.endswith(tail) and len(tail) > 100
+    if message_id is None:
+        assert "cannot be read back" in capped
+    else:
+        # the pointer's offset is exactly where the head stops
+        assert f"message_id={message_id} and offset={len(head)} " in capped
+
+
+def test_a_result_within_the_cap_is_left_as_it_is() -> None:
+    assert capped_result("x" * 1_000, 1_000, message_id=3) == "x" * 1_000

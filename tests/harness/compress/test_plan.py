@@ -103,3 +103,14 @@ def test_bulky_tool_outputs_become_one_line_stubs_naming_the_call() -> None:
     stubbed = stub_bulky_tool_outputs(msgs)
     assert stubbed[1].content == '[read_file {"path": "big.txt"} -> 5,000 chars of output, omitted]'
     assert stub_bulky_tool_outputs([Message("tool", "short", tool_call_id="c1")])[0].content == "short"
+
+
+def test_a_stub_names_the_message_id_of_an_output_in_the_session_store() -> None:
+    call = ToolCall("c1", "run_tests", "{}")
+    msgs = [
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", "FAILED " * 100, tool_call_id="c1", name="run_tests", store_id=42),
+    ]
+    stubbed = stub_bulky_tool_outputs(msgs)
+    assert stubbed[1].content == "[run_tests {} -> 700 chars of output, omitted; stored as message 42]"
+    assert stubbed[1].store_id == 42

@@ -36,7 +36,7 @@ from harness.testing import (
 )
 from harness.tools import RawTool, ToolOutput
 from harness.trace import TraceWriter, read_trace
-from harness.types import Message, ToolSpec, Usage
+from harness.types import JsonObject, Message, ToolSpec, Usage
 
 
 async def test_a_turn_streams_text_and_ends_with_the_final_answer() -> None:
@@ -277,7 +277,7 @@ async def test_an_empty_reply_is_asked_again_once_then_reported() -> None:
 
 
 async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -> None:
-    leaked = '{"name": "memory", "arguments": {"target": "user", "content": "x"}}'
+    leaked = 'Saving: {"name": "memory", "arguments": {"target": "user", "content": "x"}}'
     model = ScriptedModel([say(leaked), say("<|im_start|>assistant"), say("Noted.")])
     async with make_session(model, memory=FakeMemory()) as session:
         events = await run_turn(session, "I use neovim")
@@ -290,3 +290,85 @@ async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -
     assert not any(leaked in m.content or "<|im_start|>" in m.content for m in transcript)
     # the model heard why: its next request carried the refusal
     assert "could not be read" in model.requests[1].messages[-1].content
+
+
+@pytest.mark.parametrize("chunks", [1, 7, 400])
+async def test_streamed_text_never_shows_markup_or_a_call_written_as_text(chunks: int) -> None:
+    leaked = 'Let me save that. {"name": "memory", "arguments": {"target": "user", "content": "x"}}'
+    model = ScriptedModel(
+        [say(leaked), say("Saved <|im_start|>assistant"), say("Noted: if a < b, use {b}.")],
+        stream_chunks=chunks,
+    )
+    async with make_session(model, memory=FakeMemory()) as session:
+        events = await run_turn(session, "I use neovim")
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert '{"name"' not in shown and "<|" not in shown
+    # prose before the markup streams; the answer arrives whole, its `<` and `{` included
+    assert shown == "Let me save that. Saved Noted: if a < b, use {b}."
+
+
+async def test_held_back_json_that_is_no_call_is_shown_when_the_reply_ends() -> None:
+    answer = 'Here: {"name": "Ana", "editor": "neovim"}'
+    model = ScriptedModel([say(answer)], stream_chunks=50)
+    async with make_session(model) as session:
+        events = await run_turn(session, "my profile as JSON?")
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer
+
+
+def _notes(name: str, seen: list[str]) -> RawTool:
+    async def run(arguments: str) -> ToolOutput:
+        seen.append(arguments)
+        return ToolOutput('{"success": true}')
+
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["add", "remove"]},
+            "content": {"type": "string"},
+        },
+    }
+    return RawTool(ToolSpec(name, "Keep notes.", schema), run)
+
+
+async def test_a_reply_that_is_only_a_readable_call_runs_as_that_call() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(
+        [
+            say(
+                '```json\n{"name": "memory", "arguments": {"target": "user", "content": "uses neovim"}}\n```'
+            ),
+            say("Noted."),
+        ],
+        stream_chunks=9,
+    )
+    async with make_session(model, memory=memory) as session:
+        events = await run_turn(session, "I use neovim")
+        transcript = session.transcript
+    assert memory.entries == ["uses neovim"]
+    assert [r.is_error for r in events if isinstance(r, ToolResultReady)] == [False]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Noted."
+    # the transcript shows the model a well-formed call from now on
+    [call] = transcript[1].tool_calls
+    assert (transcript[1].content, call.name) == ("", "memory")
+    assert json.loads(call.arguments) == {"target": "user", "content": "uses neovim"}
+
+
+async def test_a_call_naming_an_action_runs_the_one_tool_that_has_it_and_is_refused_when_two_do() -> None:
+    seen: list[str] = []
+    model = ScriptedModel(
+        [say('{"name": "add", "arguments": {"content": "Team: Tidewater"}}'), say("Saved.")]
+    )
+    async with make_session(model, extra_tools=[_notes("notes", seen)]) as session:
+        await run_turn(session, "my team is Tidewater")
+    assert [json.loads(a) for a in seen] == [{"action": "add", "content": "Team: Tidewater"}]
+    both: list[str] = []
+    model = ScriptedModel([say('{"name": "add", "arguments": {"content": "x"}}'), say("Sorry.")])
+    async with make_session(model, extra_tools=[_notes("notes", both), _notes("todo", both)]) as session:
+        events = await run_turn(session, "note x")
+    assert both == []  # ambiguous: nothing ran
+    [refused] = [e for e in events if isinstance(e, ToolResultReady)]
+    assert (
+        refused.is_error
+        and "'add', which is not a tool" in refused.content
+        and "notes, todo" in refused.content
+    )

@@ -9,7 +9,9 @@ from pathlib import Path
 import anyio
 
 from harness.events import Warning
-from harness.testing import ScriptedModel, make_session, run_turn, say
+from harness.testing import ScriptedModel, call_tool, config, make_session, run_turn, say
+from harness.tools import RawTool, ToolOutput
+from harness.types import ToolSpec
 from harness.wiring.memory_bridge import DbRecorder
 from memory import LockRetryPolicy, SessionDB
 
@@ -57,3 +59,43 @@ async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_i
     finally:
         await db.aclose()
     assert stored == ["before the lock", "one", "while it is locked", "two", "after the lock", "three"]
+
+
+async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_pointer_and_saved_whole_later(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.db"
+    db = await SessionDB.open(path, retry=LockRetryPolicy(busy_timeout_s=0.05, attempts=2, backoff_s=0.01))
+    full = "".join(f"line {i}\n" for i in range(2_000))
+
+    async def dump(_: str) -> ToolOutput:
+        return ToolOutput(full)
+
+    tool = RawTool(ToolSpec("dump", "Dump the log."), dump)
+    model = ScriptedModel([say("one"), call_tool("dump", {}), say("dumped"), say("three")])
+    cfg = config(limits__tool_result_chars="1000")
+    try:
+        async with make_session(
+            model, cfg=cfg, recorder=DbRecorder(db, source="test"), extra_tools=[tool]
+        ) as s:
+            await run_turn(s, "before the lock")
+            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
+            try:
+                assert holder.stdout is not None and holder.stdin is not None
+                assert (await holder.stdout.receive()).strip() == b"locked"
+                await run_turn(s, "dump the log")
+            finally:
+                assert holder.stdin is not None
+                await holder.stdin.send(b"go\n")
+                await holder.stdin.aclose()
+                with anyio.fail_after(30):
+                    await holder.wait()
+            kept = next(m for m in s.transcript if m.role == "tool")
+            await run_turn(s, "after the lock")
+            stored = [m.message.content for m in await db.get_messages(s.session_id)]
+    finally:
+        await db.aclose()
+    assert kept.store_id is None and len(kept.content) <= 1_000
+    assert "cannot be read back" in kept.content and "message_id" not in kept.content
+    assert full in stored  # nothing lost: the whole output was saved once the lock went
+    assert kept.content not in stored

@@ -10,7 +10,14 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import SessionDB, SessionSearchTool, StoredMessage, open_session_db, session_search_schema
+from memory import (
+    SessionDB,
+    SessionSearchTool,
+    SessionStore,
+    StoredMessage,
+    open_session_db,
+    session_search_schema,
+)
 
 T0 = 1_700_000_000.0
 
@@ -373,7 +380,15 @@ def test_the_schema_names_the_tool_and_its_parameters() -> None:
     parameters = schema["parameters"]
     assert isinstance(parameters, dict)
     assert isinstance(parameters["properties"], dict)
-    assert set(parameters["properties"]) == {"query", "limit", "session_id", "around_message_id", "window"}
+    assert set(parameters["properties"]) == {
+        "query",
+        "limit",
+        "session_id",
+        "around_message_id",
+        "window",
+        "message_id",
+        "offset",
+    }
     assert parameters["additionalProperties"] is False
 
 
@@ -385,3 +400,55 @@ def test_the_shipped_description_and_guidance_load() -> None:
     assert "around_message_id" in description
     assert "session_search" in guidance
     assert session_search_schema(description)["description"] == description
+
+
+async def test_message_mode_reads_one_message_whole_a_page_at_a_time_even_in_the_current_session(
+    store: SessionStore,
+) -> None:
+    await store.create_session("now", source="cli", started_at=T0)
+    body = "".join(f'line {i}: "quoted"\n' for i in range(600))
+    [mid] = await store.append_messages(
+        "now", [StoredMessage(role="tool", content=body, timestamp=T0, tool_name="run_tests")]
+    )
+    t = SessionSearchTool(store, current_session_id=lambda: "now", page_chars=3_000)
+    pages: list[str] = []
+    offset = 100
+    while True:
+        reply = await call(t, {"message_id": mid, "offset": offset})
+        assert (reply["mode"], reply["session_id"], reply["tool_name"]) == ("message", "now", "run_tests")
+        assert reply["chars"] == len(body) and reply["offset"] == offset
+        content = reply["content"]
+        assert isinstance(content, str)
+        # measured as sent: quotes and newlines are escaped in the reply
+        assert len(json.dumps(content, ensure_ascii=False)) <= 3_000
+        pages.append(content)
+        if "next_offset" not in reply:
+            break
+        next_offset = reply["next_offset"]
+        assert isinstance(next_offset, int) and str(next_offset) in str(reply["hint"])
+        offset = next_offset
+    assert len(pages) > 3 and "".join(pages) == body[100:]
+    past_end = await call(t, {"message_id": mid, "offset": 10**9})
+    assert past_end["content"] == "" and "next_offset" not in past_end
+
+
+async def test_message_mode_refuses_bad_combinations_and_other_users_messages(db: SessionDB) -> None:
+    ids = await add_session(db, "s1", filler(3))
+    await db.create_session("theirs", source="cli", started_at=T0, user_id="bob")
+    [bobs] = await db.append_messages("theirs", [StoredMessage(role="user", content="secret", timestamp=T0)])
+    t = SessionSearchTool(db, current_session_id=lambda: "s1", user_ids=[""])
+    cases: list[tuple[dict[str, object], str]] = [
+        ({"offset": 5}, "offset goes with message_id"),
+        ({"message_id": ids[0], "query": "x"}, "without query"),
+        ({"message_id": ids[0], "around_message_id": ids[1]}, "without query or around_message_id"),
+        ({"message_id": ids[0], "session_id": "other"}, f"no message {ids[0]}"),
+        ({"message_id": 999_999}, "no message 999999"),
+        ({"message_id": bobs}, f"no message {bobs}"),  # another user's: exactly as missing
+        ({"message_id": ids[0], "offset": -1}, "offset"),
+    ]
+    for arguments, expected in cases:
+        reply = await call(t, arguments)
+        assert reply["success"] is False, arguments
+        assert expected in str(reply["error"]), (arguments, reply)
+    ok = await call(t, {"message_id": ids[1], "session_id": "s1"})
+    assert ok["content"] == filler(3)[1]
