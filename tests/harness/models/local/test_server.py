@@ -15,6 +15,7 @@ from harness.models.local._server import build_app, hold_back
 from harness.types import Message, ModelRequest, ToolSpec
 from tests.harness.models.local.test_engine import _engine
 
+TOKEN = "test-token"
 MEMORY = ToolSpec("memory", "Save a fact.", {"type": "object", "properties": {"content": {"type": "string"}}})
 CALL = (
     'Saving it.\n<tool_call>\n{"name": "memory", "arguments": {"content": "Sam O\'Neill & co"}}\n</tool_call>'
@@ -23,7 +24,11 @@ CALL = (
 
 def _client(text: str) -> tuple[httpx.AsyncClient, object]:
     engine, script, _ = _engine(text, cap=1000, n_ctx=4000)
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(engine)), base_url="http://local")
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=build_app(engine, token=TOKEN)),
+        base_url="http://local",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
     return http, script
 
 
