@@ -16,9 +16,9 @@ prefix, which `Llama.generate` keeps), how many were evaluated, and how long eac
 - `required`: the prompt ends with the opening tag and the reply is constrained to one
   `{"name": ..., "arguments": ...}` object for any offered tool.
 
-Prompt tokens: only the template's own markup may become control tokens; the text it was
-given (messages, tool results, tool descriptions) is tokenized as text
-(`TemplateRenderer.render_parts`). A template whose cut cannot be checked falls back to
+Prompt tokens: only the template's own markup may become control tokens; text it was given
+(messages, tool results, tool descriptions) that spells one is tokenized as plain text
+(`TemplateRenderer.render_parts` finds it). A template whose cut cannot be checked falls back to
 tokenizing the whole render, and then a request whose text holds control-token text is
 refused.
 
@@ -230,23 +230,40 @@ class Engine:
         self.live_scope = ""
         self.lock = threading.Lock()
 
+    def _has_control(self, text: str) -> bool:
+        """Whether `text` spells a control token (it tokenizes differently with specials parsed)."""
+        raw = text.encode("utf-8")
+        return self.llm.tokenize(raw, add_bos=False, special=True) != self.llm.tokenize(
+            raw, add_bos=False, special=False
+        )
+
     def _tokenize(self, parts: list[Part] | None, prompt: str, body_strings: Iterator[str]) -> list[int]:
-        """Markup may hold control tokens, content never (see the module docstring)."""
-        if parts is not None:
-            out: list[int] = []
-            for text, markup in parts:
-                out += self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=markup)
-            return out
-        for text in body_strings:
-            raw = text.encode("utf-8")
-            if self.llm.tokenize(raw, add_bos=False, special=True) != self.llm.tokenize(
-                raw, add_bos=False, special=False
-            ):
+        """Markup may hold control tokens, content never (see the module docstring).
+
+        Text runs are tokenized whole, as the model's own tokenizer would the plain render
+        (so the cache meter's whole-text tokens stay the server's); only content that spells
+        a control token is cut out and tokenized as plain text.
+        """
+        if parts is None:
+            if any(self._has_control(text) for text in body_strings):
                 raise RequestError(
                     "the request's text holds control-token markup and this model's chat template "
                     "transforms message text, so keel cannot keep it as plain text; remove the markup"
                 )
-        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        out: list[int] = []
+        run: list[str] = []
+        for text, markup in parts:
+            if markup or not self._has_control(text):
+                run.append(text)
+                continue
+            if run:
+                out += self.llm.tokenize("".join(run).encode("utf-8"), add_bos=False, special=True)
+                run = []
+            out += self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if run:
+            out += self.llm.tokenize("".join(run).encode("utf-8"), add_bos=False, special=True)
+        return out
 
     def _stable(self, messages: list[JsonDict], tools: list[JsonDict], tokens: list[int], when: float) -> int:
         """How many leading tokens the system turn and tools make (what the disk cache keeps)."""
