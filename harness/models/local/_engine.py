@@ -22,7 +22,7 @@ Prompt tokens: only the template's own markup may become control tokens; text it
 tokenizing the whole render, and then a request whose text holds control-token text is
 refused.
 
-Which KV state a request resumes from is `_prefix.plan`'s choice: the live state, a state
+Which KV state a request resumes from is `_prefix.plan_resume`'s choice: the live state, a state
 saved in RAM, or a stable prefix saved on disk (`_disk`); the live state is saved before a
 side call overwrites it, and the stable prefix (system prompt and tools) is saved to disk
 the first time it is evaluated.
@@ -48,7 +48,7 @@ from pydantic import JsonValue
 from harness.errors import ChatTemplateError
 from harness.modelfiles import TOOL_CALL_OPEN, Part, TemplateRenderer
 from harness.models.local._disk import DiskPrefixCache
-from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan
+from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan_resume
 
 __all__ = ["Engine", "Generation", "Kv", "Llm", "Prepared", "RequestError", "Sampler"]
 
@@ -358,7 +358,7 @@ class Engine:
             self.disk.best(req.tokens, req.scope) if self.disk is not None else (None, 0)
         )
         live = self.kv.tokens()
-        chosen = plan(
+        chosen = plan_resume(
             self.policy,
             live=live,
             live_scope=self.live_scope,

@@ -3,7 +3,7 @@
 The model holds one live KV state (the tokens of the last request and its reply). Besides
 it the server keeps a few saved states in RAM (`RamStates`, bounded by count and bytes,
 least recently used out first) and, optionally, long stable prefixes on disk (`_disk`).
-`plan` decides, for a request's tokens:
+`plan_resume` decides, for a request's tokens:
 
 1. Candidates are only states of the request's own *scope* (the request's `user` field,
    empty by default): a request never resumes from — and so `cached_tokens` and its timing
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-__all__ = ["Plan", "PrefixPolicy", "RamStates", "Saved", "common_prefix", "plan"]
+__all__ = ["Plan", "PrefixPolicy", "RamStates", "Saved", "common_prefix", "plan_resume"]
 
 P = TypeVar("P")
 Q = TypeVar("Q")
@@ -44,7 +44,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PrefixPolicy:
-    """The knobs of `plan` and `RamStates` (see the module docstring)."""
+    """The knobs of `plan_resume` and `RamStates` (see the module docstring)."""
 
     ram_states: int = 4
     """Saved states kept in RAM besides the live one (0: the live state only)."""
@@ -140,7 +140,7 @@ class Plan(Generic[P, Q]):
     """The live state belongs to another scope: clear it rather than reuse any of it."""
 
 
-def plan(
+def plan_resume(
     policy: PrefixPolicy,
     *,
     live: Sequence[int],

@@ -8,7 +8,7 @@ import threading
 from pydantic import JsonValue
 
 from harness.models.local._engine import Engine, Generation
-from harness.models.local._prefix import Plan, PrefixPolicy, RamStates, Saved, plan
+from harness.models.local._prefix import Plan, PrefixPolicy, RamStates, Saved, plan_resume
 from tests.harness.models.local.test_engine import _engine
 
 SYSTEM = "You are a careful assistant who keeps notes. " * 4
@@ -84,7 +84,7 @@ def test_the_byte_bound_holds_whatever_the_count() -> None:
 
 def test_the_plan_keeps_the_live_state_when_a_request_only_extends_it() -> None:
     ram: RamStates[bytes] = RamStates(PrefixPolicy())
-    chosen: Plan[bytes, bytes] = plan(
+    chosen: Plan[bytes, bytes] = plan_resume(
         PrefixPolicy(),
         live=list(range(100)),
         live_scope="",
@@ -94,7 +94,7 @@ def test_the_plan_keeps_the_live_state_when_a_request_only_extends_it() -> None:
         disk=(None, 0),
     )
     assert chosen.source == "live" and chosen.shared == 100 and not chosen.save_live
-    side: Plan[bytes, bytes] = plan(
+    side: Plan[bytes, bytes] = plan_resume(
         PrefixPolicy(),
         live=list(range(100)),
         live_scope="",
