@@ -182,6 +182,10 @@ class Bench:
     def case(self, name: str) -> Case:
         return self.cases.setdefault(name, Case(name))
 
+    def done(self, name: str) -> None:
+        """Print a case's row as soon as it is measured (a run cut short still reports)."""
+        print(_row(self.cases[name]), flush=True)
+
     def record(self, case: Case, lines: list[Line], *, main: bool, wall_s: float, check: bool) -> None:
         case.wall_s += wall_s
         for ln in lines:
@@ -210,6 +214,19 @@ class Bench:
         self.record(case, self.log.since(), main=True, wall_s=wall, check=check)
 
 
+_HEADER = (
+    f"{'case':<27}{'wall s':>9}{'req':>5}{'prompt':>8}{'evaluated':>10}{'reused':>8}"
+    f"{'side req':>9}{'side eval':>10}{'side reused':>12}{'losses':>7}"
+)
+
+
+def _row(c: Case) -> str:
+    return (
+        f"{c.name:<27}{c.wall_s:9.1f}{c.requests:5d}{c.prompt:8d}{c.evaluated:10d}{c.reused:8d}"
+        f"{c.side_requests:9d}{c.side_evaluated:10d}{c.side_reused:12d}{c.losses:7d}"
+    )
+
+
 async def _timed_side(bench: Bench, case: Case, work: object) -> None:
     bench.log.mark()
     started = time.monotonic()
@@ -225,6 +242,7 @@ async def _first_process(bench: Bench, cfg: KeelConfig) -> float:
         async with open_session(cfg, SessionOptions(model=client, home=bench.home, source="benchmark")) as s:
             bench.prev_main = None
             await bench.turn(s, TURNS[0], bench.case("cold_first_turn"), check=False)
+            bench.done("cold_first_turn")
             await client.idle(quiet_s=1.0)
     return load_s
 
@@ -257,6 +275,7 @@ async def _second_process(bench: Bench, cfg: KeelConfig, sem: KeelConfig, turns:
             for i, text in enumerate(TURNS[:turns]):
                 await bench.turn(s, text, case, check=i > 0)
                 await _timed_side(bench, case, client.idle())
+            bench.done("chat_learning")
     return load_s
 
 
@@ -267,19 +286,14 @@ async def main(turns: int, extra: Mapping[str, str], keep: Path | None) -> dict[
         bench = Bench(home)
         cfg = _config(home, semantic=False, extra=extra)
         sem = _config(home, semantic=True, extra=extra)
+        print(_HEADER, flush=True)
         load1 = await _first_process(bench, cfg)
         load2 = await _second_process(bench, cfg, sem, turns)
     cases = list(bench.cases.values())
     print(f"model {cfg.model.local_model}, turns {turns}, server load {load1:.1f} s / {load2:.1f} s")
-    print(
-        f"{'case':<27}{'wall s':>9}{'req':>5}{'prompt':>8}{'evaluated':>10}{'reused':>8}"
-        f"{'side req':>9}{'side eval':>10}{'side reused':>12}{'losses':>7}"
-    )
+    print(_HEADER)
     for c in cases:
-        print(
-            f"{c.name:<27}{c.wall_s:9.1f}{c.requests:5d}{c.prompt:8d}{c.evaluated:10d}{c.reused:8d}"
-            f"{c.side_requests:9d}{c.side_evaluated:10d}{c.side_reused:12d}{c.losses:7d}"
-        )
+        print(_row(c))
         for note in c.notes:
             print(f"    {note}")
     cold, second = bench.cases["cold_first_turn"], bench.cases["second_session_first_turn"]
