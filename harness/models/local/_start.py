@@ -162,9 +162,11 @@ def _child_command(
     max_tokens: int,
     server: ServerOptions,
 ) -> list[str]:
-    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
-    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
-    # generation alike, benchmarks/local_flush.py notes).
+    # One core is left to keel and everything else: llama.cpp's threads spin while they wait.
+    # With the harness busy on a 2-core machine (benchmarks/local_threads.py, SmolLM2), two
+    # threads prefilled 1.15x faster (64.2 vs 56.0 tok/s) but generated 0.59x as fast (12.2 vs
+    # 20.7 tok/s); with the prefix cache a turn evaluates tens of tokens and generates tens,
+    # so generation decides, and one thread wins.
     n = threads or max(1, (os.cpu_count() or 2) - 1)
     options = {
         "--gguf": str(weights.path),
