@@ -62,7 +62,7 @@ def _log_prefills(log: Path, start: int) -> list[int]:
 
 
 async def _one(
-    mode: str, base_url: str, model_name: str, log: Path, turns: int, root: Path
+    mode: str, base_url: str, model_name: str, log: Path, turns: int, root: Path, api_key: str
 ) -> dict[str, float]:
     env = {
         "KEEL_MODEL__MAX_OUTPUT_TOKENS": "32",
@@ -76,7 +76,7 @@ async def _one(
     }
     cfg = load_config(None, environ=env)
     async with httpx.AsyncClient(timeout=600) as http:
-        model = local_client(http, base_url, model_name, 600)
+        model = local_client(http, base_url, model_name, 600, api_key=api_key)
         async with open_session(cfg, SessionOptions(model=model, home=root / mode, source="benchmark")) as s:
             for text in TURNS[:turns]:
                 async with s.run_turn(text) as events:
@@ -115,7 +115,7 @@ async def main(turns: int, repeats: int) -> float:
         async with start_local_model(n_ctx=8192, log_path=log, max_tokens=32) as lm:
             for r in range(repeats):
                 for mode in ("memory_only", "cache_safe"):
-                    out = await _one(mode, lm.base_url, lm.model, log, turns, root / f"run{r}")
+                    out = await _one(mode, lm.base_url, lm.model, log, turns, root / f"run{r}", lm.api_key)
                     results[mode].append(out)
                     print(
                         f"run {r + 1} {mode:<11} flush {out['flush_s']:6.2f}s  server evaluated "

@@ -153,7 +153,7 @@ async def replay_demo(
         start_local_model(
             model=builtin, gguf=gguf, models_dir=models_dir, n_ctx=4096, max_tokens=max_tokens
         ) as lm,
-        httpx.AsyncClient(timeout=1800) as http,
+        httpx.AsyncClient(timeout=1800, headers={"Authorization": f"Bearer {lm.api_key}"}) as http,
     ):
         for shape in shapes:
             request = build_flush_shape_request(
@@ -263,7 +263,7 @@ async def run_model(
         start_local_model(
             model=builtin, gguf=gguf, models_dir=models_dir, n_ctx=4096, max_tokens=max_tokens
         ) as lm,
-        httpx.AsyncClient(timeout=1800) as http,
+        httpx.AsyncClient(timeout=1800, headers={"Authorization": f"Bearer {lm.api_key}"}) as http,
     ):
         for i, conv in enumerate(convs):
             # Rotate the shape order so no shape always pays the cold prefill.

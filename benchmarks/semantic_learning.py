@@ -85,7 +85,7 @@ async def run_model(
         start_local_model(model=name, n_ctx=4096, max_tokens=max_tokens) as lm,
         httpx.AsyncClient(timeout=1800) as http,
     ):
-        client = local_client(http, lm.base_url, lm.model, 1800.0)
+        client = local_client(http, lm.base_url, lm.model, 1800.0, api_key=lm.api_key)
         for conversation in conversations:
             completer = LocalCompleter(client, max_tokens=max_tokens)
             provider = SemanticProvider(

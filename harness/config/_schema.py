@@ -29,6 +29,7 @@ __all__ = [
     "KeelConfig",
     "LimitsConfig",
     "LocalModelName",
+    "LocalServerConfig",
     "MemoryConfig",
     "ModelConfig",
     "PriceConfig",
@@ -57,6 +58,21 @@ DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-1.5b"
 """Picked by `benchmarks/local_flush.py` (facts captured by the flush, then speed)."""
 
 
+class LocalServerConfig(Section):
+    """The embedded model server's prefix cache and request bounds (`harness/models/local`)."""
+
+    ram_states: int = Field(4, ge=0, le=64)
+    """KV states kept in RAM besides the live one, so a side call never evicts the conversation."""
+    ram_mb: int = Field(1024, ge=0)
+    disk_cache: bool = True
+    """Keep the KV state of long stable prefixes (system prompt and tools) under `<home>/cache`."""
+    disk_cache_mb: int = Field(2048, ge=1)
+    disk_cache_files: int = Field(16, ge=1)
+    disk_min_tokens: int = Field(256, ge=1)
+    max_body_mb: int = Field(16, ge=1)
+    max_queue: int = Field(8, ge=1)
+
+
 class ModelConfig(Section):
     provider: Literal["local", "openai", "anthropic"] = "local"
     base_url: str | None = None
@@ -69,9 +85,8 @@ class ModelConfig(Section):
     retry: RetryConfig = RetryConfig()
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
-    local_cache: bool = False
-    """Embedded model only: keep several prompt states in RAM, so a side call (flush, summary)
-    does not evict the main conversation's prefix."""
+    local_server: LocalServerConfig = LocalServerConfig()
+    """Embedded model only: its prefix cache (RAM states, disk) and request bounds."""
     local_model: LocalModelName = DEFAULT_LOCAL_MODEL
     """Embedded model only: which built-in model to run (its weights' extra must be installed)."""
     gguf: Path | None = None

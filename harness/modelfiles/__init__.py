@@ -13,6 +13,7 @@ from harness.modelfiles._gguf import (
 )
 from harness.modelfiles._hf import HFTokenizer, hf_template, load_hf_tokenizer
 from harness.modelfiles._items import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Dialect, TemplateInput
+from harness.modelfiles._parts import Part
 from harness.modelfiles._template import ChatTemplate, TemplateRenderer, template_from_file
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "GGUFTokenizer",
     "GGUFValue",
     "HFTokenizer",
+    "Part",
     "TemplateInput",
     "TemplateRenderer",
     "hf_template",

@@ -33,6 +33,7 @@ from pydantic import JsonValue
 
 from harness.errors import ChatTemplateError, ModelFileError
 from harness.modelfiles._items import Dialect, TemplateInput, template_input
+from harness.modelfiles._parts import Part, render_parts
 
 __all__ = ["ChatTemplate", "TemplateRenderer", "template_from_file"]
 
@@ -172,3 +173,28 @@ class TemplateRenderer:
         """
         prepared = self.prepare(messages, tools, dialect=dialect)
         return self.render_items(prepared.items, prepared.tools, generation=generation, when=when)
+
+    def render_parts(
+        self,
+        messages: Sequence[JsonDict],
+        tools: Sequence[JsonDict],
+        *,
+        dialect: Dialect = "keel",
+        generation: bool = True,
+        when: float | None = None,
+    ) -> list[Part] | None:
+        """The prompt as (text, is_markup) parts: only markup may hold control tokens.
+
+        None when the template transforms the text it is given, so the cut cannot be
+        checked (see `harness.modelfiles._parts`).
+
+        Raises:
+            ChatTemplateError: the template refused the conversation.
+        """
+        prepared = self.prepare(messages, tools, dialect=dialect)
+        moment = time.time() if when is None else when
+        return render_parts(
+            lambda items, tools_: self.render_items(items, tools_, generation=generation, when=moment),
+            prepared.items,
+            prepared.tools,
+        )

@@ -18,7 +18,7 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.models.anthropic import AnthropicClient
 from harness.models.base import ModelClient
-from harness.models.local import start_local_model
+from harness.models.local import ServerOptions, start_local_model
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryAttempt, RetryingClient
 
@@ -81,8 +81,13 @@ async def open_model(
                 threads=m.local_threads,
                 log_path=home / "logs" / "local-model.log",
                 max_tokens=m.max_output_tokens,
+                server=_server_options(config, home),
             ) as lm:
-                yield _retrying(local_client(client, lm.base_url, lm.model, m.timeout_s), config, on_retry)
+                yield _retrying(
+                    local_client(client, lm.base_url, lm.model, m.timeout_s, api_key=lm.api_key),
+                    config,
+                    on_retry,
+                )
             return
         key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
         key = env.get(key_env)
@@ -115,10 +120,27 @@ async def open_model(
         yield _retrying(inner, config, on_retry)
 
 
-def local_client(http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float) -> OpenAIClient:
+def _server_options(config: KeelConfig, home: Path) -> ServerOptions:
+    s = config.model.local_server
+    return ServerOptions(
+        ram_states=s.ram_states,
+        ram_mb=s.ram_mb,
+        cache_dir=home / "cache" / "local-model" if s.disk_cache else None,
+        cache_mb=s.disk_cache_mb,
+        cache_files=s.disk_cache_files,
+        cache_min_tokens=s.disk_min_tokens,
+        max_body_mb=s.max_body_mb,
+        max_queue=s.max_queue,
+    )
+
+
+def local_client(
+    http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float, *, api_key: str | None = None
+) -> OpenAIClient:
     """The client for keel's embedded model server (or any llama.cpp-style local server):
-    plain OpenAI chat completions — native `role: tool` results, streaming with tools."""
-    return OpenAIClient(http, base_url=base_url, model=model, timeout_s=timeout_s)
+    plain OpenAI chat completions — native `role: tool` results, streaming with tools.
+    `api_key`: the embedded server's bearer token (`LocalModel.api_key`)."""
+    return OpenAIClient(http, base_url=base_url, model=model, timeout_s=timeout_s, api_key=api_key)
 
 
 @asynccontextmanager

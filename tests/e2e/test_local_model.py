@@ -32,10 +32,16 @@ SYSTEM = "You are a helpful assistant for O'Neill & Sons. You keep the user's me
 async def test_the_shared_server_answers_chat_completions(local_model: LocalModel) -> None:
     assert local_model.base_url.startswith("http://127.0.0.1:")
     async with httpx.AsyncClient(timeout=120) as http:
-        r = await http.post(
+        bare = await http.post(
             f"{local_model.base_url}/chat/completions",
             json={"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8},
         )
+        r = await http.post(
+            f"{local_model.base_url}/chat/completions",
+            json={"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8},
+            headers={"Authorization": f"Bearer {local_model.api_key}"},
+        )
+    assert bare.status_code == 401, "another local process without the token gets nothing"
     assert r.status_code == 200
     body = r.json()
     assert body["choices"][0]["message"]["role"] == "assistant"
@@ -45,7 +51,9 @@ async def test_the_shared_server_answers_chat_completions(local_model: LocalMode
 
 async def test_max_tokens_is_honoured_when_the_model_may_call_tools(local_model: LocalModel) -> None:
     async with httpx.AsyncClient(timeout=300) as http:
-        reply = await local_client(http, local_model.base_url, local_model.model, 300).complete(
+        reply = await local_client(
+            http, local_model.base_url, local_model.model, 300, api_key=local_model.api_key
+        ).complete(
             ModelRequest(
                 system=SYSTEM,
                 messages=(Message("user", "Write a long poem about the sea, at least twenty lines."),),
@@ -72,7 +80,7 @@ async def test_a_forced_memory_call_streams_as_a_tool_call_with_unescaped_text(
     done: ModelReply | None = None
     deltas: list[str] = []
     async with httpx.AsyncClient(timeout=300) as http:
-        client = local_client(http, local_model.base_url, local_model.model, 300)
+        client = local_client(http, local_model.base_url, local_model.model, 300, api_key=local_model.api_key)
         async with client.stream(request) as events:
             async for ev in events:
                 if isinstance(ev, ModelTextDelta):
@@ -91,7 +99,7 @@ async def test_a_forced_memory_call_streams_as_a_tool_call_with_unescaped_text(
 async def test_a_follow_up_sharing_the_prefix_reports_cached_tokens(local_model: LocalModel) -> None:
     first_messages = (Message("user", "My favourite colour is green. Reply with one word: OK."),)
     async with httpx.AsyncClient(timeout=300) as http:
-        client = local_client(http, local_model.base_url, local_model.model, 300)
+        client = local_client(http, local_model.base_url, local_model.model, 300, api_key=local_model.api_key)
         first = await client.complete(
             ModelRequest(
                 system=SYSTEM, messages=first_messages, tools=(_memory_tool(),), max_tokens=4, temperature=0.0
@@ -139,7 +147,7 @@ async def test_a_users_own_gguf_runs_with_its_own_template(models_dir: Path) -> 
     ):
         assert lm.model == weights.path.stem.lower()
         assert "your GGUF file" in lm.source
-        reply = await local_client(http, lm.base_url, lm.model, 120).complete(
+        reply = await local_client(http, lm.base_url, lm.model, 120, api_key=lm.api_key).complete(
             ModelRequest(system="", messages=(Message("user", "Say hello."),), max_tokens=4)
         )
     assert reply.usage is not None and reply.usage.output <= 4

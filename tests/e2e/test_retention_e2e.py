@@ -85,7 +85,7 @@ async def test_every_arm_runs_on_the_real_model_and_compresses_for_real(
         compression__flush_max_tokens="64",
     )
     async with httpx.AsyncClient(timeout=600) as http:
-        model = local_client(http, tiny_model.base_url, tiny_model.model, 600)
+        model = local_client(http, tiny_model.base_url, tiny_model.model, 600, api_key=tiny_model.api_key)
         result = await run_retention(
             _replay(),
             cfg,

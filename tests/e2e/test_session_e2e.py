@@ -58,7 +58,7 @@ async def test_a_three_turn_session_with_the_memory_tool_completes(
     small_model: LocalModel, home: Path
 ) -> None:
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, small_model.base_url, small_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300, api_key=small_model.api_key)
         async with open_session(_cfg(), SessionOptions(model=model, home=home)) as session:
             all_events: list[Event] = []
             for text in (
@@ -99,7 +99,7 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
     registry = ToolRegistry()
     registry.add(memory_tool(tool, schema, manager=None))
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, small_model.base_url, small_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300, api_key=small_model.api_key)
         calls: list[ToolCall] = []
         for ask in (
             "Remove my old note about coffee.",
@@ -134,7 +134,7 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
     small_model: LocalModel, home: Path
 ) -> None:
     async with httpx.AsyncClient(timeout=300) as http:
-        model = local_client(http, small_model.base_url, small_model.model, 300)
+        model = local_client(http, small_model.base_url, small_model.model, 300, api_key=small_model.api_key)
         # A 2K window (threshold 1,536 tokens): answers of up to 96 tokens fill it in a few
         # turns. (The system prompt with the memory tool takes ~800 of it; compression must
         # still happen, whether or not it brings the prompt back under the threshold.)

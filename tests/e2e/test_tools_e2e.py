@@ -36,7 +36,7 @@ async def test_the_default_model_calls_an_mcp_tool_and_answers_from_its_result(
     )
     cfg = cfg.model_copy(update={"mcp": cfg.mcp.model_copy(update={"servers": (server,)})})
     async with httpx.AsyncClient(timeout=600) as http:
-        model = local_client(http, local_model.base_url, local_model.model, 600)
+        model = local_client(http, local_model.base_url, local_model.model, 600, api_key=local_model.api_key)
         async with open_session(cfg, SessionOptions(model=model, home=home)) as session:
             events = await run_turn(
                 session, "Use the proj__read_file tool to read README.md, then tell me what the project is."

@@ -2,7 +2,7 @@
 # `Simulator` protocol); `_tree` the token radix tree most of them share (over the packed
 # sequences of `harness.cachemeter._seq`); one module per family of caches: `_ideal` (the
 # ceiling, and the content view the attribution needs), `_engines` (vLLM, SGLang),
-# `_llamacpp` (one slot, RAM cache), `_providers` (OpenAI, Anthropic); `_settings` holds the
+# `_llamacpp` (one slot, RAM cache), `_keel` (keel's own server, by its own policy), `_providers` (OpenAI, Anthropic); `_settings` holds the
 # knobs and builds a simulator by name.
 """Cache simulators: the common protocol, their settings, and a factory by name.
 
@@ -19,10 +19,12 @@ vLLM block budget is set.
     llamacpp-ram  the best of N saved prompt states (llama-cpp-python's RAM cache)
     openai        exact prefix >= 1,024 tokens in 128-token steps, idle TTL (10 min)
     anthropic     cache_control breakpoints (<= 4), TTL 5m/1h, per-model minimum
+    keel          keel's embedded server: live state, RAM states, disk prefix (its own policy)
 """
 
 from harness.cachemeter.sim._engines import SglangSimulator, VllmSimulator
 from harness.cachemeter.sim._ideal import IdealSimulator, PrefixMatch
+from harness.cachemeter.sim._keel import KeelLocalSimulator
 from harness.cachemeter.sim._llamacpp import LlamaCppRamSimulator, LlamaCppSimulator
 from harness.cachemeter.sim._providers import AnthropicSimulator, OpenAISimulator, anthropic_min_tokens
 from harness.cachemeter.sim._settings import SIM_NAMES, SimSettings, make_simulator, parse_sim_names
@@ -32,6 +34,7 @@ __all__ = [
     "SIM_NAMES",
     "AnthropicSimulator",
     "IdealSimulator",
+    "KeelLocalSimulator",
     "LlamaCppRamSimulator",
     "LlamaCppSimulator",
     "LossReason",

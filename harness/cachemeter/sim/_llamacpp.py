@@ -22,7 +22,7 @@ from harness.cachemeter.sim._types import (
     last_token_rule,
 )
 
-__all__ = ["LlamaCppRamSimulator", "LlamaCppSimulator"]
+__all__ = ["LlamaCppRamSimulator", "LlamaCppSimulator", "slot_step"]
 
 
 @dataclass(slots=True)
@@ -58,8 +58,8 @@ class LlamaCppSimulator:
             alive = self.idle_s is None or previous[1].used >= now - self.idle_s
         self._slots[request.model] = (request.tokens, _State(idx, now))
         if not alive:
-            return _slot_step(request, 0, None, expired=shared)
-        return _slot_step(request, shared, source if shared else None)
+            return slot_step(request, 0, None, expired=shared)
+        return slot_step(request, shared, source if shared else None)
 
 
 class LlamaCppRamSimulator:
@@ -104,10 +104,10 @@ class LlamaCppRamSimulator:
         cache[request.tokens] = _State(idx, now)
         while len(cache) > self.states:
             cache.popitem(last=False)
-        return _slot_step(request, best, source, expired=expired)
+        return slot_step(request, best, source, expired=expired)
 
 
-def _slot_step(request: SimRequest, shared: int, source: int | None, *, expired: int = 0) -> SimStep:
+def slot_step(request: SimRequest, shared: int, source: int | None, *, expired: int = 0) -> SimStep:
     """`expired`: the prefix a state dropped for idleness would have given."""
     n = request.n_tokens
     hits = last_token_rule(shared, n)

@@ -7,6 +7,7 @@ from typing import get_args
 
 from harness.cachemeter.sim._engines import SglangSimulator, VllmSimulator
 from harness.cachemeter.sim._ideal import IdealSimulator
+from harness.cachemeter.sim._keel import KeelLocalSimulator
 from harness.cachemeter.sim._llamacpp import LlamaCppRamSimulator, LlamaCppSimulator
 from harness.cachemeter.sim._providers import AnthropicSimulator, OpenAISimulator
 from harness.cachemeter.sim._types import SimName, Simulator
@@ -61,6 +62,8 @@ def make_simulator(name: SimName, *, settings: SimSettings | None = None) -> Sim
         return LlamaCppSimulator(idle_s=idle)
     if name == "llamacpp-ram":
         return LlamaCppRamSimulator(states=s.ram_states, idle_s=idle)
+    if name == "keel":
+        return KeelLocalSimulator()
     if name == "openai":
         return OpenAISimulator(ttl_s=s.openai_ttl_s)
     return AnthropicSimulator(

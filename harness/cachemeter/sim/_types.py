@@ -20,7 +20,9 @@ __all__ = [
     "last_token_rule",
 ]
 
-SimName: TypeAlias = Literal["ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "anthropic"]
+SimName: TypeAlias = Literal[
+    "ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "anthropic", "keel"
+]
 LossReason: TypeAlias = Literal["evicted", "ttl_expired", "routed_away"]
 """A longer prefix had been cached but was gone when this request came (`routed_away`: it was
 on another server of a fleet)."""
@@ -45,6 +47,10 @@ class SimRequest:
             same model (the `ideal` answer). The meter fills it so eviction-based simulators
             can tell what they lost to eviction; None when unknown.
         session: the conversation the request belongs to (what a router keeps together).
+        generated: the packed reply tokens the model evaluated after this prompt (what keel's
+            server's live state holds next); empty when unknown.
+        stable: leading tokens of the system turn and tools (what keel's server keeps on disk).
+        scope: whose KV states the request may reuse (keel's server: the request's `user`).
     """
 
     tokens: bytes
@@ -55,6 +61,9 @@ class SimRequest:
     ttl: Literal["5m", "1h"] | None = None
     known_prefix: int | None = None
     session: str | None = None
+    generated: bytes = b""
+    stable: int = 0
+    scope: str = ""
 
     @property
     def n_tokens(self) -> int:

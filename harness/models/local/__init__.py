@@ -4,8 +4,11 @@
 # keel's process. Everything else runs in the child, `python -m harness.models.local._child`:
 # `_engine` renders (with `harness.modelfiles`' template renderer) and generates on
 # llama-cpp-python, `_server` is its OpenAI-compatible HTTP face (starlette), `_reply` reads
-# tool calls back out of the generated text.
-from harness.models.local._start import LocalModel, find_weights, free_port, start_local_model
+# tool calls back out of the generated text; `_prefix` (which KV state a request resumes
+# from: the live one, RAM states, disk) and `_disk` (stable prefixes saved under <home>)
+# are its prefix cache.
+from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan_resume
+from harness.models.local._start import LocalModel, ServerOptions, find_weights, free_port, start_local_model
 from harness.models.local._weights import (
     BUILTIN_MODELS,
     BuiltinModel,
@@ -20,10 +23,16 @@ __all__ = [
     "BuiltinModel",
     "LocalModel",
     "ModelPart",
+    "PrefixPolicy",
+    "RamStates",
     "ResolvedWeights",
+    "Saved",
+    "ServerOptions",
+    "common_prefix",
     "find_weights",
     "free_port",
     "installed_part",
+    "plan_resume",
     "resolve_weights",
     "start_local_model",
 ]

@@ -15,10 +15,12 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import llama_cpp
 import numpy as np
@@ -28,10 +30,15 @@ from llama_cpp.llama_grammar import LlamaGrammar
 from pydantic import JsonValue
 
 from harness.modelfiles import TOOL_CALL_OPEN, ChatTemplate, TemplateRenderer
+from harness.models.local._disk import DiskPrefixCache, fingerprint
 from harness.models.local._engine import Engine, Sampler
-from harness.models.local._server import build_app
+from harness.models.local._prefix import PrefixPolicy
+from harness.models.local._server import ServerLimits, build_app
 
 _PR_SET_PDEATHSIG = 1
+TOKEN_ENV = "KEEL_LOCAL_MODEL_TOKEN"
+"""The bearer token every request must carry, handed over in the environment (not argv,
+which any local user can read in the process list)."""
 # Used when a GGUF carries no chat template: plain ChatML.
 _CHATML = (
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
@@ -59,7 +66,81 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--n-batch", type=int, default=512)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--model-sha256", default="")
+    p.add_argument("--ram-states", type=int, default=4)
+    p.add_argument("--ram-mb", type=int, default=1024)
+    p.add_argument("--cache-dir", default="")
+    p.add_argument("--cache-mb", type=int, default=2048)
+    p.add_argument("--cache-files", type=int, default=16)
+    p.add_argument("--cache-min-tokens", type=int, default=256)
+    p.add_argument("--max-body-mb", type=int, default=16)
+    p.add_argument("--max-queue", type=int, default=8)
     return p.parse_args(argv)
+
+
+class LlamaKv:
+    """The live KV state of sequence 0 of a `llama_cpp.Llama` (see `_engine.Kv`).
+
+    Snapshots hold that sequence's cells only (`llama_state_seq_get_data`): no logits, no
+    sampler state — the next request always evaluates at least its last prompt token.
+    """
+
+    def __init__(self, llm: llama_cpp.Llama) -> None:
+        self.llm = llm
+
+    def tokens(self) -> list[int]:
+        return [int(t) for t in self.llm.input_ids[: self.llm.n_tokens]]
+
+    def snapshot(self) -> bytes:
+        ctx = self.llm.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        n = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
+        return bytes(memoryview(buf)[:n])
+
+    def restore(self, data: bytes, tokens: Sequence[int]) -> bool:
+        self.reset()
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if not llama_cpp.llama_state_seq_set_data(self.llm.ctx, buf, len(data), 0):
+            self.reset()
+            return False
+        n = len(tokens)
+        self.llm.input_ids[:n] = tokens
+        self.llm.n_tokens = n
+        return True
+
+    def advance(self, tokens: Sequence[int]) -> None:
+        held = self.tokens()
+        n = 0
+        for a, b in zip(held, tokens, strict=False):
+            if a != b:
+                break
+            n += 1
+        if n == 0:
+            self.reset()
+        self.llm.n_tokens = n
+        self.llm.eval(list(tokens[n:]))
+
+    def reset(self) -> None:
+        self.llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves it unannotated
+        mem = llama_cpp.llama_get_memory(self.llm.ctx)
+        if mem is not None:
+            llama_cpp.llama_memory_clear(mem, True)
+
+
+def fingerprint_settings(args: argparse.Namespace) -> dict[str, str | int | None]:
+    """What a saved KV state depends on besides its tokens (see `_disk`)."""
+    return {
+        "model_sha256": args.model_sha256 or None,
+        "gguf": None if args.model_sha256 else str(Path(args.gguf).resolve()),
+        "n_ctx": args.n_ctx,
+        "n_batch": args.n_batch,
+        "type_k": "f16",
+        "type_v": "f16",
+        "flash_attn": "off",
+        "llama_cpp": llama_cpp.__version__,
+        "format": 1,
+    }
 
 
 def _sampler(llm: llama_cpp.Llama) -> Sampler:
@@ -130,9 +211,23 @@ def _engine(llm: llama_cpp.Llama, args: argparse.Namespace) -> Engine:
         name=args.name,
         max_tokens_cap=args.max_tokens,
         sample=_sampler(llm),
-        state=lambda: [int(t) for t in llm.input_ids[: llm.n_tokens]],
+        kv=LlamaKv(llm),
         stop_ids=frozenset(stops),
         banned_ids=(opener,) if opener is not None else (),
+        policy=PrefixPolicy(ram_states=args.ram_states, ram_bytes=args.ram_mb * 1024 * 1024),
+        disk=_disk(args),
+    )
+
+
+def _disk(args: argparse.Namespace) -> DiskPrefixCache | None:
+    if not args.cache_dir or args.cache_mb <= 0:
+        return None
+    return DiskPrefixCache(
+        Path(args.cache_dir),
+        fingerprint=fingerprint(fingerprint_settings(args)),
+        max_bytes=args.cache_mb * 1024 * 1024,
+        max_files=args.cache_files,
+        min_tokens=args.cache_min_tokens,
     )
 
 
@@ -157,8 +252,14 @@ def main(argv: list[str]) -> None:
         file=sys.stderr,
         flush=True,
     )
+    token = os.environ.pop(TOKEN_ENV, "")
+    if not token:
+        raise SystemExit(
+            f"keel local model: no bearer token in ${TOKEN_ENV}; start it with start_local_model"
+        )
+    limits = ServerLimits(max_body=args.max_body_mb * 1024 * 1024, max_queue=args.max_queue)
     config = uvicorn.Config(
-        build_app(engine),
+        build_app(engine, token=token, limits=limits),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",

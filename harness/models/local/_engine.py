@@ -16,6 +16,17 @@ prefix, which `Llama.generate` keeps), how many were evaluated, and how long eac
 - `required`: the prompt ends with the opening tag and the reply is constrained to one
   `{"name": ..., "arguments": ...}` object for any offered tool.
 
+Prompt tokens: only the template's own markup may become control tokens; text it was given
+(messages, tool results, tool descriptions) that spells one is tokenized as plain text
+(`TemplateRenderer.render_parts` finds it). A template whose cut cannot be checked falls back to
+tokenizing the whole render, and then a request whose text holds control-token text is
+refused.
+
+Which KV state a request resumes from is `_prefix.plan_resume`'s choice: the live state, a state
+saved in RAM, or a stable prefix saved on disk (`_disk`); the live state is saved before a
+side call overwrites it, and the stable prefix (system prompt and tools) is saved to disk
+the first time it is evaluated.
+
 `max_tokens` is always honoured (capped by the server's own limit and by the room left in
 the context window). Generation stops early when `cancelled` is set (the client went away).
 """
@@ -24,18 +35,22 @@ from __future__ import annotations
 
 import codecs
 import json
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import JsonValue
 
 from harness.errors import ChatTemplateError
-from harness.modelfiles import TOOL_CALL_OPEN, TemplateRenderer
+from harness.modelfiles import TOOL_CALL_OPEN, Part, TemplateRenderer
+from harness.models.local._disk import DiskPrefixCache
+from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan_resume
 
-__all__ = ["Engine", "Generation", "Llm", "Prepared", "RequestError", "Sampler"]
+__all__ = ["Engine", "Generation", "Kv", "Llm", "Prepared", "RequestError", "Sampler"]
 
 JsonDict = dict[str, JsonValue]
 Mode = Literal["auto", "none", "forced"]
@@ -59,6 +74,30 @@ class Llm(Protocol):
     def token_eos(self) -> int: ...
 
 
+class Kv(Protocol):
+    """The model's live KV state, as the prefix cache handles it (blocking calls)."""
+
+    def tokens(self) -> list[int]:
+        """The tokens the live state holds."""
+        ...
+
+    def snapshot(self) -> bytes:
+        """A copy of the live state."""
+        ...
+
+    def restore(self, data: bytes, tokens: Sequence[int]) -> bool:
+        """Make a snapshot of `tokens` the live state; False (and an empty state) if refused."""
+        ...
+
+    def advance(self, tokens: Sequence[int]) -> None:
+        """Make the live state hold exactly `tokens`, evaluating what it lacks."""
+        ...
+
+    def reset(self) -> None:
+        """Empty the live state."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A validated request, rendered and tokenized."""
@@ -76,6 +115,10 @@ class Prepared:
     temperature: float
     stream: bool
     include_usage: bool
+    stable: int = 0
+    """Leading tokens of the stable prefix (the system turn and tools); 0 when unknown."""
+    scope: str = ""
+    """Whose KV states this request may reuse (its `user` field; see `_prefix`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +173,17 @@ def _choice(body: JsonDict, tools: list[JsonDict]) -> tuple[Mode, JsonDict | Non
     return "forced", schemas[name], name
 
 
+def _strings(value: JsonValue) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+
+
 class Engine:
     """Renders, tokenizes and generates for one loaded model.
 
@@ -140,10 +194,12 @@ class Engine:
         max_tokens_cap: the most tokens one reply may generate, whatever it asks for.
         sample: starts sampling: (prompt tokens, temperature, JSON schema the reply must
             match or None, token ids to ban) → an iterator of token ids (see `_child`).
-        state: the token ids whose KV state the model holds now.
+        kv: the model's live KV state.
         stop_ids: tokens that end a reply (end of turn, end of text).
         banned_ids: the token that opens a tool call, when it is a single token (banned under
             `tool_choice: none`).
+        policy: the prefix cache's knobs (RAM states, gains; see `_prefix`).
+        disk: the prefix cache on disk (None: off).
     """
 
     def __init__(
@@ -154,19 +210,78 @@ class Engine:
         name: str,
         max_tokens_cap: int,
         sample: Sampler,
-        state: Callable[[], list[int]],
+        kv: Kv,
         stop_ids: frozenset[int],
         banned_ids: tuple[int, ...],
+        policy: PrefixPolicy | None = None,
+        disk: DiskPrefixCache | None = None,
     ) -> None:
         self.llm = llm
         self.chat = chat
         self.name = name
         self.max_tokens_cap = max_tokens_cap
         self._sample = sample
-        self._state = state
+        self.kv = kv
         self._stop_ids = stop_ids
         self._banned = banned_ids
+        self.policy = policy or PrefixPolicy()
+        self.ram: RamStates[bytes] = RamStates(self.policy)
+        self.disk = disk
+        self.live_scope = ""
         self.lock = threading.Lock()
+
+    def _has_control(self, text: str) -> bool:
+        """Whether `text` spells a control token (it tokenizes differently with specials parsed)."""
+        raw = text.encode("utf-8")
+        return self.llm.tokenize(raw, add_bos=False, special=True) != self.llm.tokenize(
+            raw, add_bos=False, special=False
+        )
+
+    def _tokenize(self, parts: list[Part] | None, prompt: str, body_strings: Iterator[str]) -> list[int]:
+        """Markup may hold control tokens, content never (see the module docstring).
+
+        Text runs are tokenized whole, as the model's own tokenizer would the plain render
+        (so the cache meter's whole-text tokens stay the server's); only content that spells
+        a control token is cut out and tokenized as plain text.
+        """
+        if parts is None:
+            if any(self._has_control(text) for text in body_strings):
+                raise RequestError(
+                    "the request's text holds control-token markup and this model's chat template "
+                    "transforms message text, so keel cannot keep it as plain text; remove the markup"
+                )
+            return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        out: list[int] = []
+        run: list[str] = []
+        for text, markup in parts:
+            if markup or not self._has_control(text):
+                run.append(text)
+                continue
+            if run:
+                out += self.llm.tokenize("".join(run).encode("utf-8"), add_bos=False, special=True)
+                run = []
+            out += self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if run:
+            out += self.llm.tokenize("".join(run).encode("utf-8"), add_bos=False, special=True)
+        return out
+
+    def _stable(self, messages: list[JsonDict], tools: list[JsonDict], tokens: list[int], when: float) -> int:
+        """How many leading tokens the system turn and tools make (what the disk cache keeps)."""
+        n_sys = 0
+        while n_sys < len(messages) and messages[n_sys].get("role") == "system":
+            n_sys += 1
+        if not n_sys:
+            return 0
+        try:
+            parts = self.chat.render_parts(
+                messages[:n_sys], tools, dialect="keel", generation=False, when=when
+            )
+        except ChatTemplateError:
+            return 0
+        if parts is None:
+            return 0
+        head = self._tokenize(parts, "", iter(()))
+        return common_prefix(head, tokens)
 
     def prepare(self, body: JsonDict) -> Prepared:
         """Validate and render a chat-completions body.
@@ -182,18 +297,26 @@ class Engine:
         if not isinstance(raw_tools, list) or not all(isinstance(t, dict) for t in raw_tools):
             raise RequestError("'tools' must be a list of tool objects")
         tools: list[JsonDict] = [t for t in raw_tools if isinstance(t, dict)]
+        msgs: list[JsonDict] = [m for m in messages if isinstance(m, dict)]
+        user = body.get("user")
         mode, schema, forced_name = _choice(body, tools)
+        when = time.time()
         try:
-            prompt = self.chat.render([m for m in messages if isinstance(m, dict)], tools, dialect="keel")
-        except ChatTemplateError as exc:
-            raise RequestError(str(exc)) from exc
+            prompt = self.chat.render(msgs, tools, dialect="keel", when=when)
+            parts = self.chat.render_parts(msgs, tools, dialect="keel", when=when)
+        except (ChatTemplateError, RecursionError) as exc:
+            raise RequestError(
+                str(exc) if isinstance(exc, ChatTemplateError) else "the request nests too deeply"
+            ) from exc
         forced_prefix, forced_suffix = "", ""
         if forced_name is not None:
             forced_prefix = f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(forced_name)}, "arguments": '
             forced_suffix = "}"
         elif mode == "forced":
             forced_prefix = f"{TOOL_CALL_OPEN}\n"
-        tokens = self.llm.tokenize((prompt + forced_prefix).encode("utf-8"), add_bos=False, special=True)
+        tokens = self._tokenize(parts, prompt, _strings([*msgs, *tools]))
+        if forced_prefix:
+            tokens += self.llm.tokenize(forced_prefix.encode("utf-8"), add_bos=False, special=True)
         room = self.llm.n_ctx() - len(tokens)
         if room < 1:
             raise RequestError(
@@ -220,27 +343,82 @@ class Engine:
             temperature=float(temperature) if isinstance(temperature, int | float) else 0.8,
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+            stable=self._stable(msgs, tools, tokens, when) if self.disk is not None else 0,
+            scope=user if isinstance(user, str) else "",
         )
 
     def cached_prefix(self, tokens: list[int]) -> int:
-        """How many leading prompt tokens the model's KV state already holds."""
-        n = 0
-        for a, b in zip(self._state(), tokens, strict=False):
-            if a != b:
-                break
-            n += 1
+        """How many leading prompt tokens the live KV state already holds."""
         # llama.cpp evaluates at least the last prompt token to get fresh logits.
-        return min(n, max(len(tokens) - 1, 0))
+        return min(common_prefix(self.kv.tokens(), tokens), max(len(tokens) - 1, 0))
+
+    def route(self, req: Prepared) -> None:
+        """Make the live state the best one to resume `req` from (blocking; hold `lock`)."""
+        disk: tuple[Saved[Path] | None, int] = (
+            self.disk.best(req.tokens, req.scope) if self.disk is not None else (None, 0)
+        )
+        live = self.kv.tokens()
+        chosen = plan_resume(
+            self.policy,
+            live=live,
+            live_scope=self.live_scope,
+            tokens=req.tokens,
+            scope=req.scope,
+            ram=self.ram,
+            disk=disk,
+        )
+        if chosen.save_live:
+            data = self.kv.snapshot()
+            self.ram.add(Saved(tuple(live), self.live_scope, len(data), data))
+        if chosen.ram_entry is not None:
+            self.ram.touch(chosen.ram_entry)
+            if not self.kv.restore(chosen.ram_entry.payload, chosen.ram_entry.tokens):
+                self.ram.entries = [e for e in self.ram.entries if e is not chosen.ram_entry]
+        elif chosen.disk_entry is not None and self.disk is not None:
+            loaded = self.disk.load(chosen.disk_entry)
+            if loaded is None or not self.kv.restore(loaded, chosen.disk_entry.tokens):
+                self.kv.reset()
+        elif chosen.reset:
+            self.kv.reset()
+        self.live_scope = req.scope
+
+    def _save_stable(self, req: Prepared) -> None:
+        """Evaluate the stable prefix first and keep it on disk, when no file has it yet."""
+        disk, k = self.disk, req.stable
+        if disk is None or k < disk.min_tokens or k >= len(req.tokens):
+            return
+        prefix = req.tokens[:k]
+        if common_prefix(self.kv.tokens(), prefix) >= k or disk.has(prefix, req.scope):
+            return
+        self.kv.advance(prefix)
+        try:
+            disk.save(prefix, req.scope, self.kv.snapshot())
+        except OSError as exc:
+            print(
+                f"keel local model: the prefix cache could not be written: {exc}", file=sys.stderr, flush=True
+            )
 
     def generate(
         self, req: Prepared, on_text: Callable[[str], None], cancelled: threading.Event
     ) -> Generation:
         """Run one generation (blocking; hold `lock`). `on_text` gets each decoded piece."""
+        started = time.perf_counter()
+        self.route(req)
         cached = self.cached_prefix(req.tokens)
+        self._save_stable(req)
+        return self._sample_reply(req, on_text, cancelled, cached, started)
+
+    def _sample_reply(
+        self,
+        req: Prepared,
+        on_text: Callable[[str], None],
+        cancelled: threading.Event,
+        cached: int,
+        started: float,
+    ) -> Generation:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         out: list[int] = []
         pieces: list[str] = []
-        started = time.perf_counter()
         first: float | None = None
         finish: Literal["stop", "length", "cancelled"] = "length"
         banned = list(self._banned) if req.mode == "none" else []

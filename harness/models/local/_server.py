@@ -6,6 +6,20 @@ a request that arrives meanwhile waits its turn. When a client goes away (a clos
 or a dropped connection while it waits for a whole reply) generation stops at the next
 token instead of running on and holding up everyone else.
 
+Hardening (the server listens on loopback, where every local process can reach it):
+- every request carries `Authorization: Bearer <token>`, a secret made per process by
+  `start_local_model` and handed to the child in its environment; anything else is a 401;
+- a body larger than `ServerLimits.max_body` is refused with a 413 before it is read
+  (Content-Length) or as soon as the stream passes the cap (chunked), never parsed;
+- at most `ServerLimits.max_queue` chat requests wait or run at once; one more is a 503
+  with Retry-After, not an unbounded queue;
+- a body that is not JSON, or nests deeper than `MAX_DEPTH`, is a 400 that says so; any
+  other failure is a 500 with a one-line message (the traceback goes to the server's log,
+  never to the client);
+- `cached_tokens` count only tokens reused from this request's own scope (its `user`
+  field): the prefix cache never resumes a request from another scope's state (`_prefix`),
+  so neither the count nor the timing can reveal another caller's prompt.
+
 Replies follow the chat-completions shapes: tool calls read from the model's native output
 (`_reply.parse_reply`) become `message.tool_calls` (or `delta.tool_calls` chunks after
 the text when streamed), and `usage.prompt_tokens_details.cached_tokens` carries the prompt
@@ -15,11 +29,13 @@ tokens reused from the previous request, with llama.cpp-style `timings` beside i
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -37,9 +53,51 @@ from harness.modelfiles import TOOL_CALL_OPEN
 from harness.models.local._engine import Engine, Generation, Prepared, RequestError
 from harness.models.local._reply import ParsedCall, parse_reply
 
-__all__ = ["build_app", "hold_back"]
+__all__ = ["MAX_DEPTH", "ServerLimits", "build_app", "hold_back"]
 
 JsonDict = dict[str, JsonValue]
+MAX_DEPTH = 64
+"""The deepest JSON nesting a request may have (a chat request needs about 8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """What one server accepts: body size in bytes, and chat requests waiting or running."""
+
+    max_body: int = 16 * 1024 * 1024
+    max_queue: int = 8
+
+
+def _depth_ok(value: object) -> bool:
+    """Whether `value` nests at most `MAX_DEPTH` deep (iterative: no recursion to exhaust)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, depth + 1) for c in children)
+    return True
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, cap: int) -> bytes:
+    """The body, refused (`_TooLarge`) as soon as it is known to pass `cap` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > cap):
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -230,8 +288,36 @@ async def _stream(engine: Engine, req: Prepared) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def build_app(engine: Engine) -> Starlette:
-    """The ASGI app serving `engine` (bind it to loopback only)."""
+def _authorized(request: Request, token: str) -> bool:
+    got = request.headers.get("authorization", "")
+    return hmac.compare_digest(got.encode("utf-8"), f"Bearer {token}".encode())
+
+
+async def _parse(request: Request, limits: ServerLimits) -> JsonDict | Response:
+    try:
+        raw = await _read_body(request, limits.max_body)
+    except _TooLarge:
+        return _error(413, f"the request body is larger than the server's limit of {limits.max_body:,} bytes")
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return _error(400, "the request body is not valid JSON")
+    if not isinstance(body, dict):
+        return _error(400, "the request body must be a JSON object")
+    if not _depth_ok(body):
+        return _error(400, f"the request body nests deeper than {MAX_DEPTH} levels")
+    return body
+
+
+def build_app(engine: Engine, *, token: str, limits: ServerLimits | None = None) -> Starlette:
+    """The ASGI app serving `engine` (bind it to loopback only).
+
+    Args:
+        token: the bearer token every request must carry.
+        limits: body size and queue bounds.
+    """
+    lim = limits or ServerLimits()
+    admitted = [0]  # chat requests waiting or running (the event loop is the only writer)
 
     async def models(_: Request) -> Response:
         return JSONResponse(
@@ -242,33 +328,77 @@ def build_app(engine: Engine) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def chat(request: Request) -> Response:
+        if admitted[0] >= lim.max_queue:
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": f"the server is busy ({lim.max_queue} requests waiting); retry shortly",
+                        "type": "server_busy",
+                    }
+                },
+                status_code=503,
+                headers={"Retry-After": "1"},
+            )
+        admitted[0] += 1
+        streaming = False
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return _error(400, "the request body is not valid JSON")
-        if not isinstance(body, dict):
-            return _error(400, "the request body must be a JSON object")
-        try:
-            req = await anyio.to_thread.run_sync(engine.prepare, body)
-        except RequestError as exc:
-            return _error(400, str(exc))
-        if req.stream:
-            return StreamingResponse(_stream(engine, req), media_type="text/event-stream")
-        cancelled = threading.Event()
-        result: list[Generation] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_watch_disconnect, request, cancelled)
+            parsed = await _parse(request, lim)
+            if isinstance(parsed, Response):
+                return parsed
             try:
-                result.append(await _run(engine, req, cancelled))
-            finally:
-                cancelled.set()
-                tg.cancel_scope.cancel()
-        return JSONResponse(_completion(engine, req, result[0]))
+                req = await anyio.to_thread.run_sync(engine.prepare, parsed)
+            except RequestError as exc:
+                return _error(400, str(exc))
+            if req.stream:
+                streaming = True
+                return StreamingResponse(
+                    _admitted(_stream(engine, req), admitted), media_type="text/event-stream"
+                )
+            return JSONResponse(_completion(engine, req, await _whole(engine, req, request)))
+        finally:
+            if not streaming:
+                admitted[0] -= 1
+
+    def guarded(route: object) -> object:
+        async def handler(request: Request) -> Response:
+            if not _authorized(request, token):
+                return _error(401, "missing or wrong bearer token", "authentication_error")
+            return await route(request)  # type: ignore[operator, no-any-return]  # one of the routes above
+
+        return handler
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        traceback.print_exception(exc, file=sys.stderr)
+        return _error(
+            500, f"the server failed on this request ({type(exc).__name__}); see its log", "server_error"
+        )
 
     return Starlette(
         routes=[
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-        ]
+            Route("/v1/models", guarded(models), methods=["GET"]),  # type: ignore[arg-type]  # a handler
+            Route("/health", guarded(health), methods=["GET"]),  # type: ignore[arg-type]  # a handler
+            Route("/v1/chat/completions", guarded(chat), methods=["POST"]),  # type: ignore[arg-type]  # a handler
+        ],
+        exception_handlers={Exception: failed},
     )
+
+
+async def _admitted(stream: AsyncIterator[str], admitted: list[int]) -> AsyncIterator[str]:
+    try:
+        async for piece in stream:
+            yield piece
+    finally:
+        admitted[0] -= 1
+
+
+async def _whole(engine: Engine, req: Prepared, request: Request) -> Generation:
+    cancelled = threading.Event()
+    result: list[Generation] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_disconnect, request, cancelled)
+        try:
+            result.append(await _run(engine, req, cancelled))
+        finally:
+            cancelled.set()
+            tg.cancel_scope.cancel()
+    return result[0]

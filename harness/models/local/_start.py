@@ -20,12 +20,13 @@ The child runs `llama_cpp.Llama` directly (`_engine`) behind a small starlette a
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -37,7 +38,35 @@ from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName, default_home
 from harness.errors import LocalModelError
 from harness.models.local._weights import ResolvedWeights, resolve_weights
 
-__all__ = ["LocalModel", "find_weights", "free_port", "start_local_model"]
+__all__ = ["LocalModel", "ServerOptions", "find_weights", "free_port", "start_local_model"]
+
+_TOKEN_ENV = "KEEL_LOCAL_MODEL_TOKEN"  # the child reads it (`_child.TOKEN_ENV`); kept out of argv
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """The server's prefix cache and request bounds (`model.local_server` in the config).
+
+    Attributes:
+        ram_states: KV states kept in RAM besides the live one, so a side call never evicts
+            the conversation (0: the live state only).
+        ram_mb: the bound on those states' bytes.
+        cache_dir: where long stable prefixes are kept on disk (None: no disk cache).
+        cache_mb: the bound on the disk cache's bytes.
+        cache_files: the bound on its files.
+        cache_min_tokens: shorter prefixes are not written to disk.
+        max_body_mb: the largest request body accepted.
+        max_queue: chat requests waiting or running at once; more get a 503.
+    """
+
+    ram_states: int = 4
+    ram_mb: int = 1024
+    cache_dir: Path | None = None
+    cache_mb: int = 2048
+    cache_files: int = 16
+    cache_min_tokens: int = 256
+    max_body_mb: int = 16
+    max_queue: int = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +80,8 @@ class LocalModel:
     log_path: Path | None
     source: str
     """Where the weights came from, in words."""
+    api_key: str = field(default="", repr=False)
+    """The bearer token the server requires (made for this process; never logged)."""
 
 
 def free_port() -> int:
@@ -62,9 +93,9 @@ def free_port() -> int:
 
 
 async def _wait_ready(
-    base_url: str, process: anyio.abc.Process, timeout_s: float, log_path: Path | None
+    base_url: str, process: anyio.abc.Process, timeout_s: float, log_path: Path | None, token: str
 ) -> None:
-    async with httpx.AsyncClient(timeout=2.0) as http:
+    async with httpx.AsyncClient(timeout=2.0, headers={"Authorization": f"Bearer {token}"}) as http:
         with anyio.move_on_after(timeout_s) as scope:
             while True:
                 if process.returncode is not None:
@@ -87,8 +118,8 @@ async def _wait_ready(
             )
 
 
-def _child_env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _child_env(token: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", _TOKEN_ENV: token}
     # The child imports `harness.models.local._child`: make this checkout importable even when
     # keel runs from a source tree rather than an installed package.
     root = str(Path(__file__).resolve().parents[3])
@@ -122,11 +153,20 @@ async def find_weights(
 
 
 def _child_command(
-    weights: ResolvedWeights, *, port: int, n_ctx: int, n_batch: int, threads: int | None, max_tokens: int
+    weights: ResolvedWeights,
+    *,
+    port: int,
+    n_ctx: int,
+    n_batch: int,
+    threads: int | None,
+    max_tokens: int,
+    server: ServerOptions,
 ) -> list[str]:
-    # One core is left to keel and everything else: llama.cpp's threads spin while they wait,
-    # and on a busy 2-core machine two threads measured 3-6x slower than one (prompt and
-    # generation alike, benchmarks/local_flush.py notes).
+    # One core is left to keel and everything else: llama.cpp's threads spin while they wait.
+    # With the harness busy on a 2-core machine (benchmarks/local_threads.py, SmolLM2), two
+    # threads prefilled 1.15x faster (64.2 vs 56.0 tok/s) but generated 0.59x as fast (12.2 vs
+    # 20.7 tok/s); with the prefix cache a turn evaluates tens of tokens and generates tens,
+    # so generation decides, and one thread wins.
     n = threads or max(1, (os.cpu_count() or 2) - 1)
     options = {
         "--gguf": str(weights.path),
@@ -136,6 +176,15 @@ def _child_command(
         "--n-batch": str(n_batch),
         "--threads": str(n),
         "--max-tokens": str(max_tokens),
+        "--model-sha256": weights.sha256 or "",
+        "--ram-states": str(server.ram_states),
+        "--ram-mb": str(server.ram_mb),
+        "--cache-dir": str(server.cache_dir) if server.cache_dir is not None else "",
+        "--cache-mb": str(server.cache_mb),
+        "--cache-files": str(server.cache_files),
+        "--cache-min-tokens": str(server.cache_min_tokens),
+        "--max-body-mb": str(server.max_body_mb),
+        "--max-queue": str(server.max_queue),
     }
     return [sys.executable, "-m", "harness.models.local._child", *(x for kv in options.items() for x in kv)]
 
@@ -154,6 +203,7 @@ async def start_local_model(
     ready_timeout_s: float = 120.0,
     threads: int | None = None,
     max_tokens: int = 512,
+    server: ServerOptions | None = None,
 ) -> AsyncIterator[LocalModel]:
     """Run the embedded model for the duration of the `async with` block.
 
@@ -170,6 +220,7 @@ async def start_local_model(
         ready_timeout_s: how long to wait for the server to answer.
         threads: CPU threads for prompt processing and generation (default: all cores but one).
         max_tokens: hard cap on every generation, whatever a request asks for.
+        server: the prefix cache and request bounds (default: RAM states, no disk cache).
 
     Raises:
         LocalModelError: the local extra or the weights are missing, a file failed its
@@ -179,8 +230,15 @@ async def start_local_model(
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     cmd = _child_command(
-        weights, port=port, n_ctx=n_ctx, n_batch=n_batch, threads=threads, max_tokens=max_tokens
+        weights,
+        port=port,
+        n_ctx=n_ctx,
+        n_batch=n_batch,
+        threads=threads,
+        max_tokens=max_tokens,
+        server=server or ServerOptions(),
     )
+    token = secrets.token_urlsafe(32)
     log_fh = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,14 +249,14 @@ async def start_local_model(
             stdin=subprocess.DEVNULL,
             stdout=log_fh if log_fh is not None else subprocess.DEVNULL,
             stderr=log_fh if log_fh is not None else subprocess.DEVNULL,
-            env=_child_env(),
+            env=_child_env(token),
         )
     except OSError as exc:
         if log_fh is not None:
             log_fh.close()
         raise LocalModelError(f"could not start the embedded model server: {exc}") from exc
     try:
-        await _wait_ready(base_url, process, ready_timeout_s, log_path)
+        await _wait_ready(base_url, process, ready_timeout_s, log_path, token)
         yield LocalModel(
             base_url=base_url,
             model=weights.name,
@@ -206,6 +264,7 @@ async def start_local_model(
             pid=process.pid,
             log_path=log_path,
             source=weights.source,
+            api_key=token,
         )
     finally:
         await _stop(process)

@@ -70,7 +70,7 @@ class _Server:
     def __init__(self, gguf: Path) -> None:
         import llama_cpp
 
-        from harness.models.local._child import chat_template
+        from harness.models.local._child import LlamaKv, chat_template
 
         self.llm = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, n_ctx=4096, verbose=False)
         self.engine = Engine(
@@ -79,7 +79,7 @@ class _Server:
             name="m",
             max_tokens_cap=8,
             sample=lambda *_: iter(()),
-            state=list,
+            kv=LlamaKv(self.llm),
             stop_ids=frozenset(),
             banned_ids=(),
         )

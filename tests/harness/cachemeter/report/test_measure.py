@@ -100,6 +100,7 @@ def test_json_report_follows_the_documented_schema() -> None:
         "llamacpp-ram",
         "openai",
         "anthropic",
+        "keel",
     ]
     assert data["settings"]["block_size"] == 16
     first = data["requests"][1]

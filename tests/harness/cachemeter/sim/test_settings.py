@@ -8,7 +8,7 @@ from harness.cachemeter.sim import make_simulator, parse_sim_names
 from tests.harness.cachemeter.sim.simkit import req, seq
 
 
-@pytest.mark.parametrize("name", ["ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai"])
+@pytest.mark.parametrize("name", ["ideal", "vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "keel"])
 def test_caches_are_per_model(name: str) -> None:
     sim = make_simulator(parse_sim_names(name)[0])
     sim.feed(req(seq(3000), model="a"))
@@ -18,6 +18,6 @@ def test_caches_are_per_model(name: str) -> None:
 
 def test_parse_sim_names_rejects_an_unknown_name_and_lists_the_valid_ones() -> None:
     assert parse_sim_names("vllm, ideal,vllm") == ("vllm", "ideal")
-    assert len(parse_sim_names("all")) == 7
+    assert len(parse_sim_names("all")) == 8
     with pytest.raises(ValueError, match=r"unknown simulator 'vlm'.*vllm"):
         parse_sim_names("vlm")

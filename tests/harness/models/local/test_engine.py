@@ -3,14 +3,17 @@ enforces (max_tokens, tool_choice, context room) and the counts it reports."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 from pydantic import JsonValue
 
 from harness.modelfiles import ChatTemplate, TemplateRenderer
+from harness.models.local._disk import DiskPrefixCache
 from harness.models.local._engine import Engine, RequestError
+from harness.models.local._prefix import PrefixPolicy, common_prefix
 
 CHATML = (
     "{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '\\n' }}{% endfor %}"
@@ -27,6 +30,8 @@ class CharLlm:
     def __init__(self, n_ctx: int = 400) -> None:
         self._n_ctx = n_ctx
         self.state: list[int] = []
+        self.evaluated = 0
+        """Prompt tokens evaluated so far (what a real model spends time on)."""
 
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         return [ord(c) for c in text.decode("utf-8")]
@@ -54,6 +59,7 @@ class Script:
         self, tokens: list[int], temperature: float, schema: dict[str, JsonValue] | None, banned: list[int]
     ) -> Iterator[int]:
         self.calls.append((temperature, schema, banned))
+        self.llm.evaluated += len(tokens) - min(common_prefix(self.llm.state, tokens), len(tokens) - 1)
         self.llm.state = list(tokens)
         for c in self.text:
             yield ord(c)
@@ -61,7 +67,38 @@ class Script:
         yield EOS
 
 
-def _engine(text: str, *, cap: int = 100, n_ctx: int = 400) -> tuple[Engine, Script, CharLlm]:
+class CharKv:
+    """The fake model's live state; a snapshot is its token list."""
+
+    def __init__(self, llm: CharLlm) -> None:
+        self.llm = llm
+
+    def tokens(self) -> list[int]:
+        return list(self.llm.state)
+
+    def snapshot(self) -> bytes:
+        return json.dumps(self.llm.state).encode()
+
+    def restore(self, data: bytes, tokens: Sequence[int]) -> bool:
+        self.llm.state = json.loads(data)
+        return self.llm.state == list(tokens)
+
+    def advance(self, tokens: Sequence[int]) -> None:
+        self.llm.evaluated += len(tokens) - common_prefix(self.llm.state, tokens)
+        self.llm.state = list(tokens)
+
+    def reset(self) -> None:
+        self.llm.state = []
+
+
+def _engine(
+    text: str,
+    *,
+    cap: int = 100,
+    n_ctx: int = 400,
+    policy: PrefixPolicy | None = None,
+    disk: DiskPrefixCache | None = None,
+) -> tuple[Engine, Script, CharLlm]:
     llm = CharLlm(n_ctx)
     script = Script(llm, text)
     engine = Engine(
@@ -70,9 +107,11 @@ def _engine(text: str, *, cap: int = 100, n_ctx: int = 400) -> tuple[Engine, Scr
         name="fake",
         max_tokens_cap=cap,
         sample=script,
-        state=lambda: llm.state,
+        kv=CharKv(llm),
         stop_ids=frozenset({EOS}),
         banned_ids=(BAN,),
+        policy=policy,
+        disk=disk,
     )
     return engine, script, llm
 

@@ -4,17 +4,22 @@ native tool calls, streaming with tools, usage with cached tokens, clear 400s.""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import AsyncIterator, Iterator
 
+import anyio
 import httpx
 import pytest
 
 from harness.errors import ModelRequestError
 from harness.models.base import ModelTextDelta, ReplyDone
 from harness.models.factory import local_client
-from harness.models.local._server import build_app, hold_back
+from harness.models.local._engine import Engine
+from harness.models.local._server import ServerLimits, build_app, hold_back
 from harness.types import Message, ModelRequest, ToolSpec
 from tests.harness.models.local.test_engine import _engine
 
+TOKEN = "test-token"
 MEMORY = ToolSpec("memory", "Save a fact.", {"type": "object", "properties": {"content": {"type": "string"}}})
 CALL = (
     'Saving it.\n<tool_call>\n{"name": "memory", "arguments": {"content": "Sam O\'Neill & co"}}\n</tool_call>'
@@ -23,7 +28,11 @@ CALL = (
 
 def _client(text: str) -> tuple[httpx.AsyncClient, object]:
     engine, script, _ = _engine(text, cap=1000, n_ctx=4000)
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(engine)), base_url="http://local")
+    http = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=build_app(engine, token=TOKEN)),
+        base_url="http://local",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
     return http, script
 
 
@@ -127,3 +136,75 @@ async def test_a_bad_request_is_a_400_the_client_reports_clearly() -> None:
 )
 def test_hold_back_streams_only_what_cannot_become_a_tool_call(text: str, ready: int) -> None:
     assert hold_back(text) == ready
+
+
+async def test_a_request_without_the_bearer_token_is_refused() -> None:
+    http, _ = _client("x")
+    async with http:
+        bare = await http.post("/v1/chat/completions", json={"messages": []}, headers={"Authorization": ""})
+        wrong = await http.get("/v1/models", headers={"Authorization": "Bearer nope"})
+        right = await http.get("/v1/models")
+    assert bare.status_code == 401 and wrong.status_code == 401 and right.status_code == 200
+    assert "bearer token" in bare.json()["error"]["message"]
+
+
+def _limited(limits: ServerLimits, engine: Engine | None = None) -> httpx.AsyncClient:
+    engine = engine or _engine("x", cap=1000, n_ctx=4000)[0]
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=build_app(engine, token=TOKEN, limits=limits)),
+        base_url="http://local",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+
+
+async def test_a_body_over_the_cap_is_refused_before_it_is_read() -> None:
+    read: list[int] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            read.append(1)
+            yield b" " * 1000
+
+    async with _limited(ServerLimits(max_body=10_000)) as http:
+        declared = await http.post("/v1/chat/completions", content=b" " * 20_000)
+        streamed = await http.post("/v1/chat/completions", content=chunks())
+    assert declared.status_code == 413 and "10,000 bytes" in declared.json()["error"]["message"]
+    assert streamed.status_code == 413
+    assert len(read) <= 12, "reading stopped at the cap, not at the end of the body"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000, b'{"messages": ' + b"[" * 100 + b"]" * 100 + b"}", b"\xff\xfe", b'{"a": NaN'],
+)
+async def test_deep_or_invalid_json_is_a_clean_400(body: bytes) -> None:
+    async with _limited(ServerLimits()) as http:
+        r = await http.post("/v1/chat/completions", content=body)
+    assert r.status_code == 400
+    assert "Traceback" not in r.text and r.json()["error"]["type"] == "invalid_request_error"
+
+
+async def test_a_full_queue_answers_503_and_frees_up_when_work_ends() -> None:
+    gate = threading.Event()
+    engine, script, _ = _engine("ok", cap=1000, n_ctx=4000)
+
+    def held(*args: object) -> Iterator[int]:
+        gate.wait(10)  # the scripted sampler, held until the gate opens
+        return script(*args)  # type: ignore[arg-type]  # the sampler's own arguments
+
+    engine._sample = held  # a test double at the engine's sampler seam
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    first: list[httpx.Response] = []
+    async with _limited(ServerLimits(max_queue=1), engine) as http:
+
+        async def slow() -> None:
+            first.append(await http.post("/v1/chat/completions", json=body))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.3)
+            busy = await http.post("/v1/chat/completions", json=body)
+            gate.set()
+        after = await http.post("/v1/chat/completions", json=body)
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+    assert first[0].status_code == 200 and after.status_code == 200
