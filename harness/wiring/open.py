@@ -53,7 +53,9 @@ from harness.wiring import steps
 from harness.wiring.builtin_tools import add_builtin_tools
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
+from harness.wiring.resume import catch_up_from, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.stores import Stores, open_stores
 from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
 from memory.skills import SkillLibrary
@@ -110,10 +112,11 @@ class _Memory:
     shared_skills: SkillLibrary | None
 
 
-def _memory(config: KeelConfig, where: _Where) -> _Memory:
+def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
     skills = steps.skills(config, where.home, where.principal)
+    backend = None if stores is None else stores.curated(where.principal)
     return _Memory(
-        curated=steps.curated(config, where.home, where.principal),
+        curated=steps.curated(config, where.home, where.principal, backend=backend),
         manager=steps.new_manager(config),
         skills=skills,
         shared_skills=None if skills is None else shared_skill_library(config, where.home, where.principal),
@@ -160,18 +163,26 @@ async def _build(
             stack, config, home=where.home, env=env_of(opts), warn=warnings
         )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
-    db = opts.session_store
-    if db is None:
-        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+    stores = opts.stores
+    if stores is None and opts.session_store is None:
+        stores = await stack.enter_async_context(open_stores(config, where.home))
+    db = stores.sessions if stores is not None else opts.session_store
+    assert db is not None  # one of the two, by the test above
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
-    mem = _memory(config, where)
+    mem = _memory(config, where, stores)
+    curated_store = None if mem.curated is None else mem.curated[0]
     assembler = _assembler(
         config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
     )
     path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user),
+        recorder=DbRecorder(
+            db,
+            source=opts.source,
+            user_id=where.principal.session_user,
+            memory_snapshot=lambda: None if curated_store is None else curated_store.snapshot_pin(),
+        ),
         counter=counter,
         assembler=assembler,
         memory=_memory_port(config, where, mem),
@@ -213,7 +224,9 @@ async def _build(
         providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
         background=tg,
         today=opts.today,
-        spawn=_spawner(config, opts, where, model=model, db=db, counter=counter),
+        spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
+        lease=None if stores is None else stores.lease,
+        catch_up=catch_up_from(db),
     )
     store = None if mem.curated is None else mem.curated[0]
     handles = SessionHandles(
@@ -236,6 +249,7 @@ def _spawner(
     model: ModelClient,
     db: SessionStore,
     counter: TokenCounter,
+    stores: Stores | None,
 ) -> Spawn:
     """How a session starts a subagent: a fresh session on the same model and principal, as `subagent`."""
     child_options = replace(
@@ -250,6 +264,8 @@ def _spawner(
         user_id=where.principal.user_id,
         workspace=where.principal.workspace,
         session_store=db,
+        stores=stores,
+        resume=None,
     )
 
     async def spawn(task: str) -> tuple[str, str]:
@@ -276,7 +292,17 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     async with AsyncExitStack() as stack:
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
         session = OpenedSession(parts, handles)
-        await session.start()
+        if opts.resume is None:
+            await session.start()
+        else:
+            memory = parts.path.system.memory
+            await resume_session(
+                session,
+                handles.db,
+                principal,
+                memory if isinstance(memory, StoreMemory) else None,
+                opts.resume,
+            )
         for warning in [] if handles.store is None else steps.memory_warnings(handles.store):
             warnings(warning)
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from memory import MemoryStore, Principal, SnapshotPolicy
+from memory.curated import CuratedBackend
 from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
@@ -34,11 +35,13 @@ def curated_store(
     *,
     policy: SnapshotPolicy | None = None,
     meaning: MeaningCheck | None = None,
+    backend: CuratedBackend | None = None,
 ) -> MemoryStore:
     """The principal's MEMORY.md (its workspace) and USER.md (its user), with the config's limits.
 
     Each file keeps its own budget and its own sidecar lock, so two principals never wait on
     or count against each other's files. `meaning`: the scanner's second layer on its writes.
+    `backend`: where the documents live (None: the files of `home`).
     """
     m = config.memory
     return MemoryStore(
@@ -52,6 +55,7 @@ def curated_store(
         memory_enabled=m.memory_enabled,
         user_profile_enabled=m.user_profile_enabled,
         meaning=meaning,
+        backend=backend,
     )
 
 

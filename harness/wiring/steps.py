@@ -32,6 +32,7 @@ from memory import (
     Principal,
     ProviderContext,
 )
+from memory.curated import CuratedBackend
 from memory.providers.holographic import HolographicProvider
 from memory.skills import SkillLibrary
 
@@ -83,12 +84,16 @@ async def open_models(
     return model, summary
 
 
-def curated(config: KeelConfig, home: Path, principal: Principal) -> tuple[MemoryStore, MemoryTool] | None:
-    """The principal's curated store and its `memory` tool (None when both files are disabled)."""
+def curated(
+    config: KeelConfig, home: Path, principal: Principal, *, backend: CuratedBackend | None = None
+) -> tuple[MemoryStore, MemoryTool] | None:
+    """The principal's curated store and its `memory` tool (None when both files are disabled).
+
+    `backend`: where its documents live (None: the home's files; see `harness.wiring.stores`)."""
     m = config.memory
     if not (m.memory_enabled or m.user_profile_enabled):
         return None
-    store = curated_store(config, home, principal, meaning=meaning_check(config))
+    store = curated_store(config, home, principal, meaning=meaning_check(config), backend=backend)
     pending = PendingWrites(store.directory)
     return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=pending)
 
