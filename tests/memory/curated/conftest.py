@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio.to_thread
-import psycopg
 import pytest
 
 from memory import MemoryStore, MemoryTarget
@@ -18,15 +16,6 @@ from memory.curated import CuratedPool, FileBackend, PgCuratedBackend, open_cura
 from memory.sessions.postgres import PgSessionStore
 
 Backend = Literal["files", "postgres"]
-
-
-@pytest.fixture
-def sessions_schema(postgres_url: str) -> Iterator[str]:
-    """A fresh schema named for this helper's tests; dropped afterwards."""
-    name = f"sessions_{uuid.uuid4().hex[:16]}"
-    yield name
-    with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 async def migrated_pool(url: str, schema: str) -> CuratedPool:
