@@ -177,7 +177,7 @@ async def worker(plan: Mapping[str, Any]) -> None:
             for job in plan["jobs"]:
                 tg.start_soon(run, job)
         ended = time.time()
-    leftovers = sorted(p.name for p in home.iterdir())
+    leftovers = await anyio.to_thread.run_sync(lambda: sorted(p.name for p in home.iterdir()))
     print(
         json.dumps(
             {
