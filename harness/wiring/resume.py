@@ -61,3 +61,9 @@ async def resume_session(
         turns=sum(1 for m in messages if m.role == "user"),
         parent_session_id=record.parent_session_id,
     )
+    if memory is not None and memory.store.pin_missed:
+        names = " and ".join(sorted(memory.store.pin_missed))
+        session.warn(
+            f"the curated memory ({names}) changed since session {session_id!r} started and its files keep no "
+            "older version, so the prompt shows today's memory (one prompt-cache miss)"
+        )

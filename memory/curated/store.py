@@ -134,6 +134,11 @@ def _parse_pin(text: str) -> SnapshotPin:
         raise SnapshotUnavailableError(f"the recorded memory snapshot {text[:80]!r} is not readable") from exc
 
 
+def _doc_hash(text: str) -> str:
+    # A file ends with one newline a row does not have: the same document hashes the same on both.
+    return text_hash(text.removesuffix("\n"))
+
+
 def _copied(backup: Path | None) -> str:
     return "the document was kept as it was" if backup is None else f"the file was copied to {str(backup)!r}"
 
@@ -239,6 +244,9 @@ class MemoryStore:
         self._dirs: dict[MemoryTarget, Path] = {"memory": directory, "user": user_directory or directory}
         self._backend: CuratedBackend = backend or FileBackend(directory, user_directory=user_directory)
         self._loaded: dict[MemoryTarget, tuple[int | None, str]] = {}
+        self.pin_missed: list[MemoryTarget] = []
+        """Targets the last pinned `load` could not rebuild (files keep no older version): it
+        used the current document instead, so that prompt block differs from the session's start."""
         self._titles: dict[MemoryTarget, str | None] = {"memory": memory_title, "user": None}
         self._limits: dict[MemoryTarget, int] = {"memory": memory_char_limit, "user": user_char_limit}
         self._enabled: dict[MemoryTarget, bool] = {"memory": memory_enabled, "user": user_profile_enabled}
@@ -335,9 +343,12 @@ class MemoryStore:
                 continue
             reads[t] = self._backend.read(t)
             pin = None if pinned is None else pinned.get(t)
-            if pin is not None and text_hash(reads[t].text) != pin[1]:
-                older = None if pin[0] is None else self._backend.read_version(t, pin[0])
-                if older is None or text_hash(older.text) != pin[1]:
+            if pin is not None and _doc_hash(reads[t].text) != pin[1]:
+                if pin[0] is None:  # files keep no history: carry on with today's document, and say so
+                    self.pin_missed.append(t)
+                    continue
+                older = self._backend.read_version(t, pin[0])
+                if older is None or _doc_hash(older.text) != pin[1]:
                     raise SnapshotUnavailableError(
                         f"{FILE_NAMES[t]} changed since this session started and {self.location(t)!r} keeps "
                         "no copy of the version it started with; start a new session"
@@ -370,7 +381,9 @@ class MemoryStore:
 
         `pinned` (a `snapshot_pin()` recorded at a session's start) reads the versions that
         session saw instead of the current ones: a resumed session rebuilds the same bytes.
-        It raises `SnapshotUnavailableError` when a pinned version is no longer kept.
+        A pin from the files backend (no history) whose document changed falls back to the
+        current document and lists the target in `pin_missed`; a pinned PostgreSQL version
+        that is gone raises `SnapshotUnavailableError`.
 
         A missing file is an empty store; a file that cannot be read or decoded is shown
         as empty (see `read_error`) and every write to it is refused until it is fixed.
@@ -382,8 +395,9 @@ class MemoryStore:
         async with self._write_lock:
             generation = self._generation
             pin = None if pinned is None else _parse_pin(pinned)
+            self.pin_missed = []
             reads = await anyio.to_thread.run_sync(self._read_all, pin)  # blocking: read both documents
-            self._loaded = {t: (r.version, text_hash(r.text)) for t, r in reads.items()}
+            self._loaded = {t: (r.version, _doc_hash(r.text)) for t, r in reads.items()}
             for target in _TARGETS:
                 read = reads.get(target)
                 self._live[target] = dedupe(parse_entries(read.text)) if read else ()

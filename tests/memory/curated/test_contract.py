@@ -116,15 +116,30 @@ async def test_a_pinned_load_rebuilds_the_snapshot_a_session_started_with(curate
     pin, first = store.snapshot_pin(), (await store.prompt_blocks()).memory
     await curated.store().add("memory", "version two")
     later = curated.store()
-    if curated.kind == "files":
-        # Files keep no history: the pin detects the change instead of rebuilding other bytes.
-        with pytest.raises(SnapshotUnavailableError):
-            await later.load(pinned=pin)
-        return
     await later.load(pinned=pin)
+    if curated.kind == "files":
+        # Files keep no history: the pin notices the change and says so instead.
+        assert later.pin_missed == ["memory"]
+        assert "version two" in (await later.prompt_blocks()).memory
+        return
+    assert later.pin_missed == []
     assert (await later.prompt_blocks()).memory == first
     await later.load()
     assert "version two" in (await later.prompt_blocks()).memory
+
+
+async def test_a_pinned_version_that_is_gone_is_refused_clearly(curated: Curated) -> None:
+    store = curated.store()
+    await store.add("memory", "kept")
+    await store.load()
+    bogus = (
+        store.snapshot_pin()
+        .replace('"memory": [1,', '"memory": [99,')
+        .replace('"memory": [null,', '"memory": [99,')
+    )
+    await curated.store().add("memory", "moved on")
+    with pytest.raises(SnapshotUnavailableError, match="start a new session"):
+        await curated.store().load(pinned=bogus)
 
 
 async def test_the_pin_records_each_documents_hash(curated: Curated) -> None:
@@ -133,4 +148,4 @@ async def test_the_pin_records_each_documents_hash(curated: Curated) -> None:
     await store.load()
     stored = store.backend.read("user").text  # files end with a newline; rows do not
     assert "name is Ada" in stored
-    assert text_hash(stored) in store.snapshot_pin()
+    assert text_hash(stored.removesuffix("\n")) in store.snapshot_pin()
