@@ -347,7 +347,16 @@ def main() -> int:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        anyio.run(worker, json.loads(sys.stdin.readline()))
+        plan = json.loads(sys.stdin.readline())
+        profile_to = os.environ.get("KEEL_BENCH_PROFILE")  # a directory: one cProfile dump per worker
+        if profile_to:
+            import cProfile
+
+            with cProfile.Profile() as prof:
+                anyio.run(worker, plan)
+            prof.dump_stats(Path(profile_to) / f"worker-{os.getpid()}.prof")
+        else:
+            anyio.run(worker, plan)
         return 0
     url = args.url or postgres_url_default()
     counts = sorted({c for c in (1, 2, 4) if c <= args.workers} | {args.workers})
