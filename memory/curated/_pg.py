@@ -60,6 +60,7 @@ def open_curated_pool(url: str, schema: str, *, size: int, timeout_s: float) -> 
         timeout=timeout_s,
         open=False,
         name=f"keel-curated-{schema}",
+        check=psycopg_pool.ConnectionPool.check_connection,  # a dropped connection is replaced at checkout
     )
     try:
         pool.open(wait=True, timeout=timeout_s)

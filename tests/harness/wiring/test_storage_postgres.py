@@ -17,7 +17,7 @@ from harness.errors import SessionError
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 from harness.wiring.stores import curated_scopes, open_stores
-from memory import Principal, SessionStoreUnavailableError
+from memory import Principal, SessionSchemaError, SessionStoreUnavailableError
 from memory.curated import PgCuratedBackend
 
 
@@ -120,3 +120,18 @@ async def test_an_unreachable_server_fails_the_open_and_nothing_falls_back_to_th
         async with open_session(cfg, options(ScriptedModel([say("never")]), home)):
             pass
     assert not home.exists() or sorted(p.name for p in home.iterdir()) == []
+
+
+async def test_a_schema_from_a_newer_keel_is_refused_clearly(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema)
+    async with open_stores(cfg, tmp_path):
+        pass
+    with psycopg.connect(postgres_url, options=f"-c search_path={sessions_schema}") as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'from the future', 0)"
+        )
+    with pytest.raises(SessionSchemaError, match=r"version 99, newer than this keel understands"):
+        async with open_session(cfg, options(ScriptedModel([]), tmp_path / "w")):
+            pass
