@@ -80,8 +80,13 @@ async def test_a_turn_fails_clearly_while_the_server_is_gone_and_the_next_one_wo
             storage__lease_wait_s="5",
             sessions__connect_timeout_s="2",
         )
-        remember = {"action": "add", "target": "user", "content": "Ada keeps bees"}
-        model = ScriptedModel([call_tool("memory", remember), say("noted"), say("back again")])
+        model = ScriptedModel(
+            [
+                call_tool("memory", {"action": "add", "target": "user", "content": "Ada keeps bees"}),
+                say("noted"),
+                say("back again"),
+            ]
+        )
         async with open_session(
             cfg, SessionOptions(model=model, home=tmp_path, tokenizer=FakeTokenizer())
         ) as s:
