@@ -113,13 +113,15 @@ class _Memory:
 
 
 def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
-    skills = steps.skills(config, where.home, where.principal)
+    skills = steps.skills(config, where.home, where.principal, stores=stores)
     backend = None if stores is None else stores.curated(where.principal)
     return _Memory(
         curated=steps.curated(config, where.home, where.principal, backend=backend),
         manager=steps.new_manager(config),
         skills=skills,
-        shared_skills=None if skills is None else shared_skill_library(config, where.home, where.principal),
+        shared_skills=None
+        if skills is None
+        else shared_skill_library(config, where.home, where.principal, stores=stores),
     )
 
 

@@ -8,6 +8,7 @@ one of them sees the same principal's files (`memory.scope` draws the layout).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
@@ -16,6 +17,9 @@ from memory.curated import CuratedBackend
 from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
+
+if TYPE_CHECKING:
+    from harness.wiring.stores import Stores
 
 __all__ = [
     "curated_store",
@@ -80,9 +84,13 @@ def meaning_check(config: KeelConfig) -> MeaningCheck | None:
     )
 
 
-def skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary:
-    """The principal's workspace skill library."""
-    return SkillLibrary(principal.skills_dir(home), guard_agent_created=config.skills.guard_agent_created)
+def skill_library(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary:
+    """The principal's workspace skill library (on the `stores`' backend when given)."""
+    guard = config.skills.guard_agent_created
+    rows = None if stores is None else stores.skills(principal, home, guard_agent_created=guard)
+    return rows or SkillLibrary(principal.skills_dir(home), guard_agent_created=guard)
 
 
 def _shared_principal(config: KeelConfig, principal: Principal) -> Principal | None:
@@ -106,10 +114,12 @@ def shared_memory_store(config: KeelConfig, home: Path, principal: Principal) ->
     )
 
 
-def shared_skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
+def shared_skill_library(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary | None:
     """The shared workspace's skills (listed and viewable, never changed), if the config names one."""
     shared = _shared_principal(config, principal)
-    return None if shared is None else skill_library(config, home, shared)
+    return None if shared is None else skill_library(config, home, shared, stores=stores)
 
 
 def trace_dir(config: KeelConfig, home: Path, principal: Principal) -> Path:

@@ -22,6 +22,7 @@ from harness.trace import TraceWriter
 from harness.types import ModelReply, ModelRequest
 from harness.wiring.scoped import curated_store, meaning_check, skill_library, trace_dir
 from harness.wiring.semantic import semantic_provider
+from harness.wiring.stores import Stores
 from memory import (
     MemoryManager,
     MemoryProvider,
@@ -175,11 +176,13 @@ async def start_manager(
     stack.push_async_callback(manager.shutdown)
 
 
-def skills(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
-    """The principal's skill library, unless skills are off."""
+def skills(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary | None:
+    """The principal's skill library (on the `stores`' backend when given), unless skills are off."""
     if not config.skills.enabled:
         return None
-    return skill_library(config, home, principal)
+    return skill_library(config, home, principal, stores=stores)
 
 
 def trace_writer(

@@ -2,7 +2,7 @@
 
 `storage.backend: files` (the default) keeps today's home: curated files, `state.db` (or the
 `sessions:` server), file leases under `<home>/leases`. `storage.backend: postgres` puts the
-session store, the curated documents and the session lease on one PostgreSQL server and one
+session store, the curated documents, the skills and the session lease on one PostgreSQL server and one
 schema, so a worker needs no home beyond its config and caches:
 
     async with open_stores(config, home) as stores:
@@ -26,6 +26,7 @@ from harness.config import KeelConfig
 from memory import Principal, SessionStore
 from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, open_curated_pool
 from memory.lease import FileLease, PgLease, SessionLease
+from memory.skills import PgSkillLibrary, SkillLibrary
 
 __all__ = ["Stores", "curated_scopes", "open_stores"]
 
@@ -56,6 +57,16 @@ class Stores:
     lease: SessionLease
     location: str
     _pg: tuple[CuratedPool, str] | None = None
+
+    def skills(self, principal: Principal, home: Path, *, guard_agent_created: bool) -> SkillLibrary | None:
+        """The principal's skills as rows, mirrored under `<home>/cache/` (None: the home's files)."""
+        if self._pg is None:
+            return None
+        pool, _ = self._pg
+        scope = PurePosixPath(principal.skills_dir(Path())).as_posix()
+        return PgSkillLibrary(
+            home / "cache" / scope, pool=pool, scope=scope, guard_agent_created=guard_agent_created
+        )
 
     def curated(self, principal: Principal) -> CuratedBackend | None:
         """The principal's curated documents on this backend (None: the home's files)."""

@@ -185,6 +185,18 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base tables: sessions (with user_id), messages, flushes", _M1),
     Migration(2, "messages.search_tsv with a GIN index", _M2),
     Migration(3, "curated memory as versioned rows, its archive; sessions.memory_snapshot", _M3),
+    Migration(
+        4,
+        "skills as rows: every file of a principal's skill tree (memory.skills._pg)",
+        (
+            """CREATE TABLE skill_files (
+                scope TEXT NOT NULL,
+                path TEXT NOT NULL,
+                content BYTEA NOT NULL,
+                PRIMARY KEY (scope, path)
+            )""",
+        ),
+    ),
 )
 
 _TRIGRAM_INDEX = "messages_trigram"

@@ -36,6 +36,19 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     return {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
 
 
+def skill_exists(home: Path, backend: Backend, directory: str, path: str) -> bool:
+    """A skill file of `directory` (relative to the home): on disk, or a row of `skill_files`."""
+    if "storage__url" not in backend:
+        return (home / directory / path).exists()
+    with psycopg.connect(
+        backend["storage__url"], options=f"-c search_path={backend['storage__pg_schema']}"
+    ) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM skill_files WHERE scope = %s AND path = %s", (directory, path)
+        ).fetchone()
+    return row is not None
+
+
 def curated_text(home: Path, backend: Backend, directory: str, name: str) -> str | None:
     """MEMORY.md / USER.md of `directory` (relative to the home): its file, or its row; None if missing."""
     if "storage__url" not in backend:
@@ -166,7 +179,7 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
         assert text not in bob_prompt
         assert all(text not in r.system for r in bob.requests)
     # nothing of alice's was touched, and it all sits in her own directories
-    assert (home / "users" / "alice" / "skills" / "alice-deploy" / "SKILL.md").exists()
+    assert skill_exists(home, backend, "users/alice/skills", "alice-deploy/SKILL.md")
     assert "Mittens" in (curated_text(home, backend, "users/alice/memories", "USER.md") or "")
     assert "frobnicate" in (curated_text(home, backend, "users/alice/memories", "MEMORY.md") or "")
     assert curated_text(home, backend, "memories", "MEMORY.md") is None
