@@ -6,6 +6,8 @@ What is copied, and how it is checked:
   `workspaces/*/memories/`: MEMORY.md, USER.md as version 1 of their rows, scope = the
   directory relative to the home, as `storage.backend: postgres` names them) and each
   ARCHIVE.jsonl (rows of `curated_archive`, in order);
+- every principal's skill tree (`skills/`, `users/*/skills/`, `workspaces/*/skills/`) as
+  rows of `skill_files`, file by file;
 - every session of `state.db` with its messages, flushes and counters, parents first.
 
 Each copied thing is verified after the copy: a document by the SHA-256 of its text, an
@@ -15,8 +17,8 @@ temporary directory and read there, and the files are only read — so stop the 
 processes writing the home before migrating it. A rerun is a no-op: what is already there with the same hash is skipped; what is
 there with *other* content is reported as a conflict and left alone (nothing is overwritten).
 
-Not copied (reported, left in place): skills, the holographic and semantic provider
-databases (no PostgreSQL store for them yet), traces (they stay local files by design).
+Not copied (reported, left in place): the holographic and semantic provider databases (no
+PostgreSQL store for them yet), traces (they stay local files by design).
 """
 
 from __future__ import annotations
@@ -152,6 +154,46 @@ def _copy_curated(home: Path, pool: CuratedPool, report: MigrationReport) -> Non
                 _copy_archive(conn, scope, archive, report)
 
 
+def _skill_files(root: Path) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or path.is_symlink() or not path.is_file():
+            continue  # the writer lock, trash from deletes, and links are never part of a skill
+        out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def _copy_skills(home: Path, pool: CuratedPool, report: MigrationReport) -> None:
+    roots = [home / "skills"] + [
+        child / "skills"
+        for parent in ("users", "workspaces")
+        if (home / parent).is_dir()
+        for child in sorted((home / parent).iterdir())
+    ]
+    for root in roots:
+        if not root.is_dir():
+            continue
+        scope, wanted = root.relative_to(home).as_posix(), _skill_files(root)
+        label = f"{scope}/ ({len(wanted)} files)"
+        with pool.connection() as conn:
+            rows = conn.execute("SELECT path, content FROM skill_files WHERE scope = %s", (scope,)).fetchall()
+            have = {str(p): bytes(c) for p, c in rows}
+            if have:
+                (report.skipped if have == wanted else report.conflicts).append(label)
+                continue
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO skill_files (scope, path, content) VALUES (%s, %s, %s)",
+                    [(scope, rel, content) for rel, content in wanted.items()],
+                )
+            copied = conn.execute(
+                "SELECT path, content FROM skill_files WHERE scope = %s", (scope,)
+            ).fetchall()
+            report.verified &= {str(p): bytes(c) for p, c in copied} == wanted
+        report.copied.append(label)
+
+
 # ------------------------------------------------------------------ sessions
 
 
@@ -254,7 +296,7 @@ async def _copy_sessions(home: Path, dst: SessionStore, report: MigrationReport)
 
 def _left_in_place(home: Path) -> list[str]:
     found = []
-    for pattern in ("**/skills", "**/memory_store.db", "**/semantic.db", "traces"):
+    for pattern in ("**/memory_store.db", "**/semantic.db", "traces"):
         found += [str(p.relative_to(home)) for p in sorted(home.glob(pattern)) if p.exists()]
     return sorted(set(found))
 
@@ -274,9 +316,8 @@ async def migrate_home(
             lambda: open_curated_pool(url, schema, size=1, timeout_s=connect_timeout_s)
         )
         try:
-            await anyio.to_thread.run_sync(
-                _copy_curated, home, pool, report
-            )  # blocking: files and a sync pool
+            await anyio.to_thread.run_sync(_copy_curated, home, pool, report)  # blocking: files, a sync pool
+            await anyio.to_thread.run_sync(_copy_skills, home, pool, report)  # blocking: the same
         finally:
             await anyio.to_thread.run_sync(pool.close)
         await _copy_sessions(home, dst, report)

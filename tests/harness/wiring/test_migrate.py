@@ -50,11 +50,14 @@ async def test_a_home_migrates_verified_untouched_and_a_rerun_is_a_no_op(
     home = tmp_path / "home"
     home.mkdir()
     bob_session = await make_home(home)
+    skill = home / "users" / "ada" / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: deploy\ndescription: Ship it\n---\n1. make deploy\n", encoding="utf-8")
     before = tree_digest(home)
     first = await migrate_home(home, postgres_url, schema=sessions_schema)
     assert first.verified and not first.conflicts
     assert "users/ada/memories/USER.md" in first.copied and "users/bob/memories/ARCHIVE.jsonl" in first.copied
-    assert f"session {bob_session}" in first.copied
+    assert f"session {bob_session}" in first.copied and "users/ada/skills/ (1 files)" in first.copied
     assert tree_digest(home) == before  # the source was not written
     again = await migrate_home(home, postgres_url, schema=sessions_schema)
     assert again.copied == [] and sorted(again.skipped) == sorted(first.copied) and again.verified
