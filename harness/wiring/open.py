@@ -155,6 +155,18 @@ def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory
     return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
 
 
+async def _stores(
+    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where
+) -> tuple[Stores | None, SessionStore]:
+    """The caller's stores, else its session store (files, no lease), else the configured ones."""
+    if opts.stores is not None:
+        return opts.stores, opts.stores.sessions
+    if opts.session_store is not None:
+        return None, opts.session_store
+    stores = await stack.enter_async_context(open_stores(config, where.home))
+    return stores, stores.sessions
+
+
 async def _build(
     stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
 ) -> tuple[SessionParts, SessionHandles]:
@@ -165,11 +177,7 @@ async def _build(
             stack, config, home=where.home, env=env_of(opts), warn=warnings
         )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
-    stores = opts.stores
-    if stores is None and opts.session_store is None:
-        stores = await stack.enter_async_context(open_stores(config, where.home))
-    db = stores.sessions if stores is not None else opts.session_store
-    assert db is not None  # one of the two, by the test above
+    stores, db = await _stores(stack, config, opts, where)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where, stores)
     curated_store = None if mem.curated is None else mem.curated[0]
