@@ -142,6 +142,10 @@ class Session:
         """
         await self.system.rebuild(reload_memory=True)
         self._transcript.resume(session_id, messages, turns=turns, parent_session_id=parent_session_id)
+        # Providers were started under the id the transcript drew; they follow the resumed one.
+        await self.providers.on_session_switch(
+            session_id, parent_session_id=parent_session_id, reason="resume"
+        )
 
     async def close(self) -> None:
         """End the conversation: providers hear `on_session_end`; the row ends as `user_exit`."""
