@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from harness.config import KeelConfig
 from memory import Principal, SessionStore
-from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, open_curated_pool
+from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
 from memory.lease import FileLease, PgLease, SessionLease
 from memory.skills import PgSkillLibrary, SkillLibrary
 
@@ -50,6 +50,8 @@ class Stores:
         sessions: the session store.
         lease: the session lease (one PostgreSQL connection per process, or lock files).
         location: where it all lives, safe to print.
+        pgvector: the PostgreSQL server offers the `vector` extension (detected at open; no
+            store uses it yet — see the README's PostgreSQL section).
     """
 
     backend: str
@@ -57,6 +59,7 @@ class Stores:
     lease: SessionLease
     location: str
     _pg: tuple[CuratedPool, str] | None = None
+    pgvector: bool = False
 
     def skills(self, principal: Principal, home: Path, *, guard_agent_created: bool) -> SkillLibrary | None:
         """The principal's skills as rows, mirrored under `<home>/cache/` (None: the home's files)."""
@@ -106,4 +109,5 @@ async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
             url, schema=schema, wait_s=config.storage.lease_wait_s, connect_timeout_s=s.connect_timeout_s
         )
         stack.push_async_callback(lease.aclose)
-        yield Stores("postgres", sessions, lease, sessions.location, (pool, schema))
+        vector = await anyio.to_thread.run_sync(has_pgvector, pool)  # blocking: one catalog query
+        yield Stores("postgres", sessions, lease, sessions.location, (pool, schema), pgvector=vector)

@@ -16,7 +16,7 @@ from memory.curated._entries import (
 )
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
 from memory.curated._pending import PENDING_NAME, PendingWrite, PendingWrites
-from memory.curated._pg import CuratedPool, PgCuratedBackend, open_curated_pool
+from memory.curated._pg import CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
 from memory.curated.store import (
     ARCHIVE_NAME,
     MemoryBlocks,
@@ -56,6 +56,7 @@ __all__ = [
     "ReplaceOp",
     "SnapshotPolicy",
     "WriteResult",
+    "has_pgvector",
     "memories_dir",
     "memory_tool_schema",
     "open_curated_pool",

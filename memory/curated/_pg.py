@@ -38,7 +38,7 @@ from memory.curated._backend import DocRead, DocTxn, text_hash
 from memory.curated._entries import FILE_NAMES, MemoryTarget
 from memory.errors import StoreLockTimeout, StoreReadError, StoreWriteError
 
-__all__ = ["CuratedPool", "PgCuratedBackend", "open_curated_pool"]
+__all__ = ["CuratedPool", "PgCuratedBackend", "has_pgvector", "open_curated_pool"]
 
 CuratedPool = psycopg_pool.ConnectionPool[psycopg.Connection[TupleRow]]
 
@@ -70,6 +70,23 @@ def open_curated_pool(url: str, schema: str, *, size: int, timeout_s: float) -> 
             f"cannot reach the PostgreSQL server for curated memory: {_first_line(exc)}"
         ) from exc
     return pool
+
+
+def has_pgvector(pool: CuratedPool) -> bool:
+    """Whether the server offers the `vector` extension (pgvector), installed or installable.
+
+    Detected at open so a store that could use it says so; nothing here creates the extension.
+    """
+    try:
+        with pool.connection() as conn:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+            ).fetchone()
+    except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        raise StoreReadError(
+            f"cannot ask the PostgreSQL server for its extensions: {_first_line(exc)}"
+        ) from exc
+    return bool(row and row[0])
 
 
 def _first_line(exc: BaseException) -> str:

@@ -69,6 +69,11 @@ async def test_a_session_resumed_on_another_worker_rebuilds_the_same_prompt_byte
     async with open_stores(cfg, tmp_path / "setup") as stores:
         backend = stores.curated(Principal(user_id="ada"))
         assert isinstance(backend, PgCuratedBackend)
+        with psycopg.connect(postgres_url) as conn:
+            offered = conn.execute(
+                "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+        assert stores.pgvector is (offered is not None and offered[0] > 0)
     first = ScriptedModel([say("hello")])
     async with open_session(cfg, options(first, tmp_path / "a")) as s:
         s_memory = s.handles.store
