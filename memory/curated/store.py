@@ -6,10 +6,15 @@ prefix stays byte-identical and provider caches keep hitting. The *live* entries
 with every committed write (which is durable on disk at once) and are what `entries()`,
 `usage()` and tool replies report.
 
-Every write: validate → scan → take the sidecar lock → re-read the file under the lock →
+Every write: validate → scan → take the writer's lock → re-read the document under it →
 (drift check for replace/remove/batch) → plan → scan the entries joined (a write must not
 complete an attack split over entries) → archive evictions → atomic replace. All
 blocking work runs in worker threads through `anyio.to_thread.run_sync`.
+
+Where the documents live is a `CuratedBackend` (`_backend.py`): the files of a home (the
+sidecar lock, `os.replace`) or PostgreSQL rows (`_pg.py`: a row lock, a version per write).
+Every rule above is this module's, whatever the backend. `snapshot_pin()` names the versions
+a snapshot was built from; `load(pinned=...)` rebuilds it on another worker.
 """
 
 from __future__ import annotations
