@@ -173,3 +173,18 @@ async def test_skills_are_rows_another_worker_sees_and_the_guard_still_refuses(
         events = await run_turn(s, "how do we deploy?")
     (view,) = [e.content for e in events if isinstance(e, ToolResultReady)]
     assert "run make deploy" in view
+
+
+async def test_a_worker_holding_a_session_open_takes_the_turns_another_worker_added(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema)
+    first, second = ScriptedModel([say("one"), say("three")]), ScriptedModel([say("two")])
+    async with open_session(cfg, options(first, tmp_path / "a")) as a:
+        await run_turn(a, "turn 1")
+        async with open_session(cfg, options(second, tmp_path / "b", resume=a.session_id)) as b:
+            await run_turn(b, "turn 2")
+        await run_turn(a, "turn 3")  # under the lease, a first reads what b added
+        assert [m.content for m in a.transcript] == ["turn 1", "one", "turn 2", "two", "turn 3", "three"]
+    sent = [m.content for m in first.requests[-1].messages if m.role != "system"]
+    assert sent == ["turn 1", "one", "turn 2", "two", "turn 3"]
