@@ -58,8 +58,8 @@ from harness.compress.flush import (
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
 from harness.events import FlushEntry
 from harness.experiments.demo import facts_in
-from harness.models._openai_wire import build_body, parse_completion
 from harness.models.local import BUILTIN_MODELS, start_local_model
+from harness.models.openai._wire import build_body, parse_completion
 from harness.trace import read_trace
 from harness.types import Message, Role, ToolCall, ToolSpec
 from memory import MemoryStore, MemoryTool, memory_tool_schema

@@ -49,6 +49,26 @@ FORBIDDEN = (
         for backend in ("sqlite", "postgres")
     ),
     (
+        "harness.modelfiles",
+        "harness.models",
+        "model files are read by the server and the meter alike; they know neither",
+    ),
+    (
+        "harness.modelfiles",
+        "harness.cachemeter",
+        "model files are read by the server and the meter alike; they know neither",
+    ),
+    (
+        "harness.models.local",
+        "harness.loop",
+        "the embedded server is a separate program: it never reaches into a session",
+    ),
+    (
+        "harness.models.local",
+        "harness.wiring",
+        "the embedded server is a separate program: it never reaches into a session",
+    ),
+    (
         "harness.loop",
         "harness.wiring",
         "the turn loop never knows how it was wired: wiring/ builds it from a config",

@@ -2,8 +2,8 @@
 # bound for a prompt (memory entries, context files). `_types.py` (Finding, scopes,
 # categories), `_normalize.py` (invisible characters, NFKC, confusable skeleton, joined and
 # compact views), `_decode.py` (base64/hex runs, tag characters), `_rule.py` (the Rule type
-# and the imperative detector), `_rules.py` (the rule for each category, stated in one
-# place), `_rules_en.py` / `_rules_i18n.py` / `_rules_i18n_more.py` (the patterns),
+# and the imperative detector), `_rules/` (the rule for each category, stated in one
+# place, in `__init__`; the patterns in `_en.py`, `_i18n.py`, `_i18n_more.py`),
 # `_commands.py` (secrets in network commands), `_engine.py` (scan, the joined scan of a
 # write with the entries beside it, messages, placeholders). `_meaning.py` is the second
 # layer: a linear probe on the local embedder's sentence vectors (`meaning_probe.json`).

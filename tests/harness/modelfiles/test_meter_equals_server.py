@@ -20,9 +20,9 @@ import pytest
 from harness.cachemeter import JinjaRenderer, MeterRequest, request_from_record
 from harness.config import LocalModelName
 from harness.modelfiles import load_gguf_tokenizer, template_from_gguf
-from harness.models._openai_wire import build_body
 from harness.models.local import BUILTIN_MODELS, installed_part, resolve_weights
 from harness.models.local._engine import Engine
+from harness.models.openai._wire import build_body
 from harness.trace import TraceRecord, TraceSlot, record_for_request
 from harness.types import Message, ModelRequest, ToolCall, ToolSpec
 

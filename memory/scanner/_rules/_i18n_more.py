@@ -1,7 +1,7 @@
 """Injection, role-hijack, prompt-leak and exfiltration phrasings in Polish, Korean, Arabic and Hindi.
 
 The second red-team round (issue 28) wrote its attacks in these four; the rest of the
-languages are in `_rules_i18n.py`. They run on the `lowered` view. As there, a topic alone
+languages are in `_i18n.py`. They run on the `lowered` view. As there, a topic alone
 never fires: each rule needs the imperative plus its target, and an instruction *not* to do
 it ("nie ignoruj", "무시하지 마세요", "لا تتجاهل", "अनदेखा मत करो") does not fire.
 

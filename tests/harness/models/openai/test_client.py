@@ -424,7 +424,7 @@ async def test_with_stream_with_tools_off_a_request_offering_tools_is_sent_unstr
 
 
 def test_tool_results_can_be_sent_as_user_messages_for_templates_that_drop_tool_roles() -> None:
-    from harness.models._openai_wire import build_body
+    from harness.models.openai._wire import build_body
     from harness.types import Message, ModelRequest, ToolCall
 
     request = ModelRequest(

@@ -15,10 +15,10 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from harness.models._anthropic_stream import AnthropicStreamAccumulator
-from harness.models._anthropic_wire import CacheTTL, build_body, parse_message
 from harness.models._http import Deadline, Endpoint
 from harness.models._stream import SSEReplyStream
+from harness.models.anthropic._stream import AnthropicStreamAccumulator
+from harness.models.anthropic._wire import CacheTTL, build_body, parse_message
 from harness.models.base import ModelEvent
 from harness.types import ModelReply, ModelRequest
 

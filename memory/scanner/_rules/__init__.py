@@ -58,9 +58,9 @@ from dataclasses import dataclass
 from memory.scanner._commands import secret_leaves_in_command
 from memory.scanner._normalize import Views
 from memory.scanner._rule import Rule
-from memory.scanner._rules_en import RULES_EN
-from memory.scanner._rules_i18n import RULES_I18N
-from memory.scanner._rules_i18n_more import RULES_I18N_MORE
+from memory.scanner._rules._en import RULES_EN
+from memory.scanner._rules._i18n import RULES_I18N
+from memory.scanner._rules._i18n_more import RULES_I18N_MORE
 from memory.scanner._types import FindingCategory, ScanScope
 
 __all__ = ["CHECKS", "RULES", "Check", "checks_for", "rules_for"]

@@ -15,10 +15,10 @@ from contextlib import asynccontextmanager
 import httpx
 
 from harness.models._http import Deadline, Endpoint, parse_json_object
-from harness.models._openai_stream import OpenAIStreamAccumulator
-from harness.models._openai_wire import ToolResultStyle, build_body, parse_completion
 from harness.models._stream import SSEReplyStream, StaticEvents
 from harness.models.base import ModelEvent
+from harness.models.openai._stream import OpenAIStreamAccumulator
+from harness.models.openai._wire import ToolResultStyle, build_body, parse_completion
 from harness.types import ModelReply, ModelRequest
 
 __all__ = ["OpenAIClient"]

@@ -10,8 +10,8 @@ from pydantic import JsonValue
 
 from harness.errors import ModelAuthError, ModelRateLimitError, ModelResponseError, ModelServerError
 from harness.models import AnthropicClient, ModelTextDelta, ReplyDone
-from harness.models._anthropic_wire import CacheTTL
 from harness.models._stream import MAX_REPLY_CHARS
+from harness.models.anthropic._wire import CacheTTL
 from harness.types import (
     CacheBreakpoint,
     JsonObject,

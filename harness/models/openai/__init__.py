@@ -1,0 +1,5 @@
+"""`OpenAIClient`: any OpenAI-compatible chat-completions endpoint over an injected httpx client."""
+
+from harness.models.openai.client import OpenAIClient
+
+__all__ = ["OpenAIClient"]
