@@ -33,7 +33,6 @@ def _registrars() -> list[Registrar]:
         _models_cmd,
         _sessions_cmd,
         _skills_cmd,
-        _storage_cmd,
         _tools_cmd,
     )
 
@@ -45,7 +44,7 @@ def _registrars() -> list[Registrar]:
         _memory_cmd.register,
         _sessions_cmd.register,
         _skills_cmd.register,
-        _storage_cmd.register,
+        _sessions_cmd.register_storage,
         _tools_cmd.register,
         _cache_cmd.register,
         _config_cmd.register,

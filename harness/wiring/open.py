@@ -155,6 +155,17 @@ def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory
     return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
 
 
+def _recorder(db: SessionStore, opts: SessionOptions, where: _Where, mem: _Memory) -> DbRecorder:
+    """The session rows, each recording the curated versions its prompt was built from."""
+    store = None if mem.curated is None else mem.curated[0]
+    return DbRecorder(
+        db,
+        source=opts.source,
+        user_id=where.principal.session_user,
+        memory_snapshot=lambda: None if store is None else store.snapshot_pin(),
+    )
+
+
 async def _stores(
     stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where
 ) -> tuple[Stores | None, SessionStore]:
@@ -180,19 +191,13 @@ async def _build(
     stores, db = await _stores(stack, config, opts, where)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
     mem = _memory(config, where, stores)
-    curated_store = None if mem.curated is None else mem.curated[0]
     assembler = _assembler(
         config, opts, where, mem, registry=registry, model_name=model.model_name, counter=counter
     )
     path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=DbRecorder(
-            db,
-            source=opts.source,
-            user_id=where.principal.session_user,
-            memory_snapshot=lambda: None if curated_store is None else curated_store.snapshot_pin(),
-        ),
+        recorder=_recorder(db, opts, where, mem),
         counter=counter,
         assembler=assembler,
         memory=_memory_port(config, where, mem),
