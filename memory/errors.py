@@ -13,9 +13,11 @@
     │       ├── StoreReadError           the file exists but cannot be read or decoded
     │       ├── StoreWriteError          writing the file (or the archive) failed on disk
     │       ├── StoreLockTimeout         another writer held the sidecar lock too long
-    │       └── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
+    │       ├── DriftError               the file was edited by hand; a `.bak.<secs>` copy was made
+    │       └── SnapshotUnavailableError a resumed session's memory snapshot version is no longer kept
     ├── SessionStoreError            the episodic session store (state.db, or a PostgreSQL schema)
     │   ├── SessionStoreBusyError        another process held the write lock past every retry (operator/retry)
+    │   ├── SessionBusyError             another worker holds the session's lease past the wait (retry)
     │   ├── SessionStoreUnavailableError the PostgreSQL server: bad URL, unreachable, login refused (operator)
     │   ├── SessionStoreCorruptError     the file is not a SQLite database, or it is damaged (operator)
     │   ├── SessionSchemaError           written by a newer keel, or a migration failed (operator)
@@ -76,6 +78,7 @@ __all__ = [
     "SemanticError",
     "SemanticInputError",
     "SemanticStoreError",
+    "SessionBusyError",
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionQueryError",
@@ -90,6 +93,7 @@ __all__ = [
     "SkillInputError",
     "SkillNotFoundError",
     "SkillStorageError",
+    "SnapshotUnavailableError",
     "StoreError",
     "StoreFullError",
     "StoreIOError",
@@ -211,8 +215,18 @@ class DriftError(StoreIOError):
         self.backup = backup
 
 
+class SnapshotUnavailableError(StoreIOError):
+    """A resumed session's recorded memory snapshot cannot be rebuilt (that version is gone)."""
+
+    reason: ClassVar[RefusalReason] = "unreadable"
+
+
 class SessionStoreError(MemoryLayerError):
     """Root of every error the session store raises on purpose."""
+
+
+class SessionBusyError(SessionStoreError):
+    """Another worker held the session's lease (a turn or a compression) past the bounded wait."""
 
 
 class SessionStoreBusyError(SessionStoreError):

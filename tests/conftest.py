@@ -77,3 +77,12 @@ def pg_schema(postgres_url: str) -> Iterator[str]:
     yield name
     with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+def sessions_schema(postgres_url: str) -> Iterator[str]:
+    """A fresh schema for the storage tests (named `sessions_*`), dropped afterwards."""
+    name = f"sessions_{uuid.uuid4().hex[:16]}"
+    yield name
+    with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

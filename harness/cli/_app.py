@@ -44,6 +44,7 @@ def _registrars() -> list[Registrar]:
         _memory_cmd.register,
         _sessions_cmd.register,
         _skills_cmd.register,
+        _sessions_cmd.register_storage,
         _tools_cmd.register,
         _cache_cmd.register,
         _config_cmd.register,

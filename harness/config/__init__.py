@@ -36,7 +36,7 @@ from harness.config._schema import (
     TracesConfig,
     default_home,
 )
-from harness.config._stores import SessionsConfig, resolve_principal
+from harness.config._stores import SessionsConfig, StorageConfig, resolve_principal
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
@@ -63,6 +63,7 @@ __all__ = [
     "SessionSearchConfig",
     "SessionsConfig",
     "SkillsConfig",
+    "StorageConfig",
     "TracesConfig",
     "default_home",
     "load_config",

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.config._mcp import McpConfig
 from harness.config._section import Section
-from harness.config._stores import SessionsConfig
+from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from memory import FlushMode, check_scope_id
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
@@ -351,12 +351,18 @@ class KeelConfig(Section):
     compression: CompressionConfig = CompressionConfig()
     session_search: SessionSearchConfig = SessionSearchConfig()
     sessions: SessionsConfig = SessionsConfig()
+    storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()
     """The user's Python functions as tools, by import path (`package.module:function`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storage(cls, data: object) -> object:
+        return storage_moves_sessions(data)
 
     @field_validator("tools")
     @classmethod

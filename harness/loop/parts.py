@@ -9,7 +9,7 @@ background task group; `Session(parts)` composes them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -26,8 +26,10 @@ from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
 from harness.trace import TraceWriter
+from harness.types import Message
+from memory.lease import SessionLease
 
-__all__ = ["CallPath", "SessionParts", "Spawn", "call_path"]
+__all__ = ["CallPath", "CatchUp", "SessionParts", "Spawn", "call_path"]
 
 Spawn = Callable[[str], Awaitable[tuple[str, str]]]
 """Runs a task in a subagent session: task → (final answer, the subagent's session id)."""
@@ -88,6 +90,10 @@ def call_path(
     return CallPath(sink, transcript, system, calls)
 
 
+CatchUp = Callable[[str, int], Awaitable[Sequence[Message] | None]]
+"""`(session_id, messages held) -> the store's messages when it holds more, else None`."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionParts:
     """Everything a `Session` is composed of.
@@ -100,6 +106,10 @@ class SessionParts:
         background: owns every background task of the session.
         today: the date for the session line.
         spawn: how a subagent session is started (None: `delegate` is refused).
+        lease: held for every turn and compression, so two workers never interleave one
+            session's turns (None: only this object's own busy flag guards it).
+        catch_up: under the lease, before a turn: the session's messages as the store holds
+            them when it holds more than this transcript (another worker ran a turn), else None.
     """
 
     settings: SessionSettings
@@ -109,3 +119,5 @@ class SessionParts:
     background: TaskGroup
     today: Callable[[], date] = date.today
     spawn: Spawn | None = None
+    lease: SessionLease | None = None
+    catch_up: CatchUp | None = None

@@ -12,7 +12,7 @@ block exits, and the transcript keeps what completed.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import replace
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -58,6 +58,8 @@ class Session:
         self.calls = path.calls
         self.estimator = path.calls.estimator
         self._spawn = parts.spawn
+        self._lease = parts.lease
+        self._catch_up = parts.catch_up
         self._background = parts.background
         self._busy = False
         self._transcript = path.transcript
@@ -122,10 +124,34 @@ class Session:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def _leased(self) -> AbstractAsyncContextManager[None]:
+        """The session lease for one turn or compression (nothing when the session has none)."""
+        return nullcontext() if self._lease is None else self._lease.hold(self.session_id)
+
     async def start(self) -> None:
         """Load memory, build the frozen prefix, and open the session row."""
         await self.system.rebuild(reload_memory=True)
         await self._transcript.open()
+
+    async def resume(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        turns: int,
+        parent_session_id: str | None = None,
+    ) -> None:
+        """Continue a recorded session (maybe started on another worker) instead of `start`.
+
+        The caller pins the memory snapshot the session row recorded before calling, so the
+        rebuilt prefix is byte-identical to the one the session started with.
+        """
+        await self.system.rebuild(reload_memory=True)
+        self._transcript.resume(session_id, messages, turns=turns, parent_session_id=parent_session_id)
+        # Providers were started under the id the transcript drew; they follow the resumed one.
+        await self.providers.on_session_switch(
+            session_id, parent_session_id=parent_session_id, reason="resume"
+        )
 
     async def close(self) -> None:
         """End the conversation: providers hear `on_session_end`; the row ends as `user_exit`."""
@@ -152,7 +178,8 @@ class Session:
         async def collect(ev: Event) -> None:
             events.append(ev)
 
-        await self.compressor.compress(self._host, collect, manual=True, focus=focus)
+        async with self._leased():
+            await self.compressor.compress(self._host, collect, manual=True, focus=focus)
         return events
 
     async def delegate(self, task: str) -> str:
@@ -189,14 +216,28 @@ class Session:
         self._busy = True
 
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
-            with self.warn.streaming(send):
-                await self._turn(text, send)
+            async with self._leased():  # the turn and any compression in it
+                await self._catch_up_with_store()
+                with self.warn.streaming(send):
+                    await self._turn(text, send)
 
         try:
             async with produced_events(produce) as events:
                 yield events
         finally:
             self._busy = False
+
+    async def _catch_up_with_store(self) -> None:
+        """Take the turns another worker added to this session while we did not hold its lease."""
+        if self._catch_up is None:
+            return
+        newer = await self._catch_up(self.session_id, len(self._transcript))
+        if newer is not None:
+            turns = sum(1 for m in newer if m.role == "user")
+            self._transcript.resume(
+                self.session_id, newer, turns=turns, parent_session_id=self._transcript.parent_session_id
+            )
+            self.estimator.invalidate()
 
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
         """Recall, the model/tool loop, then background sync and the next turn's prefetch."""

@@ -186,6 +186,20 @@ class Transcript:
             self._unsaved.pop(0)
         return True
 
+    def resume(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        turns: int,
+        parent_session_id: str | None = None,
+    ) -> None:
+        """Continue the recorded session `session_id` (its row exists) holding `messages`."""
+        self.session_id = session_id
+        self.parent_session_id = parent_session_id
+        self.turn = turns
+        self.replace(messages)
+
     async def restart(self) -> str:
         """End this row (`new_session`) and start an empty, unrelated one; returns the old id."""
         old = self.session_id

@@ -4,8 +4,12 @@
 # the memory manager and its provider, skills, traces), `builtin_tools.py` (keel's own tools),
 # `memory_bridge.py` (the `memory` package adapted to the loop's ports and the tool registry),
 # `scoped.py` (the principal's stores: who sees what), `semantic.py` (the semantic provider
-# learning through the session's model calls). `harness.loop` never imports this package.
+# learning through the session's model calls), `stores.py` (open_stores: every store of the
+# configured backend, files or PostgreSQL, opened once), `resume.py` (continuing a recorded
+# session on any worker), `migrate.py` (a home copied into PostgreSQL).
+# `harness.loop` never imports this package.
 from harness.wiring.open import OpenedSession, open_session
 from harness.wiring.options import SessionHandles, SessionOptions
+from harness.wiring.stores import Stores, open_stores
 
-__all__ = ["OpenedSession", "SessionHandles", "SessionOptions", "open_session"]
+__all__ = ["OpenedSession", "SessionHandles", "SessionOptions", "Stores", "open_session", "open_stores"]

@@ -26,7 +26,7 @@ from harness.events import FlushEntry, MemoryWritten
 from harness.loop.ports import EndReason
 from harness.models.usage import usage_counts
 from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
-from harness.types import JsonObject, Message, ToolSpec, Usage
+from harness.types import JsonObject, Message, ToolCall, ToolSpec, Usage
 from memory import (
     FlushMode,
     MemoryBlocks,
@@ -50,6 +50,7 @@ __all__ = [
     "json_tool",
     "memory_tool",
     "provider_tools",
+    "restored",
     "spec_from_schema",
     "stored",
 ]
@@ -98,16 +99,23 @@ class StoreMemory:
     """The curated store as the session's `MemoryPort`.
 
     A `shared` store (a shared workspace's MEMORY.md) is frozen with the session's own and
-    shown after it in the MEMORY slot; the memory tool never writes to it.
+    shown after it in the MEMORY slot; the memory tool never writes to it. `pin` makes the
+    next load read the versions a resumed session started with.
     """
 
     def __init__(self, store: MemoryStore, tool: MemoryTool, *, shared: MemoryStore | None = None) -> None:
         self.store = store
         self.tool = tool
         self.shared = shared
+        self._pin: str | None = None
+
+    def pin(self, snapshot: str | None) -> None:
+        """Load `snapshot` (a `MemoryStore.snapshot_pin()`) at the next `load` instead of the current versions."""
+        self._pin = snapshot
 
     async def load(self) -> None:
-        await self.store.load()
+        pin, self._pin = self._pin, None
+        await self.store.load(pinned=pin)
         if self.shared is not None:
             await self.shared.load()
 
@@ -219,6 +227,23 @@ def _turn_messages(messages: Sequence[Message]) -> list[TurnMessage]:
     return [TurnMessage(role=m.role, content=m.content) for m in messages]
 
 
+def restored(message: StoredMessage) -> Message:
+    """A stored message back as a transcript message (the inverse of `stored`)."""
+    calls = tuple(
+        ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
+        for c in (json.loads(message.tool_calls) if message.tool_calls else [])
+    )
+    return Message(
+        role=message.role,
+        content=message.content,
+        api_content=message.api_content,
+        tool_calls=calls,
+        tool_call_id=message.tool_call_id,
+        name=message.tool_name,
+        summary=message.summary,
+    )
+
+
 def stored(message: Message, *, timestamp: float, token_count: int | None) -> StoredMessage:
     """A transcript message as the session store keeps it."""
     calls = (
@@ -254,6 +279,7 @@ class _Writes(Protocol):
         model: str | None,
         parent_session_id: str | None,
         user_id: str,
+        memory_snapshot: str | None = None,
     ) -> object: ...
 
     async def end_session(self, session_id: str, *, reason: StoreEndReason, ended_at: float) -> object: ...
@@ -295,6 +321,7 @@ class DbRecorder:
         clock: Callable[[], float] = time.time,
         user_id: str = "",
         journal: JournalledWriter | None = None,
+        memory_snapshot: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.db = db
         self.journal = journal
@@ -302,6 +329,7 @@ class DbRecorder:
         self._source = source
         self._clock = clock
         self.user_id = user_id
+        self._memory_snapshot = memory_snapshot
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
         await self._writes.create_session(
@@ -311,6 +339,7 @@ class DbRecorder:
             model=model,
             parent_session_id=parent_session_id,
             user_id=self.user_id,
+            memory_snapshot=self._memory_snapshot(),
         )
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:

@@ -56,7 +56,9 @@ from harness.wiring import steps
 from harness.wiring.builtin_tools import add_builtin_tools
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
+from harness.wiring.resume import catch_up_from, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.stores import Stores, open_stores
 from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
 from memory.scope import case_collision
@@ -115,13 +117,16 @@ class _Memory:
     shared_skills: SkillLibrary | None
 
 
-def _memory(config: KeelConfig, where: _Where) -> _Memory:
-    skills = steps.skills(config, where.home, where.principal)
+def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
+    skills = steps.skills(config, where.home, where.principal, stores=stores)
+    backend = None if stores is None else stores.curated(where.principal)
     return _Memory(
-        curated=steps.curated(config, where.home, where.principal),
+        curated=steps.curated(config, where.home, where.principal, backend=backend),
         manager=steps.new_manager(config),
         skills=skills,
-        shared_skills=None if skills is None else shared_skill_library(config, where.home, where.principal),
+        shared_skills=None
+        if skills is None
+        else shared_skill_library(config, where.home, where.principal, stores=stores),
     )
 
 
@@ -169,17 +174,37 @@ def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory
     return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
 
 
-async def _session_store(
-    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
-) -> tuple[SessionStore, JournalledWriter]:
-    """The session store (given, or the configured one), after writing what earlier sessions
-    journalled into it, and this session's journal in front of it."""
-    db = opts.session_store
-    if db is None:
-        db = await stack.enter_async_context(config.sessions.open_store(where.home))
+def _recorder(
+    db: SessionStore, opts: SessionOptions, where: _Where, mem: _Memory, journal: JournalledWriter
+) -> DbRecorder:
+    """The session rows, each recording the curated versions its prompt was built from."""
+    store = None if mem.curated is None else mem.curated[0]
+    return DbRecorder(
+        db,
+        source=opts.source,
+        user_id=where.principal.session_user,
+        journal=journal,
+        memory_snapshot=lambda: None if store is None else store.snapshot_pin(),
+    )
+
+
+async def _stores(
+    stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where
+) -> tuple[Stores | None, SessionStore]:
+    """The caller's stores, else its session store (files, no lease), else the configured ones."""
+    if opts.stores is not None:
+        return opts.stores, opts.stores.sessions
+    if opts.session_store is not None:
+        return None, opts.session_store
+    stores = await stack.enter_async_context(open_stores(config, where.home))
+    return stores, stores.sessions
+
+
+async def _journal(db: SessionStore, where: _Where, warnings: WarningSink) -> JournalledWriter:
+    """This session's journal in front of the store, after writing what earlier sessions journalled."""
     journal_dir = where.home / JOURNAL_DIR_NAME
     await replay_journals(journal_dir, db, warn=warnings)
-    return db, JournalledWriter(db, journal_dir, warn=warnings)
+    return JournalledWriter(db, journal_dir, warn=warnings)
 
 
 async def _build(
@@ -192,9 +217,10 @@ async def _build(
             stack, config, home=where.home, env=env_of(opts), warn=warnings
         )
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
-    db, journal = await _session_store(stack, config, opts, where, warnings)
+    stores, db = await _stores(stack, config, opts, where)
+    journal = await _journal(db, where, warnings)
     registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
-    mem = _memory(config, where)
+    mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
         opts,
@@ -208,7 +234,7 @@ async def _build(
     path = call_path(
         model=model,
         summary_model=summary_model,
-        recorder=DbRecorder(db, source=opts.source, user_id=where.principal.session_user, journal=journal),
+        recorder=_recorder(db, opts, where, mem, journal),
         counter=counter,
         assembler=assembler,
         memory=_memory_port(config, where, mem),
@@ -250,7 +276,9 @@ async def _build(
         providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
         background=tg,
         today=opts.today,
-        spawn=_spawner(config, opts, where, model=model, db=db, counter=counter),
+        spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
+        lease=None if stores is None else stores.lease,
+        catch_up=catch_up_from(db),
     )
     store = None if mem.curated is None else mem.curated[0]
     trace = None if path.calls.trace is None else path.calls.trace.path
@@ -266,6 +294,7 @@ def _spawner(
     model: ModelClient,
     db: SessionStore,
     counter: TokenCounter,
+    stores: Stores | None,
 ) -> Spawn:
     """How a session starts a subagent: a fresh session on the same model and principal, as `subagent`."""
     child_options = replace(
@@ -280,6 +309,8 @@ def _spawner(
         user_id=where.principal.user_id,
         workspace=where.principal.workspace,
         session_store=db,
+        stores=stores,
+        resume=None,
     )
 
     async def spawn(task: str) -> tuple[str, str]:
@@ -307,7 +338,17 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     async with AsyncExitStack() as stack:
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
         session = OpenedSession(parts, handles)
-        await session.start()
+        if opts.resume is None:
+            await session.start()
+        else:
+            memory = parts.path.system.memory
+            await resume_session(
+                session,
+                handles.db,
+                principal,
+                memory if isinstance(memory, StoreMemory) else None,
+                opts.resume,
+            )
         for warning in [] if handles.store is None else steps.memory_warnings(handles.store):
             warnings(warning)
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from harness.function_tools import ToolFunction
 from harness.models.base import ModelClient
 from harness.tokens import Tokenizer
+from harness.wiring.stores import Stores
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
 from memory.sessions import JournalledWriter
 from memory.skills import SkillLibrary
@@ -49,6 +50,12 @@ class SessionOptions:
             session opens the configured store itself.
         tools: the user's Python functions, registered after keel's tools and the config's
             (see `harness.function_tools`).
+        stores: every store of the configured backend, opened once by the caller and shared
+            by many sessions of one process (`harness.wiring.stores.open_stores`); it gives the
+            session store, the curated backend and the session lease. Default: the session
+            opens them itself (or uses `session_store` with the home's files and no lease).
+        resume: continue this recorded session (its own user's; maybe started on another
+            worker) instead of starting a new one; the prompt is rebuilt byte for byte.
     """
 
     model: ModelClient | None = None
@@ -65,6 +72,8 @@ class SessionOptions:
     workspace: str | None = None
     session_store: SessionStore | None = None
     tools: tuple[ToolFunction, ...] = ()
+    stores: Stores | None = None
+    resume: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

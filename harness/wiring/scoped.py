@@ -8,13 +8,18 @@ one of them sees the same principal's files (`memory.scope` draws the layout).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from memory import MemoryStore, Principal, SnapshotPolicy
+from memory.curated import CuratedBackend
 from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
+
+if TYPE_CHECKING:
+    from harness.wiring.stores import Stores
 
 __all__ = [
     "curated_store",
@@ -34,11 +39,13 @@ def curated_store(
     *,
     policy: SnapshotPolicy | None = None,
     meaning: MeaningCheck | None = None,
+    backend: CuratedBackend | None = None,
 ) -> MemoryStore:
     """The principal's MEMORY.md (its workspace) and USER.md (its user), with the config's limits.
 
     Each file keeps its own budget and its own sidecar lock, so two principals never wait on
     or count against each other's files. `meaning`: the scanner's second layer on its writes.
+    `backend`: where the documents live (None: the files of `home`).
     """
     m = config.memory
     return MemoryStore(
@@ -52,6 +59,7 @@ def curated_store(
         memory_enabled=m.memory_enabled,
         user_profile_enabled=m.user_profile_enabled,
         meaning=meaning,
+        backend=backend,
     )
 
 
@@ -76,9 +84,13 @@ def meaning_check(config: KeelConfig) -> MeaningCheck | None:
     )
 
 
-def skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary:
-    """The principal's workspace skill library."""
-    return SkillLibrary(principal.skills_dir(home), guard_agent_created=config.skills.guard_agent_created)
+def skill_library(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary:
+    """The principal's workspace skill library (on the `stores`' backend when given)."""
+    guard = config.skills.guard_agent_created
+    rows = None if stores is None else stores.skills(principal, home, guard_agent_created=guard)
+    return rows or SkillLibrary(principal.skills_dir(home), guard_agent_created=guard)
 
 
 def _shared_principal(config: KeelConfig, principal: Principal) -> Principal | None:
@@ -102,10 +114,12 @@ def shared_memory_store(config: KeelConfig, home: Path, principal: Principal) ->
     )
 
 
-def shared_skill_library(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
+def shared_skill_library(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary | None:
     """The shared workspace's skills (listed and viewable, never changed), if the config names one."""
     shared = _shared_principal(config, principal)
-    return None if shared is None else skill_library(config, home, shared)
+    return None if shared is None else skill_library(config, home, shared, stores=stores)
 
 
 def trace_dir(config: KeelConfig, home: Path, principal: Principal) -> Path:

@@ -22,6 +22,7 @@ from harness.trace import TraceWriter
 from harness.types import ModelReply, ModelRequest
 from harness.wiring.scoped import curated_store, meaning_check, skill_library, trace_dir
 from harness.wiring.semantic import semantic_provider
+from harness.wiring.stores import Stores
 from memory import (
     MemoryManager,
     MemoryProvider,
@@ -32,6 +33,7 @@ from memory import (
     Principal,
     ProviderContext,
 )
+from memory.curated import CuratedBackend
 from memory.providers.holographic import HolographicProvider
 from memory.skills import SkillLibrary
 
@@ -83,12 +85,16 @@ async def open_models(
     return model, summary
 
 
-def curated(config: KeelConfig, home: Path, principal: Principal) -> tuple[MemoryStore, MemoryTool] | None:
-    """The principal's curated store and its `memory` tool (None when both files are disabled)."""
+def curated(
+    config: KeelConfig, home: Path, principal: Principal, *, backend: CuratedBackend | None = None
+) -> tuple[MemoryStore, MemoryTool] | None:
+    """The principal's curated store and its `memory` tool (None when both files are disabled).
+
+    `backend`: where its documents live (None: the home's files; see `harness.wiring.stores`)."""
     m = config.memory
     if not (m.memory_enabled or m.user_profile_enabled):
         return None
-    store = curated_store(config, home, principal, meaning=meaning_check(config))
+    store = curated_store(config, home, principal, meaning=meaning_check(config), backend=backend)
     pending = PendingWrites(store.directory)
     return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=pending)
 
@@ -170,11 +176,13 @@ async def start_manager(
     stack.push_async_callback(manager.shutdown)
 
 
-def skills(config: KeelConfig, home: Path, principal: Principal) -> SkillLibrary | None:
-    """The principal's skill library, unless skills are off."""
+def skills(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+) -> SkillLibrary | None:
+    """The principal's skill library (on the `stores`' backend when given), unless skills are off."""
     if not config.skills.enabled:
         return None
-    return skill_library(config, home, principal)
+    return skill_library(config, home, principal, stores=stores)
 
 
 def trace_writer(

@@ -3,8 +3,10 @@
 # `memory` tool's schema and handler); private: `_entries.py` (the text format: parse,
 # serialize, measure, render, locate), `_ops.py` (write ops and the pure planner),
 # `_disk.py` (blocking file work: read, lock, backup, archive), `_pending.py` (writes held
-# for the user's confirmation, PENDING.jsonl). Writes are scanned by
+# for the user's confirmation, PENDING.jsonl), `_backend.py` (the `CuratedBackend` wall and
+# the files behind it), `_pg.py` (the documents as versioned PostgreSQL rows). Writes are scanned by
 # `memory.scanner`; errors are in `memory.errors`.
+from memory.curated._backend import CuratedBackend, DocRead, FileBackend, text_hash
 from memory.curated._entries import (
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
@@ -14,6 +16,7 @@ from memory.curated._entries import (
 )
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
 from memory.curated._pending import PENDING_NAME, PendingWrite, PendingWrites
+from memory.curated._pg import CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
 from memory.curated.store import (
     ARCHIVE_NAME,
     MemoryBlocks,
@@ -34,6 +37,10 @@ __all__ = [
     "PENDING_NAME",
     "AddOp",
     "CommittedOp",
+    "CuratedBackend",
+    "CuratedPool",
+    "DocRead",
+    "FileBackend",
     "MemoryBlocks",
     "MemoryOp",
     "MemoryStore",
@@ -44,11 +51,15 @@ __all__ = [
     "OverflowPolicy",
     "PendingWrite",
     "PendingWrites",
+    "PgCuratedBackend",
     "RemoveOp",
     "ReplaceOp",
     "SnapshotPolicy",
     "WriteResult",
+    "has_pgvector",
     "memories_dir",
     "memory_tool_schema",
+    "open_curated_pool",
     "sanitize_entry",
+    "text_hash",
 ]

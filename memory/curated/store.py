@@ -6,15 +6,21 @@ prefix stays byte-identical and provider caches keep hitting. The *live* entries
 with every committed write (which is durable on disk at once) and are what `entries()`,
 `usage()` and tool replies report.
 
-Every write: validate → scan → take the sidecar lock → re-read the file under the lock →
+Every write: validate → scan → take the writer's lock → re-read the document under it →
 (drift check for replace/remove/batch) → plan → scan the entries joined (a write must not
 complete an attack split over entries) → archive evictions → atomic replace. All
 blocking work runs in worker threads through `anyio.to_thread.run_sync`.
+
+Where the documents live is a `CuratedBackend` (`_backend.py`): the files of a home (the
+sidecar lock, `os.replace`) or PostgreSQL rows (`_pg.py`: a row lock, a version per write).
+Every rule above is this module's, whatever the backend. `snapshot_pin()` names the versions
+a snapshot was built from; `load(pinned=...)` rebuilds it on another worker.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,7 +30,7 @@ from typing import Literal, get_args
 
 import anyio
 
-from memory.curated import _disk
+from memory.curated._backend import ARCHIVE_NAME, CuratedBackend, DocRead, DocTxn, FileBackend, text_hash
 from memory.curated._entries import (
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
@@ -54,6 +60,7 @@ from memory.errors import (
     DriftError,
     InvalidWriteError,
     ScanBlockedError,
+    SnapshotUnavailableError,
     StoreReadError,
     StoreWriteError,
     TargetDisabledError,
@@ -81,7 +88,6 @@ __all__ = [
 ]
 
 SnapshotPolicy = Literal["frozen", "invalidate_on_write", "live"]
-ARCHIVE_NAME = "ARCHIVE.jsonl"
 _TARGETS: tuple[MemoryTarget, ...] = ("memory", "user")
 _ENABLE_KEYS: dict[MemoryTarget, str] = {"memory": "memory_enabled", "user": "user_profile_enabled"}
 
@@ -120,6 +126,26 @@ class _Outcome:
     committed: tuple[CommittedOp, ...]
     evicted: tuple[str, ...]
     skipped_duplicates: int
+
+
+SnapshotPin = dict[MemoryTarget, tuple[int | None, str]]
+
+
+def _parse_pin(text: str) -> SnapshotPin:
+    try:
+        raw = json.loads(text)
+        return {t: (None if v[0] is None else int(v[0]), str(v[1])) for t, v in raw.items() if t in _TARGETS}
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise SnapshotUnavailableError(f"the recorded memory snapshot {text[:80]!r} is not readable") from exc
+
+
+def _doc_hash(text: str) -> str:
+    # A file ends with one newline a row does not have: the same document hashes the same on both.
+    return text_hash(text.removesuffix("\n"))
+
+
+def _copied(backup: Path | None) -> str:
+    return "the document was kept as it was" if backup is None else f"the file was copied to {str(backup)!r}"
 
 
 def memories_dir(home: Path, *, user_id: str | None = None) -> Path:
@@ -192,6 +218,8 @@ class MemoryStore:
         clock: returns Unix seconds; used for backup names and archive timestamps.
         meaning: the scanner's second layer (`memory.scanner.MeaningCheck`); when given, new
             content it flags is refused like a rule finding. None: the rules alone.
+        backend: where the documents live (`CuratedBackend`; default: the files in
+            `directory` and `user_directory`). Every rule above is the store's, whatever the backend.
     """
 
     def __init__(
@@ -209,6 +237,7 @@ class MemoryStore:
         user_directory: Path | None = None,
         memory_title: str | None = None,
         meaning: MeaningCheck | None = None,
+        backend: CuratedBackend | None = None,
     ) -> None:
         if memory_char_limit <= 0 or user_char_limit <= 0:
             raise ValueError("memory_char_limit and user_char_limit must be positive")
@@ -218,6 +247,11 @@ class MemoryStore:
             raise ValueError(f"overflow {overflow!r} is unknown; use 'reject' or 'evict_oldest'")
         self._directory = directory
         self._dirs: dict[MemoryTarget, Path] = {"memory": directory, "user": user_directory or directory}
+        self._backend: CuratedBackend = backend or FileBackend(directory, user_directory=user_directory)
+        self._loaded: dict[MemoryTarget, tuple[int | None, str]] = {}
+        self.pin_missed: list[MemoryTarget] = []
+        """Targets the last pinned `load` could not rebuild (files keep no older version): it
+        used the current document instead, so that prompt block differs from the session's start."""
         self._titles: dict[MemoryTarget, str | None] = {"memory": memory_title, "user": None}
         self._limits: dict[MemoryTarget, int] = {"memory": memory_char_limit, "user": user_char_limit}
         self._enabled: dict[MemoryTarget, bool] = {"memory": memory_enabled, "user": user_profile_enabled}
@@ -298,8 +332,42 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ reading
 
-    def _read_all(self) -> dict[MemoryTarget, _disk.FileRead]:
-        return {t: _disk.read_store_file(self.path(t)) for t in _TARGETS if self._enabled[t]}
+    @property
+    def backend(self) -> CuratedBackend:
+        """Where the documents live (files, or PostgreSQL rows)."""
+        return self._backend
+
+    def location(self, target: MemoryTarget) -> str:
+        """Where `target` lives, safe to print (its file, or its PostgreSQL schema and scope)."""
+        return self._backend.location(target)
+
+    def _read_all(self, pinned: SnapshotPin | None) -> dict[MemoryTarget, DocRead]:
+        reads: dict[MemoryTarget, DocRead] = {}
+        for t in _TARGETS:
+            if not self._enabled[t]:
+                continue
+            reads[t] = self._backend.read(t)
+            pin = None if pinned is None else pinned.get(t)
+            if pin is not None and _doc_hash(reads[t].text) != pin[1]:
+                if pin[0] is None:  # files keep no history: carry on with today's document, and say so
+                    self.pin_missed.append(t)
+                    continue
+                older = self._backend.read_version(t, pin[0])
+                if older is None or _doc_hash(older.text) != pin[1]:
+                    raise SnapshotUnavailableError(
+                        f"{FILE_NAMES[t]} changed since this session started and {self.location(t)!r} keeps "
+                        "no copy of the version it started with; start a new session"
+                    )
+                reads[t] = older
+        return reads
+
+    def snapshot_pin(self) -> str:
+        """The versions and hashes the current snapshot was built from, as text for the session row.
+
+        `load(pinned=...)` with it rebuilds the same snapshot bytes, on any worker, while the
+        backend keeps those versions (PostgreSQL keeps every version; files only the current).
+        """
+        return json.dumps({t: list(self._loaded[t]) for t in _TARGETS if t in self._loaded}, sort_keys=True)
 
     def _render(self, target: MemoryTarget) -> str:
         raw = self.entries(target)
@@ -313,8 +381,14 @@ class MemoryStore:
             target, [sanitize_entry(target, e) for e in raw], usage, title=self._titles[target]
         )
 
-    async def load(self) -> None:
+    async def load(self, *, pinned: str | None = None) -> None:
         """Read both files, de-duplicate, and freeze a new snapshot.
+
+        `pinned` (a `snapshot_pin()` recorded at a session's start) reads the versions that
+        session saw instead of the current ones: a resumed session rebuilds the same bytes.
+        A pin from the files backend (no history) whose document changed falls back to the
+        current document and lists the target in `pin_missed`; a pinned PostgreSQL version
+        that is gone raises `SnapshotUnavailableError`.
 
         A missing file is an empty store; a file that cannot be read or decoded is shown
         as empty (see `read_error`) and every write to it is refused until it is fixed.
@@ -325,7 +399,10 @@ class MemoryStore:
         # update and leave the live view older than the disk.
         async with self._write_lock:
             generation = self._generation
-            reads = await anyio.to_thread.run_sync(self._read_all)  # blocking: read MEMORY.md / USER.md
+            pin = None if pinned is None else _parse_pin(pinned)
+            self.pin_missed = []
+            reads = await anyio.to_thread.run_sync(self._read_all, pin)  # blocking: read both documents
+            self._loaded = {t: (r.version, _doc_hash(r.text)) for t, r in reads.items()}
             for target in _TARGETS:
                 read = reads.get(target)
                 self._live[target] = dedupe(parse_entries(read.text)) if read else ()
@@ -434,22 +511,20 @@ class MemoryStore:
     def _transact(
         self, target: MemoryTarget, ops: Sequence[MemoryOp], *, batch: bool, drift_check: bool
     ) -> _Outcome:
-        path = self.path(target)
-        _disk.ensure_dir(self._dirs[target])
-        with _disk.locked(path, self._lock_timeout_s):
-            _disk.remove_stale_temps(path)
-            read = _disk.read_store_file(path)
+        name = FILE_NAMES[target]
+        with self._backend.transaction(target, self._lock_timeout_s) as txn:
+            read = txn.read
             if read.error is not None:
                 raise StoreReadError(
-                    f"{path.name} exists but could not be read: {read.error}. Nothing was changed, and "
+                    f"{name} exists but could not be read: {read.error}. Nothing was changed, and "
                     "writes to it are refused so it is never overwritten. "
-                    f"Fix or move {str(path)!r}, then retry."
+                    f"Fix or move {self.location(target)!r}, then retry."
                 )
-            _disk.check_writable(path)
+            txn.check_writable()
             current = parse_entries(read.text)
             if drift_check:
-                self._check_drift(target, path, read)
-                self._check_hand_written(path, read, current, ops)
+                self._check_drift(target, txn)
+                self._check_hand_written(target, txn, current, ops)
             plan = plan_write(
                 target, current, ops, limit=self._limits[target], overflow=self._overflow, batch=batch
             )
@@ -457,18 +532,15 @@ class MemoryStore:
                 _refuse_split_attack(target, current, plan.entries, batch=batch)
                 if plan.evicted:
                     stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
-                    _disk.append_jsonl(
-                        self.archive_path_of(target),
-                        [{"target": target, "content": e, "evicted_at": stamp} for e in plan.evicted],
-                    )
-                text = serialize_entries(plan.entries)
-                _disk.atomic_write(path, (text + "\n" if text else "").encode("utf-8"))
+                    txn.archive([{"target": target, "content": e, "evicted_at": stamp} for e in plan.evicted])
+                txn.replace(serialize_entries(plan.entries))
                 entries = plan.entries
             else:
                 entries = dedupe(current)
             return _Outcome(entries, plan.committed, plan.evicted, plan.skipped_duplicates)
 
-    def _check_drift(self, target: MemoryTarget, path: Path, read: _disk.FileRead) -> None:
+    def _check_drift(self, target: MemoryTarget, txn: DocTxn) -> None:
+        read, name = txn.read, FILE_NAMES[target]
         limit = self._limits[target]
         entries = parse_entries(read.text)
         if round_trips(read.text) and all(len(e) <= limit for e in entries):
@@ -483,21 +555,21 @@ class MemoryStore:
             "(`keel memory path` shows where it is)."
         )
         try:
-            backup = _disk.backup_copy(path, read.raw or b"", int(self._clock()))
+            backup = txn.backup(read.raw or b"", int(self._clock()))
         except StoreWriteError as exc:
             raise DriftError(
-                f"{path.name} was edited outside the memory tool: {why}. Nothing was changed, and the "
+                f"{name} was edited outside the memory tool: {why}. Nothing was changed, and the "
                 f"backup copy could not be written ({exc}). {remedy}",
                 backup=None,
             ) from exc
         raise DriftError(
-            f"{path.name} was edited outside the memory tool: {why}; this change would rewrite it. "
-            f"Nothing was changed; the file was copied to {str(backup)!r}. {remedy}",
+            f"{name} was edited outside the memory tool: {why}; this change would rewrite it. "
+            f"Nothing was changed; {_copied(backup)}. {remedy}",
             backup=backup,
         )
 
     def _check_hand_written(
-        self, path: Path, read: _disk.FileRead, current: Sequence[str], ops: Sequence[MemoryOp]
+        self, target: MemoryTarget, txn: DocTxn, current: Sequence[str], ops: Sequence[MemoryOp]
     ) -> None:
         """Refuse (with a backup) a replace/remove that would wipe a whole hand-written file.
 
@@ -517,11 +589,11 @@ class MemoryStore:
             if needle == entry or "\n" in needle or needle not in entry:
                 continue
             lines = len([line for line in entry.split("\n") if line.strip()])
-            backup = _disk.backup_copy(path, read.raw or b"", int(self._clock()))
+            backup = txn.backup(txn.read.raw or b"", int(self._clock()))
             raise DriftError(
-                f"{path.name} holds {lines} lines but no '§' separator lines, so to the memory tool it is "
+                f"{FILE_NAMES[target]} holds {lines} lines but no '§' separator lines, so to the memory tool it is "
                 f"one entry, and this {op.kind} would rewrite all {lines} lines, not just the one containing "
-                f"{preview(needle, 60)!r}. Nothing was changed; the file was copied to {str(backup)!r}. "
+                f"{preview(needle, 60)!r}. Nothing was changed; {_copied(backup)}. "
                 "Put a line holding only '§' between separate entries (`keel memory path` shows where the "
                 "file is), or give the whole entry as old_text to act on all of it.",
                 backup=backup,

@@ -152,6 +152,8 @@ class SessionRecord:
     cache_write_tokens: int
     reasoning_tokens: int
     api_call_count: int
+    memory_snapshot: str | None = None
+    """The curated memory's `snapshot_pin()` the session's prompt was built from."""
 
 
 @dataclass(frozen=True, slots=True)

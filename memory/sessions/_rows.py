@@ -44,7 +44,7 @@ MAX_LINEAGE_DEPTH = 10_000
 SESSION_COLUMNS = (
     "id, source, model, parent_session_id, started_at, ended_at, end_reason, title, message_count, "
     "COALESCE(last_active_at, started_at), input_tokens, output_tokens, cache_read_tokens, "
-    "cache_write_tokens, reasoning_tokens, api_call_count, user_id"
+    "cache_write_tokens, reasoning_tokens, api_call_count, user_id, memory_snapshot"
 )
 MESSAGE_COLUMNS = (
     "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
@@ -73,6 +73,7 @@ def session_from_row(row: Sequence[object]) -> SessionRecord:
         cache_write_tokens=int(cast(int, r[13])),
         reasoning_tokens=int(cast(int, r[14])),
         api_call_count=int(cast(int, r[15])),
+        memory_snapshot=None if r[17] is None else str(r[17]),
     )
 
 

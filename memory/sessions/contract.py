@@ -145,8 +145,12 @@ class SessionWriter(Protocol):
         parent_session_id: str | None = None,
         title: str | None = None,
         user_id: str = "",
+        memory_snapshot: str | None = None,
     ) -> None:
-        """Record a new session for `user_id` (a child session is given its parent's user)."""
+        """Record a new session for `user_id` (a child session is given its parent's user).
+
+        `memory_snapshot` is the curated memory's `snapshot_pin()` the session's prompt was
+        built from, so a worker that resumes the session rebuilds the same prompt bytes."""
         ...
 
     async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:

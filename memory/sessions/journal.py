@@ -85,6 +85,7 @@ class _Create(_Op):
     model: str | None
     parent_session_id: str | None
     user_id: str
+    memory_snapshot: str | None = None
 
 
 class _Messages(_Op):
@@ -265,6 +266,7 @@ async def _apply(store: SessionStore, op: _Write) -> None:
             model=op.model,
             parent_session_id=op.parent_session_id,
             user_id=op.user_id,
+            memory_snapshot=op.memory_snapshot,
         )
     elif isinstance(op, _Messages) and len(op.messages) == 1:
         await store.append_message(op.session_id, op.messages[0])  # the store's fast path (group commit)
@@ -397,6 +399,7 @@ class JournalledWriter:
         model: str | None,
         parent_session_id: str | None,
         user_id: str,
+        memory_snapshot: str | None = None,
     ) -> None:
         op = _Create(
             session_id=session_id,
@@ -405,6 +408,7 @@ class JournalledWriter:
             model=model,
             parent_session_id=parent_session_id,
             user_id=user_id,
+            memory_snapshot=memory_snapshot,
         )
         await self._write(op)
 

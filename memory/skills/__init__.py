@@ -4,6 +4,7 @@
 # _manage holds its locked, atomic, rolled-back writes (_fs: durable file operations).
 # _rules + _guard are the security scan and the trust-tier policy; _index renders the
 # slot-6 index; _schemas + _tools are the three tools the harness registers.
+# _pg.PgSkillLibrary keeps the same library on PostgreSQL rows (a mirrored cache directory).
 # Layering: memory never imports harness or prompts; prompt text is passed in.
 
 from memory.errors import (
@@ -27,6 +28,7 @@ from memory.skills._format import (
 from memory.skills._guard import GuardFinding, GuardReport, Verdict, blocks, scan_skill, scan_text, verdict_of
 from memory.skills._index import load_skills_index, render_skills_index, visible_shared
 from memory.skills._library import SkillLibrary
+from memory.skills._pg import PgSkillLibrary
 from memory.skills._rules import GuardCategory, Severity
 from memory.skills._schemas import (
     SKILL_TOOL_NAMES,
@@ -66,6 +68,7 @@ __all__ = [
     "GuardFinding",
     "GuardReport",
     "ManageAction",
+    "PgSkillLibrary",
     "ProblemKind",
     "Severity",
     "Skill",

@@ -143,6 +143,9 @@ async def open_pool(
             timeout=timeout_s,
             open=False,
             name=f"keel-sessions-{target.schema}",
+            # A connection the server dropped (a restart, a network cut) is found and replaced
+            # at checkout, so the first turn after the server is back works: one round trip each.
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
         )
     )
     try:

@@ -132,9 +132,71 @@ _M2 = (
     "CREATE INDEX messages_search ON messages USING gin (search_tsv) WITH (fastupdate = off)",
 )
 
+# Every byte of a principal's state beside its sessions: the curated documents as versioned
+# rows (`memory.curated._pg`), their archive append-only (a trigger refuses UPDATE and DELETE),
+# and on each session row the versions its prompt was built from.
+_M3 = (
+    "ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT",
+    """CREATE TABLE curated_docs (
+        scope TEXT NOT NULL,
+        target TEXT NOT NULL CHECK (target IN ('memory', 'user')),
+        version BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (scope, target)
+    )""",
+    """CREATE TABLE curated_versions (
+        scope TEXT NOT NULL,
+        target TEXT NOT NULL,
+        version BIGINT NOT NULL,
+        text TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        written_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (scope, target, version)
+    )""",
+    """CREATE TABLE curated_archive (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        scope TEXT NOT NULL,
+        target TEXT NOT NULL,
+        content TEXT NOT NULL,
+        evicted_at TEXT NOT NULL
+    )""",
+    "CREATE INDEX curated_archive_scope ON curated_archive(scope, target, id)",
+    """CREATE TABLE curated_backups (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        scope TEXT NOT NULL,
+        target TEXT NOT NULL,
+        version BIGINT,
+        raw BYTEA NOT NULL,
+        taken_at DOUBLE PRECISION NOT NULL
+    )""",
+    """CREATE FUNCTION keel_append_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        RAISE EXCEPTION 'table % is append-only', TG_TABLE_NAME;
+    END
+    $fn$""",
+    """CREATE TRIGGER curated_archive_append_only BEFORE UPDATE OR DELETE ON curated_archive
+        FOR EACH ROW EXECUTE FUNCTION keel_append_only()""",
+    """CREATE TRIGGER curated_versions_append_only BEFORE UPDATE OR DELETE ON curated_versions
+        FOR EACH ROW EXECUTE FUNCTION keel_append_only()""",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base tables: sessions (with user_id), messages, flushes", _M1),
     Migration(2, "messages.search_tsv with a GIN index", _M2),
+    Migration(3, "curated memory as versioned rows, its archive; sessions.memory_snapshot", _M3),
+    Migration(
+        4,
+        "skills as rows: every file of a principal's skill tree (memory.skills._pg)",
+        (
+            """CREATE TABLE skill_files (
+                scope TEXT NOT NULL,
+                path TEXT NOT NULL,
+                content BYTEA NOT NULL,
+                PRIMARY KEY (scope, path)
+            )""",
+        ),
+    ),
 )
 
 _TRIGRAM_INDEX = "messages_trigram"

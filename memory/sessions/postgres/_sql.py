@@ -105,14 +105,26 @@ async def create_session(
     title: str | None,
     started_at: float,
     user_id: str,
+    memory_snapshot: str | None = None,
 ) -> None:
     if parent_session_id is not None and not await _exists(conn, parent_session_id):
         raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first")
     try:
         cur = await conn.execute(
             "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
-            "user_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
-            (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
+            "user_id, memory_snapshot) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            (
+                session_id,
+                source,
+                model,
+                parent_session_id,
+                started_at,
+                title,
+                started_at,
+                user_id,
+                memory_snapshot,
+            ),
         )
     except psycopg.errors.ForeignKeyViolation as exc:  # the parent vanished meanwhile
         raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first") from exc

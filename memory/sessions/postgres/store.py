@@ -185,6 +185,7 @@ class PgSessionStore:
         parent_session_id: str | None = None,
         title: str | None = None,
         user_id: str = "",
+        memory_snapshot: str | None = None,
     ) -> None:
         """Record a new session (see `SessionDB.create_session`)."""
         check_id(session_id, "session_id")
@@ -203,6 +204,7 @@ class PgSessionStore:
                 title=_opt(title),
                 started_at=started_at,
                 user_id=pg_text(user_id),
+                memory_snapshot=_opt(memory_snapshot),
             )
         )
 

@@ -109,6 +109,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base tables: sessions, messages, state_meta", _M1_BASE),
     Migration(2, "flushes; sessions.last_active_at", _M2_FLUSHES_AND_ACTIVITY),
     Migration(3, "sessions.user_id (the principal a session ran for)", _M3_USER_SCOPE),
+    Migration(
+        4,
+        "sessions.memory_snapshot (the curated versions a session's prompt was built from)",
+        ("ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT",),
+    ),
 )
 
 

@@ -73,6 +73,7 @@ def create_session(
     title: str | None,
     started_at: float,
     user_id: str = "",
+    memory_snapshot: str | None = None,
 ) -> None:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
@@ -80,8 +81,18 @@ def create_session(
         _require_session(conn, parent_session_id)
     conn.execute(
         "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
-        "user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (session_id, source, model, parent_session_id, started_at, title, started_at, user_id),
+        "user_id, memory_snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            source,
+            model,
+            parent_session_id,
+            started_at,
+            title,
+            started_at,
+            user_id,
+            memory_snapshot,
+        ),
     )
 
 

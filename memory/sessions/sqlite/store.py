@@ -192,6 +192,7 @@ class SessionDB:
         parent_session_id: str | None = None,
         title: str | None = None,
         user_id: str = "",
+        memory_snapshot: str | None = None,
     ) -> None:
         """Record a new session.
 
@@ -205,6 +206,7 @@ class SessionDB:
             title: a human-readable title.
             user_id: the principal the session runs for (`""`: the default user). The
                 store keeps what it is given; a child session should get its parent's.
+            memory_snapshot: the curated memory's `snapshot_pin()` the prompt was built from.
 
         Raises:
             SessionConflictError: the id is taken.
@@ -226,6 +228,7 @@ class SessionDB:
                 title=None if title is None else utf8_safe(title),
                 started_at=started_at,
                 user_id=utf8_safe(user_id),
+                memory_snapshot=None if memory_snapshot is None else utf8_safe(memory_snapshot),
             )
         )
 

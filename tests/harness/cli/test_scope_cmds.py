@@ -204,7 +204,8 @@ def test_a_home_from_before_scopes_reads_the_same_and_nothing_moves(
     after = _files(home)
     # every file that was there is still there, byte for byte; new files are only new traces
     assert {k: after[k] for k in before} == before
-    assert all(k.startswith("traces/") for k in set(after) - set(before))
+    # New: only traces and the session leases (`<home>/leases/<id>.lock`, one per session run).
+    assert all(k.startswith(("traces/", "leases/")) for k in set(after) - set(before))
     assert not (home / "users").exists() and not (home / "workspaces").exists()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+import psycopg
 import pytest
 
 from harness.config import KeelConfig
@@ -18,18 +19,50 @@ from harness.events import Event, ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 
-# Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own.
+# Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own;
+# `all-postgres` moves every store there (`storage.backend: postgres`), curated memory included.
 Backend = dict[str, str]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "all-postgres"])
 def backend(request: pytest.FixtureRequest) -> Backend:
-    """`config()` keyword overrides that put the sessions on one backend."""
+    """`config()` keyword overrides that put the sessions (or every store) on one backend."""
     if request.param == "sqlite":
         return {}
     url: str = request.getfixturevalue("postgres_url")
     schema: str = request.getfixturevalue("pg_schema")
+    if request.param == "all-postgres":
+        return {"storage__backend": "postgres", "storage__url": url, "storage__pg_schema": schema}
     return {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
+
+
+def skill_exists(home: Path, backend: Backend, directory: str, path: str) -> bool:
+    """A skill file of `directory` (relative to the home): on disk, or a row of `skill_files`."""
+    if "storage__url" not in backend:
+        return (home / directory / path).exists()
+    with psycopg.connect(
+        backend["storage__url"], options=f"-c search_path={backend['storage__pg_schema']}"
+    ) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM skill_files WHERE scope = %s AND path = %s", (directory, path)
+        ).fetchone()
+    return row is not None
+
+
+def curated_text(home: Path, backend: Backend, directory: str, name: str) -> str | None:
+    """MEMORY.md / USER.md of `directory` (relative to the home): its file, or its row; None if missing."""
+    if "storage__url" not in backend:
+        path = home / directory / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+    target = {"MEMORY.md": "memory", "USER.md": "user"}[name]
+    with psycopg.connect(
+        backend["storage__url"], options=f"-c search_path={backend['storage__pg_schema']}"
+    ) as conn:
+        row = conn.execute(
+            "SELECT text FROM curated_docs WHERE scope = %s AND target = %s AND version > 0",
+            (directory, target),
+        ).fetchone()
+    return None if row is None else str(row[0])
 
 
 SKILL = """---
@@ -146,9 +179,10 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
         assert text not in bob_prompt
         assert all(text not in r.system for r in bob.requests)
     # nothing of alice's was touched, and it all sits in her own directories
-    assert (home / "users" / "alice" / "skills" / "alice-deploy" / "SKILL.md").exists()
-    assert "Mittens" in (home / "users" / "alice" / "memories" / "USER.md").read_text(encoding="utf-8")
-    assert "frobnicate" in (home / "users" / "alice" / "memories" / "MEMORY.md").read_text(encoding="utf-8")
+    assert skill_exists(home, backend, "users/alice/skills", "alice-deploy/SKILL.md")
+    assert "Mittens" in (curated_text(home, backend, "users/alice/memories", "USER.md") or "")
+    assert "frobnicate" in (curated_text(home, backend, "users/alice/memories", "MEMORY.md") or "")
+    assert curated_text(home, backend, "memories", "MEMORY.md") is None
     assert not (home / "memories").exists() and not (home / "skills").exists()
 
     # alice, in a new session, finds all of it
@@ -228,10 +262,14 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backe
         sessions = await db.list_sessions(10)
     assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
     # the subagent saw the workspace's MEMORY.md, and (agent_context subagent) wrote nothing anywhere
-    assert "The web build uses bazel" in model.requests[1].system
-    assert workspace_memory.read_text(encoding="utf-8") == "The web build uses bazel"
-    assert not (home / "memories" / "MEMORY.md").exists()
-    assert not (home / "users" / "alice" / "memories" / "MEMORY.md").exists()
+    workspace = curated_text(home, backend, "workspaces/web/memories", "MEMORY.md")
+    if "storage__url" not in backend:  # the seeded file is the files backend's workspace memory
+        assert "The web build uses bazel" in model.requests[1].system
+        assert workspace == "The web build uses bazel"
+    else:
+        assert workspace is None
+    assert curated_text(home, backend, "memories", "MEMORY.md") is None
+    assert curated_text(home, backend, "users/alice/memories", "MEMORY.md") is None
 
 
 async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> None:

@@ -162,6 +162,6 @@ async def test_a_single_user_home_gains_user_scopes_in_place_and_keeps_every_row
     after = {t: table_rows(path, t) for t in ("sessions", "messages", "flushes")}
     assert after["messages"] == before["messages"]
     assert after["flushes"] == before["flushes"]
-    # Every session row is unchanged, with user_id '' appended as the last column.
-    assert after["sessions"] == [(*row, "") for row in before["sessions"]]
+    # Every session row is unchanged, with user_id '' and memory_snapshot NULL appended.
+    assert after["sessions"] == [(*row, "", None) for row in before["sessions"]]
     assert versions(path) == [m.version for m in MIGRATIONS]

@@ -1,0 +1,69 @@
+"""Continuing a recorded session, maybe on another worker than the one that started it.
+
+A resumed session reads its row and messages from the session store, pins the curated
+memory to the versions recorded on the row (`MemoryStore.snapshot_pin`), and rebuilds the
+frozen prefix from them: the same bytes the session started with, so provider caches keep
+hitting. Before every turn, under the session lease, it takes the turns another worker
+added meanwhile (`catch_up`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.errors import SessionError
+from harness.loop.parts import CatchUp
+from harness.loop.session import Session
+from harness.types import Message
+from harness.wiring.memory_bridge import StoreMemory, restored
+from memory import Principal, SessionStore
+
+__all__ = ["catch_up_from", "resume_session"]
+
+
+async def _messages(db: SessionStore, session_id: str) -> list[Message]:
+    return [restored(r.message) for r in await db.get_messages(session_id)]
+
+
+def catch_up_from(db: SessionStore) -> CatchUp:
+    """The session's stored messages when the store holds more than the caller (see `SessionParts.catch_up`)."""
+
+    async def catch_up(session_id: str, held: int) -> Sequence[Message] | None:
+        record = await db.get_session(session_id)
+        if record is None or record.message_count <= held:
+            return None
+        return await _messages(db, session_id)
+
+    return catch_up
+
+
+async def resume_session(
+    session: Session, db: SessionStore, principal: Principal, memory: StoreMemory | None, session_id: str
+) -> None:
+    """Continue `session_id` in `session` (instead of `session.start()`).
+
+    Raises:
+        SessionError: no such session, or it belongs to another user (never read across users).
+        SnapshotUnavailableError: the memory versions it started with are no longer kept.
+    """
+    record = await db.get_session(session_id)
+    if record is None or record.user_id != principal.session_user:
+        # One message for both: whether another user's session exists is not ours to tell.
+        raise SessionError(
+            f"no session {session_id!r} for {principal.describe()}; list them with `keel sessions list`"
+        )
+    if memory is not None:
+        memory.pin(record.memory_snapshot)
+    messages = await _messages(db, session_id)
+    await session.resume(
+        session_id,
+        messages,
+        turns=sum(1 for m in messages if m.role == "user"),
+        parent_session_id=record.parent_session_id,
+    )
+    if memory is not None and memory.store.pin_missed:
+        names = " and ".join(sorted(memory.store.pin_missed))
+        session.warn(
+            f"the curated memory ({names}) changed since session {session_id!r} started and its files keep no "
+            "older version, so the prompt shows today's memory (one prompt-cache miss)"
+        )

@@ -1,0 +1,113 @@
+"""`open_stores`: the one place every store of the configured backend is opened.
+
+`storage.backend: files` (the default) keeps today's home: curated files, `state.db` (or the
+`sessions:` server), file leases under `<home>/leases`. `storage.backend: postgres` puts the
+session store, the curated documents, the skills and the session lease on one PostgreSQL server and one
+schema, so a worker needs no home beyond its config and caches:
+
+    async with open_stores(config, home) as stores:
+        store = curated_store(config, home, principal, backend=stores.curated(principal))
+
+The stores are process-wide: a server opens them once and hands them to every session it
+opens (`SessionOptions.stores`); `open_session` opens its own when it is given none. There
+is no fallback: a server that cannot be used fails the open with a clear error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import anyio.to_thread
+
+from harness.config import KeelConfig
+from memory import Principal, SessionStore
+from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
+from memory.lease import FileLease, PgLease, SessionLease
+from memory.skills import PgSkillLibrary, SkillLibrary
+
+__all__ = ["Stores", "curated_scopes", "open_stores"]
+
+
+def curated_scopes(principal: Principal) -> tuple[str, str]:
+    """The (MEMORY.md, USER.md) row scopes of `principal`: its directories relative to a home,
+    so the rows and the files of one principal carry the same names (the migration relies on it)."""
+    root = Path()
+    return (
+        PurePosixPath(principal.workspace_memories_dir(root)).as_posix(),
+        PurePosixPath(principal.user_memories_dir(root)).as_posix(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """The opened stores of one backend.
+
+    Attributes:
+        backend: `files` or `postgres`.
+        sessions: the session store.
+        lease: the session lease (one PostgreSQL connection per process, or lock files).
+        location: where it all lives, safe to print.
+        pgvector: the PostgreSQL server offers the `vector` extension (detected at open; no
+            store uses it yet — see the README's PostgreSQL section).
+    """
+
+    backend: str
+    sessions: SessionStore
+    lease: SessionLease
+    location: str
+    _pg: tuple[CuratedPool, str] | None = None
+    pgvector: bool = False
+
+    def skills(self, principal: Principal, home: Path, *, guard_agent_created: bool) -> SkillLibrary | None:
+        """The principal's skills as rows, mirrored under `<home>/cache/` (None: the home's files)."""
+        if self._pg is None:
+            return None
+        pool, _ = self._pg
+        scope = PurePosixPath(principal.skills_dir(Path())).as_posix()
+        return PgSkillLibrary(
+            home / "cache" / scope, pool=pool, scope=scope, guard_agent_created=guard_agent_created
+        )
+
+    def curated(self, principal: Principal) -> CuratedBackend | None:
+        """The principal's curated documents on this backend (None: the home's files)."""
+        if self._pg is None:
+            return None
+        pool, schema = self._pg
+        memory_scope, user_scope = curated_scopes(principal)
+        return PgCuratedBackend(pool, schema=schema, memory_scope=memory_scope, user_scope=user_scope)
+
+
+@asynccontextmanager
+async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
+    """Open every store `config.storage` names; close them in reverse on exit.
+
+    Raises:
+        SessionStoreUnavailableError, StoreReadError: the PostgreSQL server cannot be used.
+        SessionSchemaError: its schema was written by a newer keel.
+    """
+    s = config.sessions
+    async with AsyncExitStack() as stack:
+        sessions = await stack.enter_async_context(s.open_store(home))
+        if config.storage.backend == "files":
+            yield Stores(
+                "files", sessions, FileLease(home / "leases", wait_s=config.storage.lease_wait_s), str(home)
+            )
+            return
+        url, schema = s.url or "", s.pg_schema  # the storage section moved the sessions there
+        pool = await anyio.to_thread.run_sync(
+            lambda: open_curated_pool(url, schema, size=s.pool_size, timeout_s=s.connect_timeout_s)
+        )  # blocking: connect
+
+        async def close_pool() -> None:
+            await anyio.to_thread.run_sync(pool.close)  # blocking: close the connections
+
+        stack.push_async_callback(close_pool)
+        lease = PgLease(
+            url, schema=schema, wait_s=config.storage.lease_wait_s, connect_timeout_s=s.connect_timeout_s
+        )
+        stack.push_async_callback(lease.aclose)
+        vector = await anyio.to_thread.run_sync(has_pgvector, pool)  # blocking: one catalog query
+        yield Stores("postgres", sessions, lease, sessions.location, (pool, schema), pgvector=vector)

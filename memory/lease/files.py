@@ -1,0 +1,101 @@
+"""`FileLease`: the session lease of a home on one machine, an fcntl record lock per session.
+
+`<home>/leases/<session id>.lock` is locked with `fcntl.lockf(LOCK_EX | LOCK_NB)`, retried
+until the deadline. The kernel drops a record lock when its process dies, so a killed
+holder frees the session at once. Record locks belong to the process (closing *any*
+descriptor of the file drops them), so the file is opened only here, once per holder, and
+the in-process gate keeps a second holder of this process out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from memory.errors import SessionStoreError
+from memory.lease.contract import LocalGate, busy
+
+__all__ = ["FileLease"]
+
+_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+
+def _try_lock(path: Path) -> int | None:
+    """An open descriptor holding the lock, or None when another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(
+        path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600
+    )
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _unlock(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+class FileLease:
+    """Session leases under `directory` (usually `<home>/leases`).
+
+    Args:
+        directory: where the lock files live (created on first use).
+        wait_s: how long `hold` waits for a busy session before `SessionBusyError`.
+        poll_s: how often a waiter retries the lock.
+    """
+
+    def __init__(self, directory: Path, *, wait_s: float = 30.0, poll_s: float = 0.02) -> None:
+        self.directory = directory
+        self.wait_s = wait_s
+        self._poll_s = poll_s
+        self._gate = LocalGate()
+
+    def path(self, session_id: str) -> Path:
+        """The lock file of `session_id`."""
+        if not _SAFE.fullmatch(session_id) or session_id.startswith("."):
+            raise SessionStoreError(f"session id {session_id!r} cannot name a lease file")
+        return self.directory / f"{session_id}.lock"
+
+    async def _acquire(self, path: Path) -> int:
+        while True:
+            try:
+                fd = await anyio.to_thread.run_sync(_try_lock, path)  # blocking: open + lockf
+            except OSError as exc:
+                raise SessionStoreError(
+                    f"could not create the session lease {str(path)!r}: {exc.strerror or exc}; check that the "
+                    "keel home is writable"
+                ) from exc
+            if fd is not None:
+                return fd
+            await anyio.sleep(self._poll_s * (0.5 + random.random()))
+
+    @asynccontextmanager
+    async def hold(self, session_id: str) -> AsyncIterator[None]:
+        path = self.path(session_id)
+        with anyio.move_on_after(self.wait_s) as scope:
+            async with self._gate.hold(session_id):
+                fd = await self._acquire(path)
+                scope.deadline = float("inf")
+                try:
+                    yield
+                finally:
+                    _unlock(fd)  # fast, never blocks
+                return
+        raise busy(session_id, self.wait_s)
+
+    async def aclose(self) -> None:
+        """Nothing to close: every lock is released by its holder."""
