@@ -68,5 +68,6 @@ class SessionSettings:
                 protect_last_n=c.protect_last_n,
                 identifier_index=c.identifier_index,
                 summary_temperature=m.temperature,
+                review_interval=c.review_interval,
             ),
         )

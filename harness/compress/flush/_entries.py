@@ -87,6 +87,12 @@ class Instructions:
         return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
 
 
+def _said_in_full(text: str, said: str | None) -> bool:
+    """Every content word of `text` (fact labels aside) was said in the conversation."""
+    words = [w for w in content_words(text) if w not in FACT_LABELS]
+    return said is not None and bool(words) and grounded(text, said, share=1.0, labels=FACT_LABELS)
+
+
 def check_entry(content: str, note_words: Instructions, said: str | None) -> str | None:
     """Why `content` is not a fact to save, or None when it is one."""
     text = content.strip()
@@ -98,7 +104,8 @@ def check_entry(content: str, note_words: Instructions, said: str | None) -> str
         return "says there is nothing to save"
     if len(text) > MAX_ENTRY:
         return f"longer than {MAX_ENTRY} characters: a passage, not a fact"
-    if note_words.echoed_by(text):
+    if note_words.echoed_by(text) and not _said_in_full(text, said):
+        # "The user's name is Sam" is mostly the instructions' words, but the user said it.
         return "repeats the instructions instead of a fact from the conversation"
     if len(content_words(text)) < 2:
         return "a bare word or name, not a fact (say what it is: 'the user's name is Sam')"
