@@ -28,7 +28,7 @@ from harness.experiments.retention.scores import (
 )
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 
-__all__ = ["Item", "ItemScore", "LongReplay", "facts_replay", "questions_replay", "score_item"]
+__all__ = ["Item", "ItemScore", "LongReplay", "fact_groups", "facts_replay", "questions_replay", "score_item"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +73,7 @@ def score_item(item: Item, sources: Mapping[RetentionSource, str]) -> ItemScore:
     return ItemScore(r.recall, r.where)
 
 
-def facts_replay(
-    name: str, conversations: Sequence[FactConversation], filler: RetentionReplay
-) -> LongReplay:
+def facts_replay(name: str, conversations: Sequence[FactConversation], filler: RetentionReplay) -> LongReplay:
     """The fact conversations, one after another, then the filler's lines."""
     lines: list[ScriptLine] = []
     items: list[Item] = []
@@ -102,3 +100,15 @@ def questions_replay(replay: RetentionReplay) -> LongReplay:
         said_at = max(where[d] for d in q.evidence)
         items.append(Item(f"q{q.index}", "question", said_at, question=q))
     return LongReplay(replay.name, replay.lines, tuple(items), replay.system_note)
+
+
+def fact_groups(
+    name: str, conversations: Sequence[FactConversation], filler: RetentionReplay, *, group: int
+) -> list[LongReplay]:
+    """The facts file as sessions of `group` conversations each (0: all in one), each followed
+    by the same filler: the memory budget holds a few users' facts, not a dozen."""
+    size = group or len(conversations)
+    return [
+        facts_replay(f"{name}-{n // size + 1}", conversations[n : n + size], filler)
+        for n in range(0, len(conversations), size)
+    ]

@@ -174,4 +174,3 @@ async def run_long_arm(
         )
     on_step(compressions, compressions)
     return snaps, LongPlan(tuple(points))
-

@@ -58,11 +58,14 @@ class LongOptions:
         window: the context window of every arm (small, so compressions come often).
         compressions: compressions per arm (items are scored after each).
         review_every: user lines between two reviews in the background arms.
+        memory_chars: the MEMORY.md and USER.md budgets (None: the config's). A facts file
+            plants a dozen users' facts in one session; one user's budget would refuse most.
     """
 
     window: int = 4096
     compressions: int = 3
     review_every: int = 12
+    memory_chars: int | None = None
 
 
 @dataclass(slots=True)
@@ -105,7 +108,11 @@ class LongState:
 def long_overrides(arm: LongArmName, replay: LongReplay, options: LongOptions) -> dict[str, JsonValue]:
     """The config an arm runs under, on top of the user's."""
     flush = {"background": "off", "background+flush": "memory_only", "memory_only_no_index": "memory_only"}
+    memory: dict[str, JsonValue] = {}
+    if options.memory_chars is not None:
+        memory = {"memory_char_limit": options.memory_chars, "user_char_limit": options.memory_chars}
     return {
+        "memory": memory,
         "model": {"context_window": options.window, "temperature": 0.0},
         "skills": {"enabled": False},
         "agent": {"system_message": replay.system_note},

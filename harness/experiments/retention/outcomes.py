@@ -24,7 +24,15 @@ from pydantic import JsonValue
 from harness.experiments.retention.scores import RETENTION_SOURCES, RetentionSource
 from harness.experiments.retention.stats import Interval, paired_bootstrap
 
-__all__ = ["DepthRow", "Outcome", "depth_rows", "final_gain", "outcome_from_json", "outcome_json"]
+__all__ = [
+    "DepthRow",
+    "Outcome",
+    "depth_rows",
+    "depth_table",
+    "final_gain",
+    "outcome_from_json",
+    "outcome_json",
+]
 
 _Key = tuple[str, str, int]  # replay, item, compression
 
@@ -123,3 +131,20 @@ def final_gain(rows: Sequence[DepthRow]) -> tuple[str, Interval] | None:
     best = max(final, key=lambda r: r.retained)
     assert best.gain is not None
     return best.arm, best.gain
+
+
+def _pct(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def depth_table(rows: Sequence[DepthRow]) -> list[str]:
+    """The per-depth table as plain lines (depth `last`: every item after the last compression)."""
+    head = f"{'arm':<20}{'depth':>6}{'items':>7}{'retained':>10}{'gain':>9}{'95% CI':>18}  in mem/sum/tail"
+    out = [head]
+    for r in rows:
+        gain = "" if r.gain is None else f"{r.gain.mean:+.3f}"
+        ci = "" if r.gain is None else f"[{r.gain.low:+.3f}, {r.gain.high:+.3f}]"
+        where = "/".join(str(r.where[s]) for s in RETENTION_SOURCES)
+        depth = "last" if r.depth == 0 else str(r.depth)
+        out.append(f"{r.arm:<20}{depth:>6}{r.n:>7}{_pct(r.retained):>10}{gain:>9}{ci:>18}  {where}")
+    return out

@@ -47,5 +47,5 @@ def paired_bootstrap(
     n = len(diffs)
     means = sorted(statistics.fmean(rng.choices(diffs, k=n)) for _ in range(resamples))
     low = means[int(0.025 * (resamples - 1))]
-    high = means[int(round(0.975 * (resamples - 1)))]
+    high = means[round(0.975 * (resamples - 1))]
     return Interval(statistics.fmean(diffs), low, high, n)

@@ -49,7 +49,9 @@ def _replay() -> LongReplay:
     return facts_replay("facts", CONVS, _filler())
 
 
-async def _run(tmp_path: Path, arms: tuple[str, ...], state: LongState | None = None) -> tuple[LongState, ScriptedModel]:
+async def _run(
+    tmp_path: Path, arms: tuple[str, ...], state: LongState | None = None
+) -> tuple[LongState, ScriptedModel]:
     model = ScriptedModel([respond(_reply)] * 400)
     result = await run_long_retention(
         [_replay()],
