@@ -217,7 +217,8 @@ def _long_arms(text: str) -> list[LongArmName]:
     names = [a.strip() for a in text.split(",") if a.strip()]
     unknown = [n for n in names if n not in LONG_ARMS]
     if unknown or not names:
-        raise ConfigError(f"unknown arm(s) {unknown!r}; choose from {', '.join(LONG_ARMS)}")
+        what = f"unknown arm {unknown[0]!r}" if unknown else "--arms is empty"
+        raise ConfigError(f"{what}; choose from {', '.join(LONG_ARMS)}")
     return [a for a in LONG_ARMS if a in names]
 
 

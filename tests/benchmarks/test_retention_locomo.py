@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.experiments.retention.outcomes import Outcome
 from harness.experiments.retention.longrun import LongState
+from harness.experiments.retention.outcomes import Outcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 

@@ -30,6 +30,7 @@ from harness.config import KeelConfig
 from harness.experiments.retention.items import LongReplay, score_item
 from harness.experiments.retention.long import LongPlan, Snapshot, run_long_arm
 from harness.experiments.retention.outcomes import Outcome, outcome_from_json, outcome_json
+from harness.experiments.retention.scores import RetentionSource
 from harness.experiments.retention.shared_replies import SharedReplies
 from harness.experiments.runner import apply_overrides
 from harness.models.base import ModelClient
@@ -128,7 +129,11 @@ def score_snapshots(replay: LongReplay, arm: str, snaps: Sequence[Snapshot]) -> 
     """Every item said before each compression, scored against that compression's snapshot."""
     out: list[Outcome] = []
     for snap in snaps:
-        sources = {"memory": snap.memory, "summary": snap.summary, "tail": snap.tail}
+        sources: dict[RetentionSource, str] = {
+            "memory": snap.memory,
+            "summary": snap.summary,
+            "tail": snap.tail,
+        }
         for item in replay.items:
             if item.said_at >= snap.after_line:
                 continue

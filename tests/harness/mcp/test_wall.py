@@ -13,7 +13,11 @@ def _imports_mcp(path: Path) -> bool:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mcp" for a in node.names):
             return True
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "mcp":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").split(".")[0] == "mcp"
+        ):
             return True
     return False
 

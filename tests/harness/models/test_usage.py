@@ -166,7 +166,11 @@ def test_counts_round_trip_and_every_shape_reads_through_one_function() -> None:
     counts: JsonObject = json.loads(json.dumps(usage_counts(usage)))
     assert usage_from_counts(counts) == usage
     assert usage_from_counts({"input": 1, "cache_read": "x"}) == Usage(input=1)
-    openai: JsonObject = {"prompt_tokens": 100, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 64}}
+    openai: JsonObject = {
+        "prompt_tokens": 100,
+        "completion_tokens": 9,
+        "prompt_tokens_details": {"cached_tokens": 64},
+    }
     assert normalize_usage(openai) == Usage(input=36, output=9, cache_read=64)
     anthropic: JsonObject = {"input_tokens": 5, "output_tokens": 7, "cache_read_input_tokens": 100}
     assert normalize_usage(anthropic) == Usage(input=5, output=7, cache_read=100)

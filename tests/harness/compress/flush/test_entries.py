@@ -106,7 +106,10 @@ def test_an_invented_part_of_an_entry_is_refused_though_most_of_it_was_said() ->
     text = "user: User is Tim, a software engineer.\nuser: Tim plays basketball for the city team."
     reading = read_flush_reply("text_list", _reply(text), said=said)
     assert [w.content for w in reading.writes] == ["Tim plays basketball for the city team."]
-    assert reading.refusals[0].reason == "not in the conversation: one part of it was never said (an invented detail?)"
+    assert (
+        reading.refusals[0].reason
+        == "not in the conversation: one part of it was never said (an invented detail?)"
+    )
 
 
 def test_questions_and_greetings_copied_from_the_chat_are_not_facts() -> None:
@@ -114,4 +117,6 @@ def test_questions_and_greetings_copied_from_the_chat_are_not_facts() -> None:
     text = "memory: Hello Léa! What do you need?\nuser: What do you need?\nuser: The user's name is Léa."
     reading = read_flush_reply("text_list", _reply(text), said=said)
     assert [w.content for w in reading.writes] == ["The user's name is Léa."]
-    assert {r.reason for r in reading.refusals} == {"a question or a greeting copied from the chat, not a fact"}
+    assert {r.reason for r in reading.refusals} == {
+        "a question or a greeting copied from the chat, not a fact"
+    }
