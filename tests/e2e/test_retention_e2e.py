@@ -21,7 +21,7 @@ from harness.experiments.retention.arms import (
     RetentionOptions,
     run_retention,
 )
-from harness.experiments.retention.facts import Fact, FactConversation
+from harness.experiments.retention.facts import FactConversation, PlantedFact
 from harness.experiments.retention.items import facts_replay
 from harness.experiments.retention.longrun import LongOptions, run_long_retention
 from harness.experiments.retention.report import arm_figures
@@ -136,7 +136,7 @@ async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalM
         FactConversation(
             "ana",
             (("user", "Hi, I'm Ana and I use vim."), ("assistant", "Hello Ana.")),
-            (Fact("name", (("ana",),)), Fact("editor", (("vim",),))),
+            (PlantedFact("name", (("ana",),)), PlantedFact("editor", (("vim",),))),
         ),
     )
     filler = RetentionReplay(

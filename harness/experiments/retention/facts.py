@@ -27,8 +27,8 @@ from harness.errors import ConfigError
 
 __all__ = [
     "MAX_UNIT",
-    "Fact",
     "FactConversation",
+    "PlantedFact",
     "fact_in",
     "fact_in_text",
     "has_term",
@@ -42,7 +42,7 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
+class PlantedFact:
     """One planted fact: an id and its match alternatives (lower-cased terms)."""
 
     id: str
@@ -55,7 +55,7 @@ class FactConversation:
 
     id: str
     messages: tuple[tuple[Literal["user", "assistant"], str], ...]
-    facts: tuple[Fact, ...]
+    facts: tuple[PlantedFact, ...]
 
 
 def has_term(text: str, term: str) -> bool:
@@ -63,7 +63,7 @@ def has_term(text: str, term: str) -> bool:
     return re.search(r"(?<![\w+#])" + re.escape(term) + r"(?![\w+#])", text, re.I) is not None
 
 
-def fact_in(unit: str, fact: Fact) -> bool:
+def fact_in(unit: str, fact: PlantedFact) -> bool:
     """Every term of one of the fact's alternatives is in `unit` (at most `MAX_UNIT` chars)."""
     return len(unit) <= MAX_UNIT and any(all(has_term(unit, t) for t in alt) for alt in fact.match)
 
@@ -79,7 +79,7 @@ def units(text: str) -> list[str]:
     return out
 
 
-def fact_in_text(text: str, fact: Fact) -> bool:
+def fact_in_text(text: str, fact: PlantedFact) -> bool:
     """The fact is in one of the text's units."""
     return any(fact_in(u, fact) for u in units(text))
 
@@ -92,13 +92,13 @@ def _role(value: object, where: str) -> Literal["user", "assistant"]:
     raise ConfigError(f"{where}: role {value!r} is not 'user' or 'assistant'")
 
 
-def _facts(raw: Iterable[object], where: str) -> tuple[Fact, ...]:
-    out: list[Fact] = []
+def _facts(raw: Iterable[object], where: str) -> tuple[PlantedFact, ...]:
+    out: list[PlantedFact] = []
     for f in raw:
         if not isinstance(f, dict) or "id" not in f or not isinstance(f.get("match"), list):
             raise ConfigError(f"{where}: each fact needs an `id` and a `match` list of term lists")
         alts = tuple(tuple(str(t).lower() for t in alt) for alt in f["match"] if isinstance(alt, list))
-        out.append(Fact(str(f["id"]), alts))
+        out.append(PlantedFact(str(f["id"]), alts))
     return tuple(out)
 
 

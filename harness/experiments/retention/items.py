@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.experiments.retention.facts import Fact, FactConversation, fact_in_text
+from harness.experiments.retention.facts import FactConversation, PlantedFact, fact_in_text
 from harness.experiments.retention.scores import (
     ADVERSARIAL,
     RETENTION_SOURCES,
@@ -39,7 +39,7 @@ class Item:
     kind: Literal["fact", "question"]
     said_at: int
     """Index of the last line holding its evidence: it exists once `lines[: said_at + 1]` are in."""
-    fact: Fact | None = None
+    fact: PlantedFact | None = None
     question: Question | None = None
 
 

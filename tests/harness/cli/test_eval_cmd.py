@@ -59,4 +59,3 @@ async def test_the_table_shows_every_arm_and_the_ceiling_that_did_not_fit(tmp_pa
     assert "n/a: does not fit" in text
     console.print(category_table(result))
     assert "single-hop (1)" in console.export_text()
-

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.experiments.retention.facts import Fact, fact_in, fact_in_text, load_facts, units
+from harness.experiments.retention.facts import PlantedFact, fact_in, fact_in_text, load_facts, units
 
-DB = Fact("database", (("postgresql", "16"), ("postgres", "16")))
-LANG = Fact("lang", (("c++",),))
+DB = PlantedFact("database", (("postgresql", "16"), ("postgres", "16")))
+LANG = PlantedFact("lang", (("c++",),))
 
 
 def test_a_fact_matches_when_every_term_of_one_alternative_is_there_as_a_word() -> None:
@@ -46,7 +46,7 @@ def test_a_facts_file_reads_conversations_and_lowercases_terms(tmp_path: Path) -
     )
     (conv,) = load_facts(path)
     assert conv.messages == (("user", "I use Vim"),)
-    assert conv.facts == (Fact("editor", (("vim",),)),)
+    assert conv.facts == (PlantedFact("editor", (("vim",),)),)
 
 
 def test_a_file_without_conversations_is_refused_with_the_format_named(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harness.experiments.retention.facts import Fact, FactConversation
+from harness.experiments.retention.facts import FactConversation, PlantedFact
 from harness.experiments.retention.items import LongReplay, facts_replay
 from harness.experiments.retention.longrun import LongOptions, LongState, run_long_retention
 from harness.experiments.retention.outcomes import depth_rows, final_gain
@@ -19,12 +19,12 @@ CONVS = (
     FactConversation(
         "rust",
         (("user", "Hi, I'm Sam and I use vim for everything."), ("assistant", "Hello Sam, noted.")),
-        (Fact("name", (("sam",),)), Fact("editor", (("vim",),))),
+        (PlantedFact("name", (("sam",),)), PlantedFact("editor", (("vim",),))),
     ),
     FactConversation(
         "db",
         (("user", "We run PostgreSQL 16 in production."), ("assistant", "Good to know.")),
-        (Fact("database", (("postgresql", "16"),)),),
+        (PlantedFact("database", (("postgresql", "16"),)),),
     ),
 )
 
@@ -102,3 +102,15 @@ async def test_resume_skips_the_arms_already_in_the_state(tmp_path: Path) -> Non
     # only memory_only ran: its three flushes and three summaries
     assert [r.purpose for r in model.requests].count("flush") == 3
     assert state.plans["facts"] == first.plans["facts"]
+
+
+async def test_the_background_arm_reviews_every_n_user_lines_and_never_flushes(tmp_path: Path) -> None:
+    state, model = await _run(tmp_path, ("off", "background"))
+    notes = [r.messages[-1].content for r in model.requests if r.purpose == "flush"]
+    assert notes and all("periodic memory review" in n for n in notes)  # reviews only: no flush note
+    # a review runs after every 10th user line, at the same lines, and saves what it reads
+    name = [o for o in state.outcomes if o.item == "rust/name" and o.arm == "background"]
+    assert [o.value for o in name] == [1.0, 1.0, 1.0]
+    assert all("memory" in o.where for o in name)
+    off = [o for o in state.outcomes if o.item == "rust/name" and o.arm == "off"]
+    assert off[-1].value == 0.0
