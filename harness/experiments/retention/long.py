@@ -112,6 +112,7 @@ async def _compress(session: Session, writes: _Writes, n: int, after: int) -> Sn
 
 
 def _due(session: Session, threshold: int, i: int, last: int, plan: LongPlan | None, n: int) -> bool:
+    """A compression is due before line `i` (`n`: planned compressions tried so far)."""
     if plan is not None:
         return n < len(plan.compress_after) and plan.compress_after[n] == i
     return i - last >= MIN_LINES_BETWEEN and session.estimate_prompt_tokens() >= threshold
@@ -137,27 +138,35 @@ async def run_long_arm(
         review_every: a memory review after every this many user lines (0: none).
         on_step: told (compressions done, compressions wanted) as the replay goes.
 
+    An arm that follows a plan returns the snapshots it has when one of its compressions did
+    not replace anything (its items are then scored only where it did compress).
+
     Raises:
-        ConfigError: the lines run out before `compressions` compressions.
+        ConfigError: the lines run out before `compressions` compressions (first arm).
     """
     threshold = effective_threshold(cfg.compression.threshold, cfg.model.context_window)
     snaps: list[Snapshot] = []
     points: list[int] = []
     writes = _Writes()
-    user_lines = last = 0
+    user_lines = last = tried = 0
     async with open_session(
         cfg, SessionOptions(model=model, home=home, trace_path=trace_path, source="eval")
     ) as session:
         for i, line in enumerate(replay.lines):
             if len(snaps) == compressions:
                 break
-            if _due(session, threshold, i, last, plan, len(points)):
+            if _due(session, threshold, i, last, plan, tried):
                 on_step(len(snaps), compressions)
-                snap = await _compress(session, writes, len(snaps) + 1, i)
-                points.append(i)
+                # numbered by the plan's position, so a skipped one leaves a gap, not a shift
+                snap = await _compress(session, writes, tried + 1, i)
                 last = i
+                if plan is not None:
+                    tried += 1
                 if snap is not None:
                     snaps.append(snap)
+                    if plan is None:
+                        points.append(i)
+                        tried += 1
                 if len(snaps) == compressions:
                     break
             await session.inject([_line(line)])
@@ -167,10 +176,10 @@ async def run_long_arm(
                     outcome = await session.review_memory()
                     if outcome is not None:
                         writes.add(outcome.entries)
-    if len(snaps) < compressions:
+    if len(snaps) < compressions and plan is None:
         raise ConfigError(
             f"{replay.name}: only {len(snaps)} of {compressions} compressions before the lines ran out; "
             "use a smaller window, fewer --compressions, or more filler"
         )
     on_step(compressions, compressions)
-    return snaps, LongPlan(tuple(points))
+    return snaps, plan or LongPlan(tuple(points))

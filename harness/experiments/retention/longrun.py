@@ -137,7 +137,7 @@ def score_snapshots(replay: LongReplay, arm: str, snaps: Sequence[Snapshot]) -> 
         for item in replay.items:
             if item.said_at >= snap.after_line:
                 continue
-            depth = sum(1 for s in snaps[: snap.compression] if s.after_line > item.said_at)
+            depth = sum(1 for s in snaps if s.compression <= snap.compression and s.after_line > item.said_at)
             score = score_item(item, sources)
             out.append(
                 Outcome(
