@@ -129,6 +129,7 @@ async def test_every_arm_runs_on_the_real_model_and_compresses_for_real(
         assert by["ceiling"].retained() == 1.0  # the whole conversation is in context
 
 
+@pytest.mark.timeout(600)
 async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalModel, tmp_path: Path) -> None:
     """The long-session replay on the real model: facts said first, filler, two compressions
     per arm through the real flush and summary, every fact scored after each."""
