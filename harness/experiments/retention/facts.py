@@ -8,7 +8,9 @@ one place so both measure the same thing:
 - a fact is *in* a piece of text when one of its alternatives has every term in it as a
   whole word (case-insensitive; `c++` and `c#` count as words);
 - the piece must be at most `MAX_UNIT` characters: a memory entry, a line of the summary, a
-  sentence of a kept message — a fact scattered over a whole page is not one fact.
+  sentence of a kept message — a fact scattered over a whole page is not one fact, and
+  neither is a long list (the summary's identifier index is one line, cut only at sentence
+  ends: a name in a list of forty identifiers does not say who the user is).
 
 `units` cuts what the model sees into such pieces (lines, and long lines into sentences).
 """
@@ -38,7 +40,7 @@ __all__ = [
 
 MAX_UNIT = 300
 """The longest piece of text a fact may be found in (the local-flush entry limit)."""
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True, slots=True)

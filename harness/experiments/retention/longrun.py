@@ -173,6 +173,7 @@ def _arm_json(replay: str, arm: str, snaps: Sequence[Snapshot], wall_s: float) -
                 "refused": list(s.refused),
                 "memory": s.memory,
                 "summary": s.summary,
+                "tail": s.tail,
             }
             for s in snaps
         ],

@@ -62,3 +62,10 @@ def test_the_shipped_facts_files_load() -> None:
     held = load_facts(root / "facts_heldout.yaml")
     assert sum(len(c.facts) for c in held) == 46 and len(held) == 12
     assert len(own) == 12
+
+
+def test_a_long_list_of_identifiers_is_one_unit_and_too_long_to_hold_a_fact() -> None:
+    index = "Identifiers: " + "; ".join(["Sam", "PostgreSQL", "16"] + [f"id-{n}" for n in range(60)])
+    assert len(index) > 300
+    assert not fact_in_text(index, DB)
+    assert not fact_in_text(index, PlantedFact("name", (("sam",),)))
