@@ -176,11 +176,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", type=Path, help="a keel config file (default: built-in defaults + KEEL_* env)")
     p.add_argument("--json", type=Path, help="write every per-item outcome here (after each arm)")
     p.add_argument("--resume", action="store_true", help="continue the run in --json")
+    p.add_argument(
+        "--report", action="store_true", help="print the table of the run in --json (no model), and stop"
+    )
     args = p.parse_args(argv)
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}; pass --data PATH or set KEEL_DATA_DIR", file=sys.stderr)
         return 2
     arms = [a for a in LONG_ARMS if a in args.arms.split(",")]
+    if args.report and args.json:
+        state = LongState.from_json(json.loads(args.json.read_text(encoding="utf-8")))
+        print("\n".join(report(state, arms)))
+        return 0
     cfg = load_config(args.config)
     if args.model:
         cfg = apply_overrides(cfg, {"model": {"local_model": args.model}})

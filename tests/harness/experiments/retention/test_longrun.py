@@ -6,10 +6,10 @@ import sqlite3
 from pathlib import Path
 
 from harness.experiments.retention.facts import FactConversation, PlantedFact
-from harness.experiments.retention.items import LongReplay, facts_replay
+from harness.experiments.retention.items import LongReplay, facts_replay, questions_replay
 from harness.experiments.retention.longrun import LongOptions, LongState, run_long_retention
 from harness.experiments.retention.outcomes import depth_rows, final_gain
-from harness.experiments.retention.script import RetentionReplay, ScriptLine
+from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
 from harness.testing import ScriptedModel, config, respond, say
 from harness.types import ModelRequest
@@ -114,3 +114,34 @@ async def test_the_background_arm_reviews_every_n_user_lines_and_never_flushes(t
     assert all("memory" in o.where for o in name)
     off = [o for o in state.outcomes if o.item == "rust/name" and o.arm == "off"]
     assert off[-1].value == 0.0
+
+
+async def test_locomo_questions_are_scored_by_answer_recall_after_each_compression(tmp_path: Path) -> None:
+    base = _filler()
+    lines = list(base.lines)
+    lines[20] = ScriptLine("user", "Dana: I adopted a cat called Pixel yesterday.", ("D11:1",))
+    replay = questions_replay(
+        RetentionReplay(
+            "qs",
+            tuple(lines),
+            (
+                Question(0, "What is the cat called?", "Pixel", 4, frozenset({"D11:1"})),
+                Question(1, "Something adversarial?", "", 5, frozenset({"D11:1"})),
+            ),
+            "",
+        )
+    )
+    assert [i.id for i in replay.items] == ["q0"] and replay.items[0].said_at == 20
+    state = await run_long_retention(
+        [replay],
+        config(session_search__enabled="false"),
+        model=ScriptedModel([respond(_reply)] * 100),
+        root=tmp_path,
+        arms=("off",),
+        options=LongOptions(window=WINDOW, compressions=2),
+    )
+    scored = [o for o in state.outcomes if o.item == "q0"]
+    assert [o.kind for o in scored] == ["question"] * len(scored)
+    assert scored and all(o.compression > 0 and o.depth >= 1 for o in scored)
+    # the scripted summary never mentions Pixel: once the line is summarized, the answer is gone
+    assert scored[-1].value == 0.0
