@@ -105,6 +105,8 @@ async def _run(cfg: KeelConfig, args: argparse.Namespace, arms: list[LongArmName
     started = time.monotonic()
 
     def step(replay: str, arm: str, done: int, total: int) -> None:
+        if done >= total:
+            return
         print(
             f"  [{time.monotonic() - started:5.0f} s] {replay} {arm}: compression {done + 1}/{total}",
             file=sys.stderr,

@@ -181,5 +181,5 @@ async def run_long_arm(
             f"{replay.name}: only {len(snaps)} of {compressions} compressions before the lines ran out; "
             "use a smaller window, fewer --compressions, or more filler"
         )
-    on_step(compressions, compressions)
+    on_step(len(snaps), compressions)
     return snaps, plan or LongPlan(tuple(points))
