@@ -176,7 +176,8 @@ async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalM
         assert isinstance(snaps, list) and len(snaps) == 2
     by_arm = {(o.arm, o.item, o.compression): o.depth for o in state.outcomes}
     for name in ("off", "memory_only"):
-        assert by_arm[(name, "ana/name", 1)] == 1 and by_arm[(name, "ana/name", 2)] == 2
+        assert by_arm[(name, "ana/editor", 1)] == 1 and by_arm[(name, "ana/editor", 2)] == 2
+        assert (name, "ana/name", 1) not in by_arm  # the filler says "Ana" on every line: left out
     purposes = [
         r.purpose for r in read_trace(tmp_path / "eval" / "e2e-facts" / "memory_only" / "trace.jsonl")
     ]
