@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import re
 import sys
 import tempfile
 import time
@@ -58,6 +57,8 @@ from harness.compress.flush import (
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
 from harness.events import FlushEntry
 from harness.experiments.demo import facts_in
+from harness.experiments.retention.facts import PlantedFact as Fact
+from harness.experiments.retention.facts import fact_in
 from harness.models.local import BUILTIN_MODELS, start_local_model
 from harness.models.openai._wire import build_body, parse_completion
 from harness.trace import read_trace
@@ -66,13 +67,6 @@ from memory import MemoryStore, MemoryTool, memory_tool_schema
 from prompts import load_text
 
 DATA = Path(__file__).with_name("local_flush_conversations.yaml")
-MAX_ENTRY = 300
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    id: str
-    match: tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +107,9 @@ def load_conversations(path: Path) -> list[Conversation]:
     return out
 
 
-def _has(entry: str, term: str) -> bool:
-    return re.search(r"(?<![\w+#])" + re.escape(term) + r"(?![\w+#])", entry, re.I) is not None
-
-
 def matches(entry: str, fact: Fact) -> bool:
-    """A fact is in an entry when every term of one of its alternatives is (whole words)."""
-    return len(entry) <= MAX_ENTRY and any(all(_has(entry, t) for t in alt) for alt in fact.match)
+    """The local-flush rule (`harness.experiments.retention.facts`, shared with the retention eval)."""
+    return fact_in(entry, fact)
 
 
 def demo_conversation(trace: Path) -> tuple[str, tuple[Message, ...], tuple[ToolSpec, ...]]:

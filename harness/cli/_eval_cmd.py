@@ -26,6 +26,16 @@ from harness.experiments.retention.arms import (
     model_config,
     run_retention,
 )
+from harness.experiments.retention.facts import load_facts
+from harness.experiments.retention.items import LongReplay, fact_groups, questions_replay
+from harness.experiments.retention.longrun import (
+    LONG_ARMS,
+    LongArmName,
+    LongOptions,
+    LongState,
+    run_long_retention,
+)
+from harness.experiments.retention.outcomes import depth_rows, depth_table, final_gain
 from harness.experiments.retention.report import ArmFigures, arm_figures, retention_json
 from harness.experiments.retention.scores import RETENTION_SOURCES
 from harness.experiments.retention.script import load_replay
@@ -147,7 +157,7 @@ async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
     replay = await anyio.to_thread.run_sync(
         lambda: load_replay(args.source, data=_data(args), conversation=args.conversation)
     )
-    arms = _arms(args.arms)
+    arms = _arms(args.arms or ",".join(RETENTION_ARMS))
     options = RetentionOptions(
         window=args.window,
         ceiling_window=args.ceiling_window or cfg.model.context_window,
@@ -203,8 +213,73 @@ async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+def _long_arms(text: str) -> list[LongArmName]:
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = [n for n in names if n not in LONG_ARMS]
+    if unknown or not names:
+        what = f"unknown arm {unknown[0]!r}" if unknown else "--arms is empty"
+        raise ConfigError(f"{what}; choose from {', '.join(LONG_ARMS)}")
+    return [a for a in LONG_ARMS if a in names]
+
+
+def _long_replays(args: argparse.Namespace) -> list[LongReplay]:
+    replay = load_replay(args.source, data=_data(args), conversation=args.conversation)
+    if args.facts:
+        return fact_groups(Path(args.facts).stem, load_facts(Path(args.facts)), replay, group=args.group)
+    return [questions_replay(replay)]
+
+
+async def _long(cfg: KeelConfig, args: argparse.Namespace) -> int:
+    """The long-session replay: K compressions per arm, scored after each (no model answers)."""
+    replays = await anyio.to_thread.run_sync(_long_replays, args)
+    arms = _long_arms(args.arms or "off,memory_only,forced,background")
+    json_path = anyio.Path(args.json) if args.json else None
+    state = None
+    if args.resume and json_path is not None and await json_path.exists():
+        state = LongState.from_json(json.loads(await json_path.read_text(encoding="utf-8")))
+    root = (
+        Path(args.out)
+        if args.out
+        else cfg.resolved_home() / "evals" / f"retention-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    options = LongOptions(window=args.window, compressions=args.compressions, review_every=args.review_every)
+    model_cfg = model_config(cfg, RetentionOptions(window=args.window, ceiling_window=2 * args.window))
+    saving: list[str] = []
+
+    def step(replay: str, arm: str, done: int, total: int) -> None:
+        err_console.print(f"{escape(replay)} {arm}: compression {done + 1}/{total}")
+
+    def arm_done(st: LongState) -> None:
+        saving.append(json.dumps(st.to_json(), indent=1) + "\n")
+
+    async with open_model(model_cfg, home=root) as model:
+        for replay in replays:
+            state = await run_long_retention(
+                [replay],
+                cfg,
+                model=model,
+                root=root,
+                arms=arms,
+                options=options,
+                state=state,
+                on_step=step,
+                on_arm=arm_done,
+            )
+            if json_path is not None and saving:
+                await json_path.write_text(saving[-1], encoding="utf-8")
+    assert state is not None
+    rows = depth_rows(state.outcomes, arms)
+    console.print("\n".join(escape(line) for line in depth_table(rows)))
+    best = final_gain(rows)
+    if best is not None:
+        console.print(f"retention_gain {best[1].mean:.4f} ci_low {best[1].low:.4f} (best arm: {best[0]})")
+    console.print(f"[dim]homes and traces under {escape(str(root))}[/]")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
-    return anyio.run(_retention, config_from_args(args), args)
+    handler = _retention if args.answers else _long
+    return anyio.run(handler, config_from_args(args), args)
 
 
 def register(sub: Subparsers) -> None:
@@ -223,7 +298,23 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--conversation", metavar="ID", help="which conversation of a LoCoMo file (default: the first)"
     )
-    p.add_argument("--arms", default=",".join(RETENTION_ARMS), help="comma-separated arms (default: all)")
+    p.add_argument(
+        "--arms",
+        help=f"comma-separated arms (default: off,memory_only,forced,background; with --answers all of "
+        f"{', '.join(RETENTION_ARMS)}; long-session arms: {', '.join(LONG_ARMS)})",
+    )
+    p.add_argument("--compressions", type=int, default=3, help="compressions per arm (default 3)")
+    p.add_argument(
+        "--facts", metavar="FILE", help="plant these facts first (local-flush format); SOURCE is filler"
+    )
+    p.add_argument("--group", type=int, default=4, help="fact conversations per session (0: all in one)")
+    p.add_argument("--review-every", type=int, default=12, help="user lines between background reviews")
+    p.add_argument("--resume", action="store_true", help="continue the run whose --json is given")
+    p.add_argument(
+        "--answers",
+        action="store_true",
+        help="one compression, then the model answers each question (LoCoMo F1) instead of the fast scoring",
+    )
     p.add_argument("--window", type=int, default=4096, help="context window of the compressing arms")
     p.add_argument(
         "--ceiling-window", type=int, help="window the ceiling may fill (default: model.context_window)"

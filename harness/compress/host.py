@@ -42,6 +42,7 @@ class CompressionSettings:
         identifier_index: put the middle's identifiers verbatim into the summary message.
         summary_temperature: the summary request's sampling temperature (the model's
             `model.temperature`; None: the provider's default).
+        review_interval: a memory review every this many user turns (0: never).
     """
 
     enabled: bool
@@ -55,6 +56,7 @@ class CompressionSettings:
     protect_last_n: int = 6
     identifier_index: bool = True
     summary_temperature: float | None = None
+    review_interval: int = 0
 
 
 class CompressionHost(Protocol):

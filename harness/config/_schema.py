@@ -240,6 +240,9 @@ class CompressionConfig(Section):
     identifier_index: bool = True
     """Put the identifiers of the compressed middle (names, numbers, dates, paths, ids,
     quoted strings) verbatim into the summary message."""
+    review_interval: int = Field(0, ge=0)
+    """Every this many user turns, one background memory review (a memory-only call that
+    saves durable facts, no compression); 0: never."""
 
 
 class SessionSearchConfig(Section):

@@ -17,6 +17,8 @@ from dataclasses import replace
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from harness.compress.flush import FlushOutcome
+from harness.compress.review import review_memory
 from harness.compress.run import Compressor
 from harness.errors import SessionError
 from harness.events import (
@@ -182,6 +184,20 @@ class Session:
             await self.compressor.compress(self._host, collect, manual=True, focus=focus)
         return events
 
+    async def review_memory(self) -> FlushOutcome | None:
+        """One memory review now (what `compression.review_interval` runs in the background):
+        a memory-only call that saves the durable facts of the conversation; None when none ran.
+
+        Raises:
+            SessionError: a turn is running.
+        """
+        if self._busy:
+            raise SessionError("cannot review memory while a turn is running")
+        return await review_memory(self._host, self.settings.compression)
+
+    async def _review_in_background(self) -> None:
+        await review_memory(self._host, self.settings.compression)
+
     async def delegate(self, task: str) -> str:
         """Run `task` in a subagent (fresh session, context `subagent`); providers hear `on_delegation`.
 
@@ -265,6 +281,10 @@ class Session:
         if drop:
             self._transcript.drop_recall(user)
         self.providers.after_turn(self._background, turn=self.turn, user=text, assistant=final_text)
+        interval = self.settings.compression.review_interval
+        if interval and self.turn % interval == 0:
+            # Off the hot path: the review reads this turn's transcript while the user reads the answer.
+            self._background.start_soon(self._review_in_background)
         await send.send(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
 
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:

@@ -84,5 +84,6 @@ class SessionSettings:
                 protect_last_n=c.protect_last_n,
                 identifier_index=c.identifier_index,
                 summary_temperature=m.temperature,
+                review_interval=c.review_interval,
             ),
         )

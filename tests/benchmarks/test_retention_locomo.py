@@ -1,57 +1,47 @@
-"""The retention benchmark's report: pooled rows per arm, and the headline as the last line."""
+"""The retention benchmark's report: the per-depth table and the headline as the last line."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
-
-from harness.experiments.retention.arms import RetentionOptions, run_retention
-from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
-from harness.models.scripted import ReplyLike
-from harness.testing import ScriptedModel, config, respond, say
-from harness.types import ModelRequest
+from harness.experiments.retention.longrun import LongState
+from harness.experiments.retention.outcomes import Outcome
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.retention_locomo import _report
+from benchmarks.retention_locomo import report
 
 
-def _reply(request: ModelRequest) -> ReplyLike:
-    if request.purpose == "flush":
-        return say("user: Ana keeps bees on the roof")
-    if request.purpose == "summary":
-        return say("They talked about their week.")
-    return say("bees" if "Short answer:" in request.messages[-1].content else "Ben: ok")
-
-
-async def test_the_report_pools_each_arm_and_returns_the_gain_over_off(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    lines = [
-        ScriptLine(
-            "user" if n % 2 else "assistant",
-            f"{'Ana' if n % 2 else 'Ben'}: "
-            + (
-                "I keep bees on the roof." if n == 21 else f"line {n} about the weather and a long walk home."
-            ),
-            (f"D{n}",),
-        )
-        for n in range(1, 121)
+def _outcomes(arm: str, values: list[float]) -> list[Outcome]:
+    return [
+        Outcome("r", arm, 2, f"i{n}", "fact", 1 + n % 2, v, ("memory",) if v else (), True)
+        for n, v in enumerate(values)
     ]
-    replay = RetentionReplay(
-        "t", tuple(lines), (Question(0, "What does Ana keep?", "bees", 4, frozenset({"D21"})),), ""
+
+
+def test_the_report_ends_with_the_gain_of_the_best_arm_and_its_lower_bound() -> None:
+    state = LongState(
+        outcomes=[
+            *_outcomes("off", [0.0] * 20),
+            *_outcomes("memory_only", [1.0] * 15 + [0.0] * 5),
+            *_outcomes("forced", [1.0] * 5 + [0.0] * 15),
+        ]
     )
-    result = await run_retention(
-        replay,
-        config(),
-        model=ScriptedModel([respond(_reply)] * 200),
-        root=tmp_path,
-        arms=("off", "memory_only", "floor"),
-        options=RetentionOptions(window=4096),
-    )
-    gain = _report([result], ["off", "memory_only", "floor"], "ideal")
-    out = capsys.readouterr().out
-    assert "memory_only" in out and "floor" in out
-    assert gain == 1.0  # the flush saved the answer; off kept nothing of it
+    lines = report(state, ["off", "memory_only", "forced"])
+    assert lines[-1].startswith("retention_gain 0.7500 ci_low 0.")
+    low = float(lines[-1].split()[-1])
+    assert 0.5 < low < 0.75
+    assert "memory_only" in lines[-2]
+    rows = [line.split() for line in lines[1:-2]]
+    # per arm: depth 1, depth 2, and `last` (every item after the last compression)
+    assert [(r[0], r[1]) for r in rows if r[0] == "memory_only"] == [
+        ("memory_only", "1"),
+        ("memory_only", "2"),
+        ("memory_only", "last"),
+    ]
+
+
+def test_without_off_there_is_no_gain() -> None:
+    state = LongState(outcomes=_outcomes("memory_only", [1.0, 0.0]))
+    assert report(state, ["memory_only"])[-1] == "retention_gain - ci_low -"

@@ -21,6 +21,9 @@ from harness.experiments.retention.arms import (
     RetentionOptions,
     run_retention,
 )
+from harness.experiments.retention.facts import FactConversation, PlantedFact
+from harness.experiments.retention.items import facts_replay
+from harness.experiments.retention.longrun import LongOptions, run_long_retention
 from harness.experiments.retention.report import arm_figures
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.factory import local_client
@@ -124,3 +127,58 @@ async def test_every_arm_runs_on_the_real_model_and_compresses_for_real(
         assert by["floor"].retained() == 0.0  # nothing to see: no history, no memory
     if "ceiling" in by:
         assert by["ceiling"].retained() == 1.0  # the whole conversation is in context
+
+
+@pytest.mark.timeout(600)
+async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalModel, tmp_path: Path) -> None:
+    """The long-session replay on the real model: facts said first, filler, two compressions
+    per arm through the real flush and summary, every fact scored after each."""
+    convs = (
+        FactConversation(
+            "ana",
+            (("user", "Hi, I'm Ana and I use vim."), ("assistant", "Hello Ana.")),
+            (PlantedFact("name", (("ana",),)), PlantedFact("editor", (("vim",),))),
+        ),
+    )
+    filler = RetentionReplay(
+        "filler",
+        tuple(
+            line
+            for n in range(1, 90)
+            for line in (
+                ScriptLine("user", f"Ana: Day {n} was quiet, mostly work and a long walk by the river.", ()),
+                ScriptLine("assistant", f"Ben: Thanks for telling me about day {n}.", ()),
+            )
+        ),
+        (),
+        "",
+    )
+    cfg = config(
+        session_search__enabled="false",
+        compression__protect_first_n="1",
+        compression__protect_last_n="2",
+        compression__tail_ratio="0.05",
+        compression__flush_max_tokens="64",
+    )
+    async with httpx.AsyncClient(timeout=600) as http:
+        model = local_client(http, tiny_model.base_url, tiny_model.model, 600)
+        state = await run_long_retention(
+            [facts_replay("e2e-facts", convs, filler)],
+            cfg,
+            model=model,
+            root=tmp_path / "eval",
+            arms=("off", "memory_only"),
+            options=LongOptions(window=2200, compressions=2),
+        )
+    assert [a["arm"] for a in state.arms] == ["off", "memory_only"]
+    for arm in state.arms:
+        snaps = arm["snapshots"]
+        assert isinstance(snaps, list) and len(snaps) == 2
+    by_arm = {(o.arm, o.item, o.compression): o.depth for o in state.outcomes}
+    for name in ("off", "memory_only"):
+        assert by_arm[(name, "ana/editor", 1)] == 1 and by_arm[(name, "ana/editor", 2)] == 2
+        assert (name, "ana/name", 1) not in by_arm  # the filler says "Ana" on every line: left out
+    purposes = [
+        r.purpose for r in read_trace(tmp_path / "eval" / "e2e-facts" / "memory_only" / "trace.jsonl")
+    ]
+    assert purposes.count("flush") == 2

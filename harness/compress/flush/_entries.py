@@ -57,6 +57,8 @@ FACT_LABELS = frozenset(
 NOTHING = re.compile(r"^\s*(?:none|nothing(?: to save)?|no durable facts?)[.!]?\s*$", re.I)
 """A reply or line that says there is nothing to save."""
 _WORD = re.compile(r"[a-z0-9']+")
+_GREETING = re.compile(r"^(?:hello|hi|hey|good (?:morning|afternoon|evening)|welcome)\b[\s,!.]", re.I)
+_CLAUSE = re.compile(r",|;|\(|\)|\s[-–—]\s|\s(?:and|but|who|which|where)\s", re.I)
 _RUN = 7
 """A run of this many words copied from the instructions marks an entry as an echo."""
 
@@ -87,6 +89,12 @@ class Instructions:
         return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
 
 
+def _said_in_full(text: str, said: str | None) -> bool:
+    """Every content word of `text` (fact labels aside) was said in the conversation."""
+    words = [w for w in content_words(text) if w not in FACT_LABELS]
+    return said is not None and bool(words) and grounded(text, said, share=1.0, labels=FACT_LABELS)
+
+
 def check_entry(content: str, note_words: Instructions, said: str | None) -> str | None:
     """Why `content` is not a fact to save, or None when it is one."""
     text = content.strip()
@@ -98,13 +106,32 @@ def check_entry(content: str, note_words: Instructions, said: str | None) -> str
         return "says there is nothing to save"
     if len(text) > MAX_ENTRY:
         return f"longer than {MAX_ENTRY} characters: a passage, not a fact"
-    if note_words.echoed_by(text):
+    if text.endswith("?") or _GREETING.match(text):
+        return "a question or a greeting copied from the chat, not a fact"
+    if note_words.echoed_by(text) and not _said_in_full(text, said):
+        # "The user's name is Sam" is mostly the instructions' words, but the user said it.
         return "repeats the instructions instead of a fact from the conversation"
     if len(content_words(text)) < 2:
         return "a bare word or name, not a fact (say what it is: 'the user's name is Sam')"
     if said is not None and not grounded(text, said, share=GROUNDING_SHARE, labels=FACT_LABELS):
         return "not in the conversation: a number or most of its words were never said (an invented detail?)"
+    if said is not None and _invented_clause(text, said):
+        return "not in the conversation: one part of it was never said (an invented detail?)"
     return None
+
+
+def _invented_clause(text: str, said: str) -> bool:
+    """A clause of the entry is mostly unsaid words, though the entry as a whole passes:
+    "User is Tim, a software engineer" when nobody said what Tim does."""
+    clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return False
+    for clause in clauses:
+        if [w for w in content_words(clause) if w not in FACT_LABELS] and not grounded(
+            clause, said, share=GROUNDING_SHARE, labels=FACT_LABELS
+        ):
+            return True
+    return False
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -60,11 +60,14 @@ async def execute_flush_reply(
     apply); whatever is not a write is a refused entry with its reason; a reply that says it
     saved something while nothing landed is a refused `claimed` entry.
     """
+    # The last message is the note (the flush's or the review's): instructions, not the
+    # conversation — an entry copied from it is an echo, never "said".
+    *conversation, note = request.messages
     reading = read_flush_reply(
         shape,
         reply,
-        instructions=[request.system, *(t.description for t in request.tools)],
-        said="\n".join(_said(m) for m in request.messages),
+        instructions=[request.system, note.content, *(t.description for t in request.tools)],
+        said="\n".join(_said(m) for m in conversation),
     )
     entries = [
         FlushEntry(target="-", action="refused", content=r.text[:500], saved=False, reason=r.reason)

@@ -88,8 +88,10 @@ def build_flush_shape_request(
     tools: Sequence[ToolSpec],
     max_tokens: int | None,
     stable_prefix_chars: int | None = None,
+    note: str | None = None,
 ) -> ModelRequest:
-    """The one flush request of `shape`: `system` and `tools` unchanged, the shape's note last.
+    """The one flush request of `shape`: `system` and `tools` unchanged, the shape's note last
+    (or `note`, for a request that asks the same way for another reason: the memory review).
 
     A shape that needs the memory tool (all but `text_list`) falls back to `tool_choice:
     none` when `tools` lacks it, so the request stays valid; its reply then holds no writes.
@@ -99,7 +101,7 @@ def build_flush_shape_request(
         choice = "none"
     return ModelRequest(
         system=system,
-        messages=(*messages, Message(role="user", content=flush_note(shape))),
+        messages=(*messages, Message(role="user", content=flush_note(shape) if note is None else note)),
         tools=tuple(tools),
         tool_choice=choice if tools else "auto",
         max_tokens=max_tokens,

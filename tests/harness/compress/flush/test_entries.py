@@ -91,3 +91,32 @@ def test_words_that_label_a_fact_do_not_count_against_it() -> None:
         "Database: PostgreSQL 16",
     ]
     assert [r.text for r in reading.refusals] == ["Database: MySQL 8"]
+
+
+def test_a_fact_the_user_said_is_kept_even_when_its_words_are_the_instructions_words() -> None:
+    said = "user: Hi, I'm Sam.\nuser: I prefer concise answers, please."
+    text = "user: The user's name is Sam.\nuser: User prefers concise answers."
+    reading = read_flush_reply("text_list", _reply(text), instructions=[SYSTEM], said=said)
+    assert [w.content for w in reading.writes] == ["The user's name is Sam.", "User prefers concise answers."]
+    assert reading.refusals == ()
+
+
+def test_an_invented_part_of_an_entry_is_refused_though_most_of_it_was_said() -> None:
+    said = "user: I'm Tim, I play basketball for the city team and I use a Mac at home for software."
+    text = "user: User is Tim, a software engineer.\nuser: Tim plays basketball for the city team."
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == ["Tim plays basketball for the city team."]
+    assert (
+        reading.refusals[0].reason
+        == "not in the conversation: one part of it was never said (an invented detail?)"
+    )
+
+
+def test_questions_and_greetings_copied_from_the_chat_are_not_facts() -> None:
+    said = "user: Hello, I'm Léa.\nassistant: Hello Léa! What do you need?"
+    text = "memory: Hello Léa! What do you need?\nuser: What do you need?\nuser: The user's name is Léa."
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == ["The user's name is Léa."]
+    assert {r.reason for r in reading.refusals} == {
+        "a question or a greeting copied from the chat, not a fact"
+    }
