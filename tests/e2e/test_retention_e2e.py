@@ -161,7 +161,7 @@ async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalM
         compression__flush_max_tokens="64",
     )
     async with httpx.AsyncClient(timeout=600) as http:
-        model = local_client(http, tiny_model.base_url, tiny_model.model, 600)
+        model = local_client(http, tiny_model.base_url, tiny_model.model, 600, api_key=tiny_model.api_key)
         state = await run_long_retention(
             [facts_replay("e2e-facts", convs, filler)],
             cfg,
