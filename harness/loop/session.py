@@ -37,7 +37,7 @@ from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
 from harness.tools import error_json
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult
-from memory import is_trivial
+from memory import MemoryLayerError, is_trivial
 from prompts import SystemPrompt, attach_recall, cap_recall
 
 __all__ = ["Session"]
@@ -247,7 +247,12 @@ class Session:
         """Take the turns another worker added to this session while we did not hold its lease."""
         if self._catch_up is None:
             return
-        newer = await self._catch_up(self.session_id, len(self._transcript))
+        try:
+            newer = await self._catch_up(self.session_id, len(self._transcript))
+        except (MemoryLayerError, OSError) as exc:
+            # the store is down: this turn goes on from what we hold (its writes are journalled)
+            self.warn(f"could not check the session store for turns added elsewhere ({exc}); going on")
+            return
         if newer is not None:
             turns = sum(1 for m in newer if m.role == "user")
             self._transcript.resume(

@@ -278,7 +278,7 @@ async def _build(
         today=opts.today,
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
         lease=None if stores is None else stores.lease,
-        catch_up=catch_up_from(db),
+        catch_up=None if stores is None else catch_up_from(db),
     )
     store = None if mem.curated is None else mem.curated[0]
     trace = None if path.calls.trace is None else path.calls.trace.path

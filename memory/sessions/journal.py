@@ -257,7 +257,8 @@ async def _already_stored(store: SessionStore, op: _Write) -> bool:
     return False
 
 
-async def _apply(store: SessionStore, op: _Write) -> None:
+async def _apply(store: SessionStore, op: _Write) -> int | None:
+    """Write `op` to the store; the new row's id for a single message, else None."""
     if isinstance(op, _Create):
         await store.create_session(
             op.session_id,
@@ -269,7 +270,9 @@ async def _apply(store: SessionStore, op: _Write) -> None:
             memory_snapshot=op.memory_snapshot,
         )
     elif isinstance(op, _Messages) and len(op.messages) == 1:
-        await store.append_message(op.session_id, op.messages[0])  # the store's fast path (group commit)
+        return await store.append_message(
+            op.session_id, op.messages[0]
+        )  # the store's fast path (group commit)
     elif isinstance(op, _Messages):
         await store.append_messages(op.session_id, op.messages)
     elif isinstance(op, _End):
@@ -293,6 +296,7 @@ async def _apply(store: SessionStore, op: _Write) -> None:
             refused=op.refused,
             reply=op.reply,
         )
+    return None
 
 
 async def _drain(store: SessionStore, handle: _File) -> None:
@@ -412,8 +416,9 @@ class JournalledWriter:
         )
         await self._write(op)
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> None:
-        await self._write(_Messages(session_id=session_id, messages=[message]))
+    async def append_message(self, session_id: str, message: StoredMessage) -> int | None:
+        """The row id when the store took the message now; None when it was journalled."""
+        return await self._write(_Messages(session_id=session_id, messages=[message]))
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> None:
         await self._write(_Messages(session_id=session_id, messages=list(messages)))
@@ -475,22 +480,24 @@ class JournalledWriter:
 
     # ------------------------------------------------------------------ internals
 
-    async def _write(self, op: _Write) -> None:
+    async def _write(self, op: _Write) -> int | None:
+        """Apply `op` to the store, else journal it; the store's row id for a single message it took now."""
         if (
             self._file is not None
             and self._file.pending
             and (self._clock() < self._retry_at or not await self._try_drain())
         ):
             await self._journal(op, None)
-            return
+            return None
         try:
-            await _apply(self.store, op)
+            row_id = await _apply(self.store, op)
         except BaseException as exc:
             if not _refused(exc):
                 raise
             await self._journal(op, exc)
-            return
+            return None
         self._pause_s = _FIRST_PAUSE_S
+        return row_id
 
     async def _try_drain(self) -> bool:
         handle = self._file
