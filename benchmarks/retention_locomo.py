@@ -91,6 +91,7 @@ async def _run(cfg: KeelConfig, args: argparse.Namespace, arms: list[LongArmName
         compressions=args.compressions,
         review_every=args.review_every,
         memory_chars=args.memory_chars or None,
+        flush_chunk_tokens=args.chunk_tokens,
     )
     model_cfg = apply_overrides(
         cfg,
@@ -162,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         "--conversations", type=int, help="the first N conversations (default: LoCoMo 1, facts all)"
     )
     p.add_argument("--compressions", type=int, default=3)
+    p.add_argument(
+        "--chunk-tokens", type=int, default=1024, help="piece size of the memory_only_chunked arm's flush"
+    )
     p.add_argument("--window", type=int, default=4096, help="context window of every arm")
     p.add_argument("--review-every", type=int, default=12, help="user lines between background reviews")
     p.add_argument(

@@ -23,13 +23,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.compress.flush import build_flush_request, execute_flush_reply, flush_shape
+from harness.compress.flush import build_flush_request, execute_flush_reply, flush_pieces, flush_shape
 from harness.compress.host import CompressionHost, CompressionSettings, Emit
 from harness.compress.identifiers import extract_identifiers
 from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
 from harness.compress.summary import fallback_summary, serialize_turns, summary_message, summary_prompt
 from harness.errors import ModelAuthError, ModelError, RetryableModelError
-from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, Warning
+from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, FlushEntry, Warning
 from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 
@@ -125,7 +125,7 @@ class Compressor:
             await self._skip(host, emit, before, len(messages), "the compressible middle is too small yet")
             return
 
-        await self._flush(host, emit)
+        await self._flush(host, emit, middle)
         summary = await self._summarize(host, middle, focus, emit)
         if summary is None:
             await self._aborted(host, emit, before, len(messages))
@@ -169,37 +169,55 @@ class Compressor:
 
     # ------------------------------------------------------------------ steps
 
-    async def _flush(self, host: CompressionHost, emit: Emit) -> None:
+    def _flush_pieces(self, host: CompressionHost, middle: Sequence[Message]) -> list[Sequence[Message]]:
+        """What the flush sends: the whole transcript in one request, or (with
+        `flush_chunk_tokens`) the turns about to be dropped, in short pieces."""
+        budget = self.settings.flush_chunk_tokens
+        if not budget:
+            return [host.messages]
+        return list(flush_pieces(middle, count=host.count, budget=budget))
+
+    async def _flush(self, host: CompressionHost, emit: Emit, middle: Sequence[Message]) -> None:
         mode = self.settings.flush
         tool = host.tool(MEMORY_TOOL_NAME)
         if mode == "off" or tool is None or self._flushed:
             return  # off, no memory tool, or a retry after an abort (its facts are saved already)
-        request = build_flush_request(
-            system=host.system_prompt,
-            messages=host.messages,
-            tools=host.tool_specs(),
-            mode=mode,
-            reply=self.settings.flush_reply,
-            max_tokens=self.settings.flush_max_tokens,
-            stable_prefix_chars=len(host.system_prompt),
-        )
+        shape = flush_shape(mode, self.settings.flush_reply)
         started = time.monotonic()
-        with host.flushing():
-            try:
-                reply, usage = await host.call(request)
-            except ModelError as exc:
-                await emit(
-                    Warning(f"memory flush failed ({type(exc).__name__}: {exc}); compressing without it")
-                )
-                return
-            self._flushed = True
-            await emit(usage)
-            shape = flush_shape(mode, self.settings.flush_reply)
-            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
-        await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
-        for ev in outcome.events:
-            await emit(ev)
-        await emit(FlushCompleted(mode=mode, entries=outcome.entries, latency_s=time.monotonic() - started))
+        entries: list[FlushEntry] = []
+        for piece in self._flush_pieces(host, middle):
+            request = build_flush_request(
+                system=host.system_prompt,
+                messages=piece,
+                tools=host.tool_specs(),
+                mode=mode,
+                reply=self.settings.flush_reply,
+                max_tokens=self.settings.flush_max_tokens,
+                stable_prefix_chars=len(host.system_prompt),
+            )
+            with host.flushing():
+                try:
+                    reply, usage = await host.call(request)
+                except ModelError as exc:
+                    saved = "; what earlier pieces saved is kept" if self._flushed else ""
+                    await emit(
+                        Warning(
+                            f"memory flush failed ({type(exc).__name__}: {exc}); compressing without "
+                            f"the rest of it{saved}"
+                        )
+                    )
+                    break
+                self._flushed = True
+                await emit(usage)
+                outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
+            await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
+            for ev in outcome.events:
+                await emit(ev)
+            entries.extend(outcome.entries)
+        if self._flushed:
+            await emit(
+                FlushCompleted(mode=mode, entries=tuple(entries), latency_s=time.monotonic() - started)
+            )
 
     async def _summarize(
         self, host: CompressionHost, middle: Sequence[Message], focus: str | None, emit: Emit

@@ -243,6 +243,10 @@ class CompressionConfig(Section):
     review_interval: int = Field(0, ge=0)
     """Every this many user turns, one background memory review (a memory-only call that
     saves durable facts, no compression); 0: never."""
+    flush_chunk_tokens: int = Field(0, ge=0)
+    """0: the flush is one request over the whole transcript. N: it covers only the turns the
+    compression drops, in pieces of at most N tokens, one request each (small models find
+    more facts in a short piece than in a long transcript)."""
 
 
 class SessionSearchConfig(Section):

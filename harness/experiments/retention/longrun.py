@@ -7,6 +7,8 @@ Arms (each in a fresh keel home, the same lines, the same compression points):
     cache_safe           the flush with the session's unchanged tool list
     forced               the unchanged tool list, `tool_choice` naming the memory tool
     memory_only_no_index memory_only without the identifier index in the summary
+    memory_only_chunked  memory_only over the dropped turns only, in pieces of
+                         `flush_chunk_tokens` (one request each; `flush/_pieces.py`)
     background           a memory review every N user lines, no flush at compression
     background+flush     the review and the memory_only flush
 
@@ -46,7 +48,14 @@ __all__ = [
 ]
 
 LongArmName = Literal[
-    "off", "memory_only", "cache_safe", "forced", "memory_only_no_index", "background", "background+flush"
+    "off",
+    "memory_only",
+    "cache_safe",
+    "forced",
+    "memory_only_no_index",
+    "memory_only_chunked",
+    "background",
+    "background+flush",
 ]
 LONG_ARMS: tuple[LongArmName, ...] = get_args(LongArmName)
 
@@ -61,12 +70,14 @@ class LongOptions:
         review_every: user lines between two reviews in the background arms.
         memory_chars: the MEMORY.md and USER.md budgets (None: the config's). A facts file
             plants a dozen users' facts in one session; one user's budget would refuse most.
+        flush_chunk_tokens: the piece size of the `memory_only_chunked` arm.
     """
 
     window: int = 4096
     compressions: int = 3
     review_every: int = 12
     memory_chars: int | None = None
+    flush_chunk_tokens: int = 1024
 
 
 @dataclass(slots=True)
@@ -108,7 +119,12 @@ class LongState:
 
 def long_overrides(arm: LongArmName, replay: LongReplay, options: LongOptions) -> dict[str, JsonValue]:
     """The config an arm runs under, on top of the user's."""
-    flush = {"background": "off", "background+flush": "memory_only", "memory_only_no_index": "memory_only"}
+    flush = {
+        "background": "off",
+        "background+flush": "memory_only",
+        "memory_only_no_index": "memory_only",
+        "memory_only_chunked": "memory_only",
+    }
     memory: dict[str, JsonValue] = {}
     if options.memory_chars is not None:
         memory = {"memory_char_limit": options.memory_chars, "user_char_limit": options.memory_chars}
@@ -121,6 +137,7 @@ def long_overrides(arm: LongArmName, replay: LongReplay, options: LongOptions) -
             "enabled": True,
             "flush": flush.get(arm, arm),
             "identifier_index": arm != "memory_only_no_index",
+            "flush_chunk_tokens": options.flush_chunk_tokens if arm == "memory_only_chunked" else 0,
         },
     }
 

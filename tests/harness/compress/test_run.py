@@ -463,3 +463,72 @@ async def test_the_default_flush_asks_for_fact_lines_and_writes_each_through_the
         ("Deploys run on Fridays.", True),
     ]
     assert any(not e.saved and "weather" in e.content for e in flush.entries)
+
+
+def _flush_reply(request: ModelRequest) -> ModelReply:
+    """A flush that finds the user's name wherever its piece says it."""
+    piece = " ".join(m.content for m in request.messages[:-1])
+    text = "user: The user's name is Sam." if "my name is Sam" in piece else "none"
+    return ModelReply(message=Message(role="assistant", content=text), usage=Usage(1, 1))
+
+
+async def _fill_middle(model: ScriptedModel, session: Session) -> None:
+    # the fact is said in the third turn: past the protected head, before the kept tail
+    for i in range(4):
+        model.extend([say(f"answer {i} {LONG}")])
+        await run_turn(session, f"question {i} {FIRST if i == 2 else LONG}")
+
+
+async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_each() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    # ~125 fake tokens per turn: a budget of 150 holds one turn per piece
+    async with make_session(
+        model,
+        cfg=config(**_small_window(compression__flush_chunk_tokens="150")),
+        memory=memory,
+        extra_tools=[_other_tool()],
+    ) as s:
+        await _fill_middle(model, s)
+        before = list(s.transcript)
+        model.extend([respond(_flush_reply)] * 3 + [say("## Goal\nchat"), say("final")])
+        events = await run_turn(s, f"third {LONG}")
+    flushes = [r for r in model.requests if r.purpose == "flush"]
+    assert len(flushes) == 3
+    sent = [list(r.messages[:-1]) for r in flushes]  # the note is last
+    assert all(p[0].role == "user" for p in sent[1:])  # the first may start mid-turn
+    flat = [m for p in sent for m in p]
+    # consecutive pieces of what was there before, never the kept tail or the protected head
+    start = before.index(flat[0])
+    assert start > 0 and flat == before[start : start + len(flat)]
+    assert before[-1] not in flat
+    note = "[System: this conversation is about to be compressed"
+    assert all(r.messages[-1].content.startswith(note) for r in flushes)
+    assert memory.entries == ["The user's name is Sam."]
+    done = [e for e in events if isinstance(e, FlushCompleted)]
+    assert len(done) == 1 and [x.content for x in done[0].entries if x.saved] == ["The user's name is Sam."]
+
+
+async def test_a_chunked_flush_that_fails_midway_keeps_what_earlier_pieces_saved() -> None:
+    memory = FakeMemory()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model,
+        cfg=config(**_small_window(compression__flush_chunk_tokens="150")),
+        memory=memory,
+    ) as s:
+        await _fill_middle(model, s)
+        model.extend(
+            [
+                respond(_flush_reply),
+                respond(_flush_reply),
+                fail(ModelResponseError("bad gateway")),
+                say("## Goal\nchat"),
+                say("final"),
+            ]
+        )
+        events = await run_turn(s, f"third {LONG}")
+    assert memory.entries == ["The user's name is Sam."]
+    warning = next(e for e in events if isinstance(e, Warning) and "flush failed" in e.message)
+    assert "earlier pieces saved is kept" in warning.message
+    assert any(isinstance(e, CompressionFinished) and not e.aborted for e in events)
