@@ -6,15 +6,8 @@
 # refusals, and the one "claimed a save" check), `_execute` (the writes through the memory
 # tool → `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with
 # the tool itself.
-from harness.compress.flush._entries import FACT_LABELS, GROUNDING_SHARE
-from harness.compress.flush._execute import CLAIMED_SAVE_REASON, FlushOutcome, execute_flush_reply
-from harness.compress.flush._reading import (
-    FlushReading,
-    FlushRefusal,
-    FlushWrite,
-    claims_a_save,
-    read_flush_reply,
-)
+from harness.compress.flush._execute import FlushOutcome, execute_flush_reply
+from harness.compress.flush._reading import read_flush_reply
 from harness.compress.flush._request import (
     FLUSH_SHAPES,
     FlushReply,
@@ -25,19 +18,12 @@ from harness.compress.flush._request import (
 )
 
 __all__ = [
-    "CLAIMED_SAVE_REASON",
-    "FACT_LABELS",
     "FLUSH_SHAPES",
-    "GROUNDING_SHARE",
     "FlushOutcome",
-    "FlushReading",
-    "FlushRefusal",
     "FlushReply",
     "FlushShape",
-    "FlushWrite",
     "build_flush_request",
     "build_flush_shape_request",
-    "claims_a_save",
     "execute_flush_reply",
     "flush_shape",
     "read_flush_reply",

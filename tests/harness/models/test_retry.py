@@ -17,14 +17,8 @@ from harness.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from harness.models import (
-    ModelTextDelta,
-    OpenAIClient,
-    ReplyDone,
-    RetryAttempt,
-    RetryingClient,
-    ScriptedModel,
-)
+from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryAttempt, RetryingClient
+from harness.models.scripted import ScriptedModel
 from harness.models.base import ModelEvent
 from harness.types import Message, ModelRequest
 

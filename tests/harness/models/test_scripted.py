@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ModelServerError, ScriptExhaustedError
-from harness.models import ModelTextDelta, ReplyDone, ScriptedModel
+from harness.models import ModelTextDelta, ReplyDone
+from harness.models.scripted import ScriptedModel
 from harness.models.base import ModelEvent
 from harness.testing import FakeTokenizer, call_tool, calls, fail, respond, say, tool_call
 from harness.tokens import CharTokenizer, TokenCounter

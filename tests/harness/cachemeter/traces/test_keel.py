@@ -6,15 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cachemeter import (
-    CanonicalRenderer,
-    MeterBreakpoint,
-    MeterInputError,
-    ReportedUsage,
-    detect_format,
-    read_requests,
-    request_from_record,
-)
+from harness.cachemeter import CanonicalRenderer, MeterBreakpoint, MeterInputError, ReportedUsage, read_requests, request_from_record
+from harness.cachemeter.traces._read import detect_format
 from harness.tokens import CharTokenizer
 from harness.trace import TraceBreakpoint, TraceRecord, TraceSlot, TraceWriter, record_for_request
 from harness.types import Message, ModelRequest, ToolCall, ToolSpec, Usage
