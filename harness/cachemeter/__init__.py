@@ -1,5 +1,5 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
-# the rest was lost (design.md §7). Layout, one folder per family:
+# the rest was lost (docs/architecture.md §7). Layout, one folder per family:
 #   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL, Claude Code transcripts, Codex
 #             rollouts) into `MeterRequest`s (`_request`); several traces interleaved by time
 #   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja` for a

@@ -1,4 +1,4 @@
-# The compression flush (design.md §5): one last model call that saves durable facts before
+# The compression flush (docs/architecture.md §5): one last model call that saves durable facts before
 # the middle of the conversation is summarized. A family rather than one module: together it
 # is about 550 lines of four concepts that change for different reasons.
 # `_request` (the modes and request shapes → the one request), `_entries` (the checks a
