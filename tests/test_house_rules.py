@@ -115,7 +115,7 @@ FACADES = {
     "prompts": (
         "DEFAULT_SLOT_ORDER SlotId SystemPrompt attach_recall build_system_prompt cap_recall "
         "discover_context_files load_text read_text_capped render_context_files session_line "
-        "strip_fence_tags text_names"
+        "strip_fence_tags"
     ),
 }
 

@@ -13,7 +13,21 @@ import jinja2.sandbox
 import pytest
 from tokenizers import Tokenizer
 
-from harness.cachemeter import CanonicalRenderer, ChatMLRenderer, JinjaRenderer, MeterBreakpoint, MeterMessage, MeterRequest, MeterSlot, MeterTool, MeterToolCall, Renderer, load_meter_tokenizer, make_renderer, read_requests
+from harness.cachemeter import (
+    CanonicalRenderer,
+    ChatMLRenderer,
+    JinjaRenderer,
+    MeterBreakpoint,
+    MeterMessage,
+    MeterRequest,
+    MeterSlot,
+    MeterTool,
+    MeterToolCall,
+    Renderer,
+    load_meter_tokenizer,
+    make_renderer,
+    read_requests,
+)
 from harness.cachemeter.traces import request_from_chat
 from harness.modelfiles import ChatTemplate, smollm2_gguf_path, template_from_gguf
 from harness.tokens import CharTokenizer, TiktokenTokenizer

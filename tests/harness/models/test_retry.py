@@ -18,8 +18,8 @@ from harness.errors import (
     ModelTimeoutError,
 )
 from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryAttempt, RetryingClient
-from harness.models.scripted import ScriptedModel
 from harness.models.base import ModelEvent
+from harness.models.scripted import ScriptedModel
 from harness.types import Message, ModelRequest
 
 REQUEST = ModelRequest(system="s", messages=(Message(role="user", content="hi"),))

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterBreakpoint, MeterInputError, ReportedUsage, read_requests, request_from_record
+from harness.cachemeter import (
+    CanonicalRenderer,
+    MeterBreakpoint,
+    MeterInputError,
+    ReportedUsage,
+    read_requests,
+    request_from_record,
+)
 from harness.cachemeter.traces._read import detect_format
 from harness.tokens import CharTokenizer
 from harness.trace import TraceBreakpoint, TraceRecord, TraceSlot, TraceWriter, record_for_request
