@@ -56,7 +56,8 @@ from harness.config import KeelConfig, load_config
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, say
 from harness.wiring import SessionOptions, open_session
 from harness.wiring.stores import Stores, curated_scopes, open_stores
-from memory import ENTRY_DELIMITER, Principal, SessionBusyError
+from memory import Principal, SessionBusyError
+from memory.curated import ENTRY_DELIMITER
 from memory.lease import SessionLease
 
 TODAY = date(2026, 11, 25)

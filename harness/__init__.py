@@ -28,7 +28,6 @@ from harness.errors import (
     ModelServerError,
     ModelTimeoutError,
     RetryableModelError,
-    ScriptExhaustedError,
     SessionError,
     ToolServerError,
 )
@@ -51,11 +50,10 @@ from harness.events import (
 )
 from harness.function_tools import tool
 from harness.loop import Session
-from harness.loop.settings import SessionSettings
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
-from harness.tokens import CharTokenizer, TiktokenTokenizer, TokenCounter, Tokenizer, load_tiktoken
-from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
-from harness.wiring import SessionHandles, SessionOptions, open_session
+from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
+from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
+from harness.wiring import SessionOptions, open_session
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -87,20 +85,15 @@ __all__ = [
     "RecallAttached",
     "ReplyDone",
     "RetryableModelError",
-    "ScriptExhaustedError",
     "Session",
     "SessionError",
-    "SessionHandles",
     "SessionOptions",
-    "SessionSettings",
     "StopReason",
     "TextDelta",
     "TiktokenTokenizer",
-    "TokenCounter",
     "Tokenizer",
     "ToolCall",
     "ToolCallStarted",
-    "ToolResult",
     "ToolResultReady",
     "ToolServerError",
     "ToolSpec",

@@ -6,31 +6,24 @@
 # (assemble slot texts into a SystemPrompt), `context_files.py` (slot 7: AGENTS.md & co.),
 # `session_line.py` (slot 8), `fence.py` (the recall fence and its sanitizers); private
 # `_text.py` loads `text/<name>.md` (public here as `load_text`).
-from prompts._text import load_text, text_names
-from prompts.builder import SEPARATOR, build_system_prompt
+from prompts._text import load_text
+from prompts.builder import build_system_prompt
 from prompts.context_files import discover_context_files, read_text_capped, render_context_files
-from prompts.fence import CLOSE_TAG, OPEN_TAG, attach_recall, cap_recall, fence_recall, strip_fence_tags
+from prompts.fence import attach_recall, cap_recall, strip_fence_tags
 from prompts.session_line import session_line
-from prompts.slots import DEFAULT_SLOT_ORDER, SLOT_IDS, SlotId, SlotSpan, SystemPrompt
+from prompts.slots import DEFAULT_SLOT_ORDER, SlotId, SystemPrompt
 
 __all__ = [
-    "CLOSE_TAG",
     "DEFAULT_SLOT_ORDER",
-    "OPEN_TAG",
-    "SEPARATOR",
-    "SLOT_IDS",
     "SlotId",
-    "SlotSpan",
     "SystemPrompt",
     "attach_recall",
     "build_system_prompt",
     "cap_recall",
     "discover_context_files",
-    "fence_recall",
     "load_text",
     "read_text_capped",
     "render_context_files",
     "session_line",
     "strip_fence_tags",
-    "text_names",
 ]

@@ -1,5 +1,5 @@
 # The cache meter: how much of each prompt in a trace a real prefix cache could reuse, and why
-# the rest was lost (design.md §7). Layout, one folder per family:
+# the rest was lost (docs/architecture.md §7). Layout, one folder per family:
 #   traces/   readers (keel JSONL, OpenAI/Anthropic chat JSONL, Claude Code transcripts, Codex
 #             rollouts) into `MeterRequest`s (`_request`); several traces interleaved by time
 #   render    a request → packed token ids (`_seq`) with segment boundaries (+ `_jinja` for a
@@ -14,12 +14,7 @@
 #   contract  both as a test assertion
 # The CLI is harness/cli/_cache_cmd.py and harness/cli/_cache_lint.py.
 from harness.cachemeter._errors import MeterError, MeterInputError
-from harness.cachemeter._factory import (
-    MeterTokenizerName,
-    load_meter_tokenizer,
-    make_renderer,
-    parse_tokenizer,
-)
+from harness.cachemeter._factory import load_meter_tokenizer, make_renderer, parse_tokenizer
 from harness.cachemeter._jinja import JinjaRenderer
 from harness.cachemeter._request import (
     MeterBreakpoint,
@@ -30,130 +25,38 @@ from harness.cachemeter._request import (
     MeterToolCall,
     ReportedUsage,
 )
-from harness.cachemeter._seq import pack, unpack
-from harness.cachemeter.attribution import Attribution, ReasonKind, attribute, content_break
-from harness.cachemeter.contract import (
-    DEFAULT_ALLOWED,
-    AllowedEvent,
-    CacheBreak,
-    CacheContractError,
-    assert_cache_stable,
-    cache_breaks,
-)
-from harness.cachemeter.lint import (
-    HABIT_RULES,
-    LINT_SCHEMA,
-    HabitRule,
-    LintFinding,
-    LintReport,
-    LintSeverity,
-    Occurrence,
-    lint,
-)
-from harness.cachemeter.plot import (
-    PlotData,
-    PlotMark,
-    PlotSeries,
-    plot_data,
-    plot_replicas,
-    plot_report,
-    plot_ttl_sweep,
-)
-from harness.cachemeter.render import (
-    CanonicalRenderer,
-    ChatMLRenderer,
-    Rendered,
-    Renderer,
-    RendererName,
-    Segment,
-    SegmentKind,
-    TokenMemo,
-)
+from harness.cachemeter.contract import CacheContractError, assert_cache_stable
+from harness.cachemeter.lint import LintFinding, LintReport, lint
+from harness.cachemeter.plot import plot_replicas, plot_report, plot_ttl_sweep
+from harness.cachemeter.render import CanonicalRenderer, ChatMLRenderer, Renderer, RendererName
 from harness.cachemeter.replicas import (
     ROUTING_POLICIES,
-    FleetCell,
-    FleetSimulator,
     ReplicaReport,
     RoutingPolicy,
     replica_sweep,
     replica_table,
 )
-from harness.cachemeter.report import (
-    BREAK_KINDS,
-    PHASES,
-    SCHEMA,
-    CompressionPhase,
-    MeterReport,
-    PhaseName,
-    PhaseReport,
-    PhaseTotals,
-    PurposeTotals,
-    ReasonTotals,
-    ReportedTotals,
-    RequestResult,
-    SimResult,
-    SimTotals,
-    measure,
-    measure_async,
-    report_tables,
-)
+from harness.cachemeter.report import MeterReport, RequestResult, measure, measure_async, report_tables
 from harness.cachemeter.sim import (
     SIM_NAMES,
-    AnthropicSimulator,
-    IdealSimulator,
-    LlamaCppRamSimulator,
-    LlamaCppSimulator,
-    OpenAISimulator,
-    PrefixMatch,
-    SglangSimulator,
     SimName,
     SimRequest,
     SimSettings,
-    SimStep,
-    Simulator,
-    VllmSimulator,
-    anthropic_min_tokens,
     make_simulator,
     parse_sim_names,
 )
-from harness.cachemeter.sweep import TtlCell, TtlSweep, parse_ttls, sweep_tables, ttl_sweep
-from harness.cachemeter.traces import (
-    TraceFormat,
-    detect_format,
-    interleave,
-    read_requests,
-    request_from_chat,
-    request_from_record,
-    requests_from_records,
-)
+from harness.cachemeter.sweep import TtlSweep, parse_ttls, sweep_tables, ttl_sweep
+from harness.cachemeter.traces import interleave, read_requests, request_from_record
 
 __all__ = [
-    "BREAK_KINDS",
-    "DEFAULT_ALLOWED",
-    "HABIT_RULES",
-    "LINT_SCHEMA",
-    "PHASES",
     "ROUTING_POLICIES",
-    "SCHEMA",
     "SIM_NAMES",
-    "AllowedEvent",
-    "AnthropicSimulator",
-    "Attribution",
-    "CacheBreak",
     "CacheContractError",
     "CanonicalRenderer",
     "ChatMLRenderer",
-    "CompressionPhase",
-    "FleetCell",
-    "FleetSimulator",
-    "HabitRule",
-    "IdealSimulator",
     "JinjaRenderer",
     "LintFinding",
     "LintReport",
-    "LintSeverity",
-    "LlamaCppRamSimulator",
-    "LlamaCppSimulator",
     "MeterBreakpoint",
     "MeterError",
     "MeterInputError",
@@ -161,50 +64,19 @@ __all__ = [
     "MeterReport",
     "MeterRequest",
     "MeterSlot",
-    "MeterTokenizerName",
     "MeterTool",
     "MeterToolCall",
-    "Occurrence",
-    "OpenAISimulator",
-    "PhaseName",
-    "PhaseReport",
-    "PhaseTotals",
-    "PlotData",
-    "PlotMark",
-    "PlotSeries",
-    "PrefixMatch",
-    "PurposeTotals",
-    "ReasonKind",
-    "ReasonTotals",
-    "Rendered",
     "Renderer",
     "RendererName",
     "ReplicaReport",
-    "ReportedTotals",
     "ReportedUsage",
     "RequestResult",
     "RoutingPolicy",
-    "Segment",
-    "SegmentKind",
-    "SglangSimulator",
     "SimName",
     "SimRequest",
-    "SimResult",
     "SimSettings",
-    "SimStep",
-    "SimTotals",
-    "Simulator",
-    "TokenMemo",
-    "TraceFormat",
-    "TtlCell",
     "TtlSweep",
-    "VllmSimulator",
-    "anthropic_min_tokens",
     "assert_cache_stable",
-    "attribute",
-    "cache_breaks",
-    "content_break",
-    "detect_format",
     "interleave",
     "lint",
     "load_meter_tokenizer",
@@ -212,11 +84,9 @@ __all__ = [
     "make_simulator",
     "measure",
     "measure_async",
-    "pack",
     "parse_sim_names",
     "parse_tokenizer",
     "parse_ttls",
-    "plot_data",
     "plot_replicas",
     "plot_report",
     "plot_ttl_sweep",
@@ -224,10 +94,7 @@ __all__ = [
     "replica_sweep",
     "replica_table",
     "report_tables",
-    "request_from_chat",
     "request_from_record",
-    "requests_from_records",
     "sweep_tables",
     "ttl_sweep",
-    "unpack",
 ]

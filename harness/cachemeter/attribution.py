@@ -1,4 +1,4 @@
-"""Miss attribution: why a request did not reuse more of its prompt (design.md §7).
+"""Miss attribution: why a request did not reuse more of its prompt (docs/architecture.md §7).
 
 Two questions, answered per request:
 

@@ -1,4 +1,4 @@
-"""Compression with the memory flush — the order is the specification (design.md §5):
+"""Compression with the memory flush — the order is the specification (docs/architecture.md §5):
 
 1. **Flush**: one model call over the transcript plus the flush note; only `memory` calls
    run, directly against the store; the note and the reply never enter the transcript

@@ -12,7 +12,7 @@ result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documen
 `config.example.yaml`, which a test validates.
 """
 
-from harness.config._loader import MAX_CONFIG_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES, load_config
+from harness.config._loader import load_config
 from harness.config._mcp import McpConfig, McpServerConfig
 from harness.config._schema import (
     DEFAULT_LOCAL_MODEL,
@@ -40,9 +40,6 @@ from harness.config._stores import SessionsConfig, StorageConfig, resolve_princi
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
-    "MAX_CONFIG_BYTES",
-    "MAX_YAML_DEPTH",
-    "MAX_YAML_NODES",
     "AgentConfig",
     "CompressionConfig",
     "HolographicConfig",

@@ -1,6 +1,6 @@
 """Experiments: one scenario, several configurations, the cache meter's numbers side by side.
 
-Two experiment families (design.md §7):
+Two experiment families (the decisions they measure: docs/architecture.md §8):
 
 - `policies`: snapshot policies `frozen`, `invalidate_on_write`, `live`.
 - `flush`: flush modes `memory_only`, `cache_safe`, `off`; plus recall persistence off and a

@@ -4,14 +4,12 @@
 # template; `_template` is the one Jinja sandbox chat templates render in, over what `_items`
 # builds from OpenAI messages (in the `hf` or the `keel` dialect). Nothing here downloads.
 from harness.modelfiles._gguf import (
-    GGUFTokenizer,
-    GGUFValue,
     load_gguf_tokenizer,
     read_gguf_metadata,
     smollm2_gguf_path,
     template_from_gguf,
 )
-from harness.modelfiles._hf import HFTokenizer, hf_template, load_hf_tokenizer
+from harness.modelfiles._hf import hf_template, load_hf_tokenizer
 from harness.modelfiles._items import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Dialect, TemplateInput
 from harness.modelfiles._parts import Part
 from harness.modelfiles._template import ChatTemplate, TemplateRenderer, template_from_file
@@ -21,9 +19,6 @@ __all__ = [
     "TOOL_CALL_OPEN",
     "ChatTemplate",
     "Dialect",
-    "GGUFTokenizer",
-    "GGUFValue",
-    "HFTokenizer",
     "Part",
     "TemplateInput",
     "TemplateRenderer",

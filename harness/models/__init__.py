@@ -5,30 +5,18 @@
 # shared HTTP error boundary in `_http`. `retry` wraps any client with backoff, `usage`
 # normalizes provider usage shapes, `scripted` is the deterministic test model (its
 # data form for scenario files is in `_script_data`).
-from harness.models._script_data import step_from_data, steps_from_data
 from harness.models.anthropic import AnthropicClient
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryAttempt, RetryingClient
-from harness.models.scripted import DynamicStep, RaiseStep, ReplyStep, ScriptedModel, ScriptStep
-from harness.models.usage import normalize_anthropic_usage, normalize_openai_usage
 
 __all__ = [
     "AnthropicClient",
-    "DynamicStep",
     "ModelClient",
     "ModelEvent",
     "ModelTextDelta",
     "OpenAIClient",
-    "RaiseStep",
     "ReplyDone",
-    "ReplyStep",
     "RetryAttempt",
     "RetryingClient",
-    "ScriptStep",
-    "ScriptedModel",
-    "normalize_anthropic_usage",
-    "normalize_openai_usage",
-    "step_from_data",
-    "steps_from_data",
 ]

@@ -15,7 +15,6 @@ The fakes record what the session asked of them, so tests assert on the loop's b
 """
 
 from harness.cachemeter.contract import assert_cache_stable
-from harness.models._script_data import step_from_data, steps_from_data
 from harness.models.scripted import (
     DynamicStep,
     RaiseStep,
@@ -32,7 +31,6 @@ from harness.models.scripted import (
     tool_call,
 )
 from harness.testing._fakes import (
-    STATIC,
     FakeMemory,
     FakeProviders,
     FakeTokenizer,
@@ -43,7 +41,6 @@ from harness.testing._fakes import (
 )
 
 __all__ = [
-    "STATIC",
     "DynamicStep",
     "FakeMemory",
     "FakeProviders",
@@ -64,7 +61,5 @@ __all__ = [
     "respond",
     "run_turn",
     "say",
-    "step_from_data",
-    "steps_from_data",
     "tool_call",
 ]

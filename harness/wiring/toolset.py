@@ -40,24 +40,23 @@ def _first_line(text: str, limit: int = 100) -> str:
 
 
 def _builtin(config: KeelConfig) -> list[ToolListing]:
-    out: list[ToolListing] = []
+    # Names come from the schemas, so each tool's name is written once, beside the tool.
+    schemas: list[Mapping[str, object]] = []
     m = config.memory
     if m.memory_enabled or m.user_profile_enabled:
-        schema = memory_tool_schema(load_text("tool_memory"))
-        out.append(ToolListing("memory", "keel", _first_line(str(schema.get("description", "")))))
+        schemas.append(memory_tool_schema(load_text("tool_memory")))
     if config.session_search.enabled:
-        schema = session_search_schema(load_text("tool_session_search"))
-        out.append(ToolListing("session_search", "keel", _first_line(str(schema.get("description", "")))))
+        schemas.append(session_search_schema(load_text("tool_session_search")))
     if config.skills.enabled:
-        for schema in (
+        schemas += (
             skills_list_schema(load_text("tool_skills_list")),
             skill_view_schema(load_text("tool_skill_view")),
             skill_manage_schema(load_text("tool_skill_manage")),
-        ):
-            out.append(
-                ToolListing(str(schema["name"]), "keel", _first_line(str(schema.get("description", ""))))
-            )
-    return out
+        )
+    return [
+        ToolListing(str(schema["name"]), "keel", _first_line(str(schema.get("description", ""))))
+        for schema in schemas
+    ]
 
 
 def _provider(config: KeelConfig) -> list[ToolListing]:

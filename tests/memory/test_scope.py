@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from memory import MAX_SCOPE_ID_CHARS, Principal, ScopeError, check_scope_id, memories_dir
-from memory.scope import case_collision
+from memory import Principal, ScopeError, check_scope_id
+from memory.curated import memories_dir
+from memory.scope import MAX_SCOPE_ID_CHARS, case_collision
 
 
 def test_the_default_principal_uses_todays_single_user_layout(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from prompts import load_text, text_names
+from prompts import load_text
+from prompts._text import text_names
 
 TEMPLATES = {
     "summarize",

@@ -4,16 +4,11 @@
 # severity, fix); `_lint` walks a trace and groups the findings into a `LintReport`.
 """`keel cache lint`: the habits that break a prompt cache (see `harness.cachemeter.lint._lint`)."""
 
-from harness.cachemeter.lint._lint import LINT_SCHEMA, LintReport, lint
-from harness.cachemeter.lint._rules import HABIT_RULES, HabitRule, LintFinding, LintSeverity, Occurrence
+from harness.cachemeter.lint._lint import LintReport, lint
+from harness.cachemeter.lint._rules import LintFinding
 
 __all__ = [
-    "HABIT_RULES",
-    "LINT_SCHEMA",
-    "HabitRule",
     "LintFinding",
     "LintReport",
-    "LintSeverity",
-    "Occurrence",
     "lint",
 ]

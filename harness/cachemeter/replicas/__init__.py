@@ -4,19 +4,13 @@
 # size side by side in one pass, `_table` the table; the plot is in `harness.cachemeter.plot`.
 """Replicas and routing: what each policy would cost on your own traces before you deploy."""
 
-from harness.cachemeter.replicas._fleet import FLEET_SIMS, FleetSimulator
-from harness.cachemeter.replicas._router import ROUTING_POLICIES, Router, RoutingPolicy
-from harness.cachemeter.replicas._run import FleetCell, ReplicaReport, RequestRoute, replica_sweep
+from harness.cachemeter.replicas._router import ROUTING_POLICIES, RoutingPolicy
+from harness.cachemeter.replicas._run import ReplicaReport, replica_sweep
 from harness.cachemeter.replicas._table import replica_table
 
 __all__ = [
-    "FLEET_SIMS",
     "ROUTING_POLICIES",
-    "FleetCell",
-    "FleetSimulator",
     "ReplicaReport",
-    "RequestRoute",
-    "Router",
     "RoutingPolicy",
     "replica_sweep",
     "replica_table",

@@ -5,34 +5,14 @@
 """Run the meter over a trace and report it (see `harness.cachemeter.report._report` for the schema)."""
 
 from harness.cachemeter.report._measure import measure, measure_async
-from harness.cachemeter.report._phases import PHASES, CompressionPhase, PhaseName, PhaseReport, PhaseTotals
-from harness.cachemeter.report._report import SCHEMA, MeterReport
-from harness.cachemeter.report._results import (
-    BREAK_KINDS,
-    PurposeTotals,
-    ReasonTotals,
-    ReportedTotals,
-    RequestResult,
-    SimResult,
-    SimTotals,
-)
+from harness.cachemeter.report._report import MeterReport
+from harness.cachemeter.report._results import BREAK_KINDS, RequestResult
 from harness.cachemeter.report._table import report_tables
 
 __all__ = [
     "BREAK_KINDS",
-    "PHASES",
-    "SCHEMA",
-    "CompressionPhase",
     "MeterReport",
-    "PhaseName",
-    "PhaseReport",
-    "PhaseTotals",
-    "PurposeTotals",
-    "ReasonTotals",
-    "ReportedTotals",
     "RequestResult",
-    "SimResult",
-    "SimTotals",
     "measure",
     "measure_async",
     "report_tables",

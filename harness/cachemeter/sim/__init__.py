@@ -26,9 +26,9 @@ from harness.cachemeter.sim._engines import SglangSimulator, VllmSimulator
 from harness.cachemeter.sim._ideal import IdealSimulator, PrefixMatch
 from harness.cachemeter.sim._keel import KeelLocalSimulator
 from harness.cachemeter.sim._llamacpp import LlamaCppRamSimulator, LlamaCppSimulator
-from harness.cachemeter.sim._providers import AnthropicSimulator, OpenAISimulator, anthropic_min_tokens
+from harness.cachemeter.sim._providers import AnthropicSimulator, OpenAISimulator
 from harness.cachemeter.sim._settings import SIM_NAMES, SimSettings, make_simulator, parse_sim_names
-from harness.cachemeter.sim._types import LossReason, PolicyReason, SimName, SimRequest, SimStep, Simulator
+from harness.cachemeter.sim._types import SimName, SimRequest, SimStep, Simulator
 
 __all__ = [
     "SIM_NAMES",
@@ -37,9 +37,7 @@ __all__ = [
     "KeelLocalSimulator",
     "LlamaCppRamSimulator",
     "LlamaCppSimulator",
-    "LossReason",
     "OpenAISimulator",
-    "PolicyReason",
     "PrefixMatch",
     "SglangSimulator",
     "SimName",
@@ -48,7 +46,6 @@ __all__ = [
     "SimStep",
     "Simulator",
     "VllmSimulator",
-    "anthropic_min_tokens",
     "make_simulator",
     "parse_sim_names",
 ]

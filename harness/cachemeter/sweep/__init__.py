@@ -4,21 +4,10 @@
 # `harness.cachemeter.plot`.
 """TTL sweep and idle view: hit ratio and cost against the cache timeout."""
 
-from harness.cachemeter.sweep._sweep import (
-    DEFAULT_TTLS,
-    TIME_AWARE,
-    TtlCell,
-    TtlSweep,
-    format_ttl,
-    parse_ttls,
-    ttl_sweep,
-)
+from harness.cachemeter.sweep._sweep import TtlSweep, format_ttl, parse_ttls, ttl_sweep
 from harness.cachemeter.sweep._table import sweep_tables
 
 __all__ = [
-    "DEFAULT_TTLS",
-    "TIME_AWARE",
-    "TtlCell",
     "TtlSweep",
     "format_ttl",
     "parse_ttls",

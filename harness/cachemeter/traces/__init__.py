@@ -6,16 +6,13 @@
 """Trace readers: keel traces, chat JSONL, Claude Code transcripts, Codex rollouts → `MeterRequest`s."""
 
 from harness.cachemeter.traces._chat import request_from_chat
-from harness.cachemeter.traces._keel import request_from_record, requests_from_records
+from harness.cachemeter.traces._keel import request_from_record
 from harness.cachemeter.traces._merge import interleave
-from harness.cachemeter.traces._read import TraceFormat, detect_format, read_requests
+from harness.cachemeter.traces._read import read_requests
 
 __all__ = [
-    "TraceFormat",
-    "detect_format",
     "interleave",
     "read_requests",
     "request_from_chat",
     "request_from_record",
-    "requests_from_records",
 ]

@@ -1,21 +1,14 @@
-# The compression flush (design.md §5): a last model call (or a few, one per piece of what is
-# dropped) that saves durable facts before the middle of the conversation is summarized. A
-# family rather than one module: about 600 lines of five concepts that change for different
-# reasons. `_request` (the modes and request shapes → the one request), `_pieces` (what a
-# chunked flush sends: the dropped turns in short pieces), `_entries` (the checks a candidate
-# fact must pass: echo, grounding, passages), `_reading` (a reply → writes and refusals, and
-# the one "claimed a save" check), `_execute` (the writes through the memory tool →
-# `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with the tool.
-from harness.compress.flush._entries import FACT_LABELS, GROUNDING_SHARE
-from harness.compress.flush._execute import CLAIMED_SAVE_REASON, FlushOutcome, execute_flush_reply
+# The compression flush (docs/architecture.md §5): a last model call (or a few, one per piece
+# of what is dropped) that saves durable facts before the middle of the conversation is
+# summarized. A family rather than one module: about 600 lines of five concepts that change
+# for different reasons. `_request` (the modes and request shapes → the one request),
+# `_pieces` (what a chunked flush sends: the dropped turns in short pieces), `_entries` (the
+# checks a candidate fact must pass: echo, grounding, passages), `_reading` (a reply → writes
+# and refusals, and the one "claimed a save" check), `_execute` (the writes through the memory
+# tool → `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with it.
+from harness.compress.flush._execute import FlushOutcome, execute_flush_reply
 from harness.compress.flush._pieces import flush_pieces
-from harness.compress.flush._reading import (
-    FlushReading,
-    FlushRefusal,
-    FlushWrite,
-    claims_a_save,
-    read_flush_reply,
-)
+from harness.compress.flush._reading import read_flush_reply
 from harness.compress.flush._request import (
     FLUSH_SHAPES,
     FlushReply,
@@ -26,19 +19,12 @@ from harness.compress.flush._request import (
 )
 
 __all__ = [
-    "CLAIMED_SAVE_REASON",
-    "FACT_LABELS",
     "FLUSH_SHAPES",
-    "GROUNDING_SHARE",
     "FlushOutcome",
-    "FlushReading",
-    "FlushRefusal",
     "FlushReply",
     "FlushShape",
-    "FlushWrite",
     "build_flush_request",
     "build_flush_shape_request",
-    "claims_a_save",
     "execute_flush_reply",
     "flush_pieces",
     "flush_shape",

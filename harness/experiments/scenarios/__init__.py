@@ -16,7 +16,6 @@ from harness.experiments.scenarios.spec import (
     load_scenario,
     parse_scenario,
 )
-from harness.experiments.scenarios.tool_session import tool_session
 
 __all__ = [
     "BUILTIN_SCENARIOS",
@@ -34,6 +33,5 @@ __all__ = [
     "resolve_scenario",
     "scenario_from_locomo",
     "synthetic_200",
-    "tool_session",
     "truncate_scenario",
 ]

@@ -8,29 +8,18 @@
 # from: the live one, RAM states, disk) and `_disk` (stable prefixes saved under <home>)
 # are its prefix cache.
 from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan_resume
-from harness.models.local._start import LocalModel, ServerOptions, find_weights, free_port, start_local_model
-from harness.models.local._weights import (
-    BUILTIN_MODELS,
-    BuiltinModel,
-    ModelPart,
-    ResolvedWeights,
-    installed_part,
-    resolve_weights,
-)
+from harness.models.local._start import LocalModel, ServerOptions, find_weights, start_local_model
+from harness.models.local._weights import BUILTIN_MODELS, installed_part, resolve_weights
 
 __all__ = [
     "BUILTIN_MODELS",
-    "BuiltinModel",
     "LocalModel",
-    "ModelPart",
     "PrefixPolicy",
     "RamStates",
-    "ResolvedWeights",
     "Saved",
     "ServerOptions",
     "common_prefix",
     "find_weights",
-    "free_port",
     "installed_part",
     "plan_resume",
     "resolve_weights",

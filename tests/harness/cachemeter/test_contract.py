@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cachemeter import AllowedEvent, CacheContractError, cache_breaks
+from harness.cachemeter import CacheContractError
+from harness.cachemeter.contract import AllowedEvent, cache_breaks
 from harness.testing import assert_cache_stable
 from harness.trace import TraceRecord, TraceSlot, record_for_request
 from harness.types import Message, ModelRequest, Purpose, ToolSpec

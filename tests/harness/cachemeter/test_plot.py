@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterReport, measure, plot_data, plot_report
+from harness.cachemeter import CanonicalRenderer, MeterReport, measure, plot_report
+from harness.cachemeter.plot import plot_data
 from harness.tokens import CharTokenizer
 from harness.trace import TraceRecord, record_for_request
 from harness.types import Message, ModelRequest, Purpose

@@ -27,8 +27,8 @@ from harness.cachemeter import (
     load_meter_tokenizer,
     make_renderer,
     read_requests,
-    request_from_chat,
 )
+from harness.cachemeter.traces import request_from_chat
 from harness.modelfiles import ChatTemplate, smollm2_gguf_path, template_from_gguf
 from harness.tokens import CharTokenizer, TiktokenTokenizer
 

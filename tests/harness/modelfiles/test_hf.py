@@ -18,7 +18,8 @@ from harness.cachemeter import (
     parse_tokenizer,
 )
 from harness.errors import ModelFileError
-from harness.modelfiles import HFTokenizer, hf_template
+from harness.modelfiles import hf_template
+from harness.modelfiles._hf import HFTokenizer
 from tests.harness.cachemeter.meterkit import CHATML_TEMPLATE, CORPUS, build_bpe
 
 SAMPLES = [

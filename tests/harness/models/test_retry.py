@@ -17,15 +17,9 @@ from harness.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from harness.models import (
-    ModelTextDelta,
-    OpenAIClient,
-    ReplyDone,
-    RetryAttempt,
-    RetryingClient,
-    ScriptedModel,
-)
+from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryAttempt, RetryingClient
 from harness.models.base import ModelEvent
+from harness.models.scripted import ScriptedModel
 from harness.types import Message, ModelRequest
 
 REQUEST = ModelRequest(system="s", messages=(Message(role="user", content="hi"),))

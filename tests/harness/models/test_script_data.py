@@ -7,7 +7,8 @@ import yaml
 from pydantic import JsonValue
 
 from harness.errors import ConfigError, ModelRateLimitError, ModelServerError
-from harness.models import RaiseStep, ReplyStep, ScriptedModel, step_from_data, steps_from_data
+from harness.models._script_data import step_from_data, steps_from_data
+from harness.models.scripted import RaiseStep, ReplyStep, ScriptedModel
 from harness.types import Message, ModelRequest, ToolCall, Usage
 
 SCENARIO = """

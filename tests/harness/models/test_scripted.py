@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import ModelServerError, ScriptExhaustedError
-from harness.models import ModelTextDelta, ReplyDone, ScriptedModel
+from harness.models import ModelTextDelta, ReplyDone
 from harness.models.base import ModelEvent
+from harness.models.scripted import ScriptedModel
 from harness.testing import FakeTokenizer, call_tool, calls, fail, respond, say, tool_call
 from harness.tokens import CharTokenizer, TokenCounter
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage

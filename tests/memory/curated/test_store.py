@@ -28,8 +28,8 @@ from memory import (
     StoreReadError,
     StoreWriteError,
     TargetDisabledError,
-    memories_dir,
 )
+from memory.curated import memories_dir
 from memory.curated._entries import parse_entries
 from memory.curated.store import SnapshotPolicy
 

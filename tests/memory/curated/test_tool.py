@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from memory import MemoryStore, MemoryTool, MemoryToolReply, memory_tool_schema
+from memory import MemoryStore, MemoryTool, memory_tool_schema
+from memory.curated import MemoryToolReply
 
 
 def make_tool(directory: Path, **kwargs: int) -> tuple[MemoryStore, MemoryTool]:

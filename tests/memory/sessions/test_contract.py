@@ -12,15 +12,8 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import (
-    MatchMode,
-    SearchRoute,
-    SessionConflictError,
-    SessionNotFoundError,
-    SessionSearchTool,
-    SessionStore,
-    StoredMessage,
-)
+from memory import SessionConflictError, SessionNotFoundError, SessionSearchTool, SessionStore, StoredMessage
+from memory.sessions import MatchMode, SearchRoute
 
 from .conftest import Pair
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import MatchMode, SearchRoute, SessionStore, StoredMessage
+from memory import SessionStore, StoredMessage
+from memory.sessions import MatchMode, SearchRoute
 from memory.sessions._ranking import RANK_BUDGET
 
 T0 = 1_700_000_000.0

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import JsonValue
 
-from harness.cachemeter import HABIT_RULES, LINT_SCHEMA, LintReport, MeterRequest, lint, request_from_chat
+from harness.cachemeter import LintReport, MeterRequest, lint
+from harness.cachemeter.lint._lint import LINT_SCHEMA
+from harness.cachemeter.lint._rules import HABIT_RULES
+from harness.cachemeter.traces import request_from_chat
 from harness.trace import TraceSlot, record_for_request
 from harness.types import Message, ModelRequest, ToolSpec
 

@@ -15,8 +15,10 @@ import random
 
 import pytest
 
-from harness.cachemeter import SimRequest, pack
-from harness.cachemeter.replicas import FleetSimulator, RoutingPolicy
+from harness.cachemeter import SimRequest
+from harness.cachemeter._seq import pack
+from harness.cachemeter.replicas import RoutingPolicy
+from harness.cachemeter.replicas._fleet import FleetSimulator
 from harness.cachemeter.sim import SglangSimulator
 
 SESSIONS = 400

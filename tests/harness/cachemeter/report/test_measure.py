@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from harness.cachemeter import SCHEMA, CanonicalRenderer, MeterError, measure, measure_async
+from harness.cachemeter import CanonicalRenderer, MeterError, measure, measure_async
+from harness.cachemeter.report._report import SCHEMA
 from harness.config import PriceConfig
 from harness.tokens import CharTokenizer
 from harness.trace import TraceRecord, record_for_request

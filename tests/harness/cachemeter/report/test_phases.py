@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from harness.cachemeter import PHASES, CanonicalRenderer, MeterReport, measure
+from harness.cachemeter import CanonicalRenderer, MeterReport, measure
+from harness.cachemeter.report._phases import PHASES
 from harness.tokens import CharTokenizer
 from harness.trace import TraceRecord, record_for_request
 from harness.types import Message, ModelRequest, Purpose, ToolSpec

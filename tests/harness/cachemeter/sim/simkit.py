@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.cachemeter import SimRequest, pack
+from harness.cachemeter import SimRequest
+from harness.cachemeter._seq import pack
 
 
 def req(tokens: list[int], **kw: object) -> SimRequest:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cachemeter import SimRequest, pack
+from harness.cachemeter import SimRequest
+from harness.cachemeter._seq import pack
 from harness.cachemeter.sim import IdealSimulator, LlamaCppSimulator, SglangSimulator, VllmSimulator
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cachemeter.sim import AnthropicSimulator, OpenAISimulator, anthropic_min_tokens
+from harness.cachemeter.sim import AnthropicSimulator, OpenAISimulator
+from harness.cachemeter.sim._providers import anthropic_min_tokens
 from tests.harness.cachemeter.sim.simkit import req, seq
 
 # ---------------------------------------------------------------- openai

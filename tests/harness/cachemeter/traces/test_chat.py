@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cachemeter import MeterBreakpoint, ReportedUsage, detect_format, read_requests
+from harness.cachemeter import MeterBreakpoint, ReportedUsage, read_requests
+from harness.cachemeter.traces._read import detect_format
 from tests.harness.cachemeter.traces.tracekit import write_lines
 
 

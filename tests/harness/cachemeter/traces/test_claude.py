@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cachemeter import CanonicalRenderer, ReportedUsage, detect_format, measure, read_requests
+from harness.cachemeter import CanonicalRenderer, ReportedUsage, measure, read_requests
+from harness.cachemeter.traces._read import detect_format
 from harness.tokens import CharTokenizer
 
 FIXTURE = Path(__file__).parent / "data" / "claude_code_session.jsonl"

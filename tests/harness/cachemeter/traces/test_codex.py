@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cachemeter import ReportedUsage, detect_format, read_requests
+from harness.cachemeter import ReportedUsage, read_requests
+from harness.cachemeter.traces._read import detect_format
 
 FIXTURE = Path(__file__).parent / "data" / "codex_rollout.jsonl"
 

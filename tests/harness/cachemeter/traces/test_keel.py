@@ -11,10 +11,10 @@ from harness.cachemeter import (
     MeterBreakpoint,
     MeterInputError,
     ReportedUsage,
-    detect_format,
     read_requests,
     request_from_record,
 )
+from harness.cachemeter.traces._read import detect_format
 from harness.tokens import CharTokenizer
 from harness.trace import TraceBreakpoint, TraceRecord, TraceSlot, TraceWriter, record_for_request
 from harness.types import Message, ModelRequest, ToolCall, ToolSpec, Usage

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cachemeter import MeterInputError, detect_format, read_requests
+from harness.cachemeter import MeterInputError, read_requests
+from harness.cachemeter.traces._read import detect_format
 from tests.harness.cachemeter.traces.tracekit import write_lines
 
 

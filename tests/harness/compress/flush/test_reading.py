@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from harness.compress.flush import claims_a_save, read_flush_reply
+from harness.compress.flush import read_flush_reply
+from harness.compress.flush._reading import claims_a_save
 from tests.harness.compress.flush.flushkit import reply as _reply
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import anyio
 
-from harness.experiments import builtin_scenario
 from harness.experiments.runner import run_scenario
+from harness.experiments.scenarios import builtin_scenario
 from harness.experiments.scenarios.tool_session import tool_session
 from harness.testing import config
 from harness.trace import read_trace

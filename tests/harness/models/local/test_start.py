@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import LocalModelError
-from harness.models.local import free_port, start_local_model
+from harness.models.local import start_local_model
+from harness.models.local._start import free_port
 
 
 async def test_a_missing_gguf_fails_before_any_process_starts(tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import IndexFeatures, LockRetryPolicy, StoredMessage
+from memory import LockRetryPolicy, StoredMessage
 from memory._sqlite import SqliteConnection
+from memory.sessions import IndexFeatures
 from memory.sessions._ranking import RANK_BUDGET, choose_route
 from memory.sessions.sqlite._search import search_messages, term_doc_counts
 from memory.sessions.sqlite._sql import append_messages, create_session
