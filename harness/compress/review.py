@@ -1,47 +1,93 @@
-"""The periodic memory review: one memory-only call every few turns, with no compression.
+"""The periodic memory review: a memory-only call every few turns, with no compression.
 
 The design Hermes Agent moved to instead of a flush at compression time: every
-`compression.review_interval` user turns the session asks the model once, off the turn's hot
+`compression.review_interval` user turns the session asks the model, off the turn's hot
 path, which durable facts of the conversation its memory does not hold yet. The request is a
 flush request in all but its note (`prompts/text/memory_review.md`): the frozen system
-prompt, the transcript, only the memory tool, the session's flush reply form; the reply is
-read and executed exactly like a flush reply (same checks, same memory tool), and logged as
-a flush record. Nothing enters the transcript.
+prompt, the turns under review, only the memory tool, the session's flush reply form; the
+reply is read and executed exactly like a flush reply (same checks, same memory tool), and
+logged as a flush record. Nothing enters the transcript.
+
+A review covers the turns since the previous one (the last `turns` user turns), not the
+whole transcript: each turn is reviewed once, and a small model reads a short stretch
+better than a long one. With `compression.flush_chunk_tokens` set, those turns go in pieces
+of at most that many tokens, one request each, as the flush's do.
 """
 
 from __future__ import annotations
 
-from harness.compress.flush import FlushOutcome, build_flush_shape_request, execute_flush_reply, flush_shape
+from collections.abc import Sequence
+
+from harness.compress.flush import (
+    FlushOutcome,
+    build_flush_shape_request,
+    execute_flush_reply,
+    flush_pieces,
+    flush_shape,
+)
 from harness.compress.host import CompressionHost, CompressionSettings
 from harness.errors import ModelError
+from harness.types import Message
 from memory import MEMORY_TOOL_NAME
 from prompts import load_text
 
-__all__ = ["review_memory"]
+__all__ = ["recent_turns", "review_memory"]
 
 
-async def review_memory(host: CompressionHost, settings: CompressionSettings) -> FlushOutcome | None:
-    """Run one memory review; None when there is no memory tool, no conversation, or the
-    call failed (a review is best effort: the next one, or the flush, catches up).
+def recent_turns(messages: Sequence[Message], turns: int) -> Sequence[Message]:
+    """The messages from the `turns`-th last user message on (all of them for 0, or when
+    there are fewer user turns)."""
+    if turns <= 0:
+        return messages
+    seen = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user" and not messages[i].summary:
+            seen += 1
+            if seen == turns:
+                return messages[i:]
+    return messages
+
+
+async def review_memory(
+    host: CompressionHost, settings: CompressionSettings, *, turns: int = 0
+) -> FlushOutcome | None:
+    """Run one memory review of the last `turns` user turns (0: the whole transcript).
+
+    Returns the combined outcome of its requests; None when there is no memory tool, nothing
+    to review, or the first call failed (a review is best effort: the next one, or the flush,
+    catches up; a later piece that fails keeps what earlier pieces saved).
     """
     tool = host.tool(MEMORY_TOOL_NAME)
-    if tool is None or not host.messages:
+    stretch = recent_turns(host.messages, turns)
+    if tool is None or not stretch:
         return None
+    budget = settings.flush_chunk_tokens
+    pieces = flush_pieces(stretch, count=host.count, budget=budget) if budget else [tuple(stretch)]
     shape = flush_shape("memory_only", settings.flush_reply)
-    request = build_flush_shape_request(
-        shape,
-        system=host.system_prompt,
-        messages=host.messages,
-        tools=[t for t in host.tool_specs() if t.name == MEMORY_TOOL_NAME],
-        max_tokens=settings.flush_max_tokens,
-        stable_prefix_chars=len(host.system_prompt),
-        note=load_text("memory_review"),
+    tools = [t for t in host.tool_specs() if t.name == MEMORY_TOOL_NAME]
+    outcomes: list[FlushOutcome] = []
+    for piece in pieces:
+        request = build_flush_shape_request(
+            shape,
+            system=host.system_prompt,
+            messages=piece,
+            tools=tools,
+            max_tokens=settings.flush_max_tokens,
+            stable_prefix_chars=len(host.system_prompt),
+            note=load_text("memory_review"),
+        )
+        with host.flushing():
+            try:
+                reply, _usage = await host.call(request)
+            except ModelError:
+                break
+            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
+        await host.record_flush(mode="memory_only", entries=outcome.entries, reply_text=outcome.reply_text)
+        outcomes.append(outcome)
+    if not outcomes:
+        return None
+    return FlushOutcome(
+        tuple(e for o in outcomes for e in o.entries),
+        tuple(ev for o in outcomes for ev in o.events),
+        "\n\n".join(o.reply_text for o in outcomes),
     )
-    with host.flushing():
-        try:
-            reply, _usage = await host.call(request)
-        except ModelError:
-            return None
-        outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
-    await host.record_flush(mode="memory_only", entries=outcome.entries, reply_text=outcome.reply_text)
-    return outcome

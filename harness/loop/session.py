@@ -184,19 +184,22 @@ class Session:
             await self.compressor.compress(self._host, collect, manual=True, focus=focus)
         return events
 
-    async def review_memory(self) -> FlushOutcome | None:
+    async def review_memory(self, *, turns: int | None = None) -> FlushOutcome | None:
         """One memory review now (what `compression.review_interval` runs in the background):
-        a memory-only call that saves the durable facts of the conversation; None when none ran.
+        memory-only calls that save the durable facts of the last `turns` user turns (None:
+        `review_interval` of them; 0: the whole transcript); None when none ran.
 
         Raises:
             SessionError: a turn is running.
         """
         if self._busy:
             raise SessionError("cannot review memory while a turn is running")
-        return await review_memory(self._host, self.settings.compression)
+        c = self.settings.compression
+        return await review_memory(self._host, c, turns=c.review_interval if turns is None else turns)
 
     async def _review_in_background(self) -> None:
-        await review_memory(self._host, self.settings.compression)
+        c = self.settings.compression
+        await review_memory(self._host, c, turns=c.review_interval)
 
     async def delegate(self, task: str) -> str:
         """Run `task` in a subagent (fresh session, context `subagent`); providers hear `on_delegation`.

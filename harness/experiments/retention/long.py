@@ -11,7 +11,8 @@ Which lines the compressions follow is fixed by the first arm that runs (`LongPl
 reused by the others, so every arm compresses the same middles: the summaries are the same
 requests (shared across arms by `SharedReplies`), items have the same depths, and the arms
 differ only in what they save. A background review (arms with `review_every`) runs after
-every `review_every`-th user line, at the same lines in every arm.
+every `review_every`-th user line, at the same lines in every arm, over the lines since the
+previous review.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ async def run_long_arm(
             if line.role == "user":
                 user_lines += 1
                 if review_every and user_lines % review_every == 0:
-                    outcome = await session.review_memory()
+                    outcome = await session.review_memory(turns=review_every)
                     if outcome is not None:
                         writes.add(outcome.entries)
     if len(snaps) < compressions and plan is None:
