@@ -43,9 +43,9 @@ class CompressionSettings:
         summary_temperature: the summary request's sampling temperature (the model's
             `model.temperature`; None: the provider's default).
         review_interval: a memory review every this many user turns (0: never).
-        flush_chunk_tokens: 0 — the flush is one request over the whole transcript; N — it
-            covers the turns the compression drops, in pieces of at most N tokens, one
-            request each (`flush/_pieces.py`).
+        flush_chunk_tokens: N — the flush covers the turns the compression drops, in pieces
+            of at most N tokens, one request each (`flush/_pieces.py`); 0 — one request
+            over the whole transcript.
     """
 
     enabled: bool
@@ -60,7 +60,7 @@ class CompressionSettings:
     identifier_index: bool = True
     summary_temperature: float | None = None
     review_interval: int = 0
-    flush_chunk_tokens: int = 0
+    flush_chunk_tokens: int = 1024
 
 
 class CompressionHost(Protocol):

@@ -217,6 +217,10 @@ class RecallConfig(Section):
     turn: wait at most this long for a prefetch still running."""
 
 
+DEFAULT_FLUSH_CHUNK_TOKENS = 1024
+"""The memory-only flush's piece size when the config does not set one."""
+
+
 class CompressionConfig(Section):
     enabled: bool = True
     threshold: float = Field(0.5, gt=0, le=1)
@@ -243,10 +247,19 @@ class CompressionConfig(Section):
     review_interval: int = Field(0, ge=0)
     """Every this many user turns, one background memory review (a memory-only call that
     saves durable facts, no compression); 0: never."""
-    flush_chunk_tokens: int = Field(0, ge=0)
-    """0: the flush is one request over the whole transcript. N: it covers only the turns the
-    compression drops, in pieces of at most N tokens, one request each (small models find
-    more facts in a short piece than in a long transcript)."""
+    flush_chunk_tokens: int | None = Field(None, ge=0)
+    """N: the flush covers only the turns the compression drops, in pieces of at most N
+    tokens, one request each (small models find more facts in a short piece than in a long
+    transcript: on the held-out facts, retained after three compressions 0.500 vs 0.412 for
+    one whole-transcript request, off 0.353). 0: one request over the whole transcript.
+    None: `DEFAULT_FLUSH_CHUNK_TOKENS` for `memory_only`, 0 for `cache_safe` and `forced`
+    (whose point is reusing the turn's cached prefix, which only the whole transcript does)."""
+
+    def chunk_tokens(self) -> int:
+        """The flush's piece size in effect (`flush_chunk_tokens` with its default applied)."""
+        if self.flush_chunk_tokens is not None:
+            return self.flush_chunk_tokens
+        return DEFAULT_FLUSH_CHUNK_TOKENS if self.flush == "memory_only" else 0
 
 
 class SessionSearchConfig(Section):

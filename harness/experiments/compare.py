@@ -165,7 +165,7 @@ def arm_json(result: ArmResult) -> dict[str, JsonValue]:
         "reused_tokens": {s: t.reusable for s, t in report.totals.items()},
         "cost_usd": {s: t.cost for s, t in report.totals.items()},
         "by_purpose": {
-            p: {"reused_tokens": dict(t.reusable), "cost_usd": dict(t.cost)}
+            p: {"reused_tokens": dict(t.reusable), "cost_usd": dict(t.cost), "prompt_tokens": t.prompt_tokens}
             for p, t in report.by_purpose.items()
         },
         "turns": len(result.run.turns),

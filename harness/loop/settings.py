@@ -85,6 +85,6 @@ class SessionSettings:
                 identifier_index=c.identifier_index,
                 summary_temperature=m.temperature,
                 review_interval=c.review_interval,
-                flush_chunk_tokens=c.flush_chunk_tokens,
+                flush_chunk_tokens=c.chunk_tokens(),
             ),
         )

@@ -243,7 +243,12 @@ def test_without_a_flush_the_planted_facts_do_not_reach_memory(tmp_path: Path, h
     kept = {label: sum(p["in_memory"] for p in a["retention"]) for label, a in arms.items()}
     assert kept["memory_only"] == kept["cache_safe"] == len(arms["off"]["retention"]) > 0
     assert kept["off"] == 0
-    # cache_safe's flush shares the turn prefix; memory_only's does not
-    assert arms["cache_safe"]["by_purpose"]["flush"]["reused_tokens"]["llamacpp"] > 10 * max(
-        1, arms["memory_only"]["by_purpose"]["flush"]["reused_tokens"]["llamacpp"]
-    )
+
+    # cache_safe's one flush request shares the turn's prefix; memory_only's pieces share
+    # only the system prompt with each other (a different tool list, then other messages)
+    def flush_reuse(arm: str) -> float:
+        flush = arms[arm]["by_purpose"]["flush"]
+        return float(flush["reused_tokens"]["llamacpp"]) / flush["prompt_tokens"]
+
+    assert flush_reuse("cache_safe") > 0.9
+    assert flush_reuse("memory_only") < 0.5 * flush_reuse("cache_safe")

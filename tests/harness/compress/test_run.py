@@ -41,7 +41,12 @@ def _other_tool() -> RawTool:
 def _small_window(**extra: str) -> dict[str, str]:
     # context 800 → threshold 600 fake tokens (small windows use at least 0.75): four
     # filled turns (~570) stay under it, the next user message crosses it.
-    return {"model__context_window": "800", "compression__protect_last_n": "2", **extra}
+    return {
+        "model__context_window": "800",
+        "compression__protect_last_n": "2",
+        "compression__flush_chunk_tokens": "0",  # one flush request over the whole transcript
+        **extra,
+    }
 
 
 async def _fill(session_model: ScriptedModel, session: Session, turns: int) -> None:

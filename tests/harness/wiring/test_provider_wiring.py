@@ -51,7 +51,9 @@ async def test_compression_says_compression_ends_the_old_row_for_providers_and_f
 ) -> None:
     provider = ScriptedProvider("p")
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    cfg = config(model__context_window="100000", compression__flush="memory_only")
+    cfg = config(
+        model__context_window="100000", compression__flush="memory_only", compression__flush_chunk_tokens="0"
+    )
     async with open_session(
         cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
     ) as s:
