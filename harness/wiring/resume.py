@@ -60,6 +60,7 @@ async def resume_session(
         messages,
         turns=sum(1 for m in messages if m.role == "user"),
         parent_session_id=record.parent_session_id,
+        lineage_root=await db.lineage_root(session_id),
     )
     if memory is not None and memory.store.pin_missed:
         names = " and ".join(sorted(memory.store.pin_missed))
