@@ -129,6 +129,8 @@ class PgFactStore:
         )
         if store.codec is not None:
             store._backfill_vectors(store.codec)
+        else:
+            store.count()  # fail at open, not at the first turn
         return store
 
     @property
