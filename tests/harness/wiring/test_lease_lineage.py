@@ -12,6 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from harness.errors import SessionError
+from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 from memory import SessionBusyError
@@ -77,3 +79,34 @@ async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_it
         await run_turn(c, "me too")
         assert [m.content for m in c.transcript][: len(turn_five)] == turn_five
     assert [m.content for m in later.requests[0].messages][-2:] == ["finished", "me too"]
+
+
+async def test_a_worker_holding_the_parent_is_told_where_it_went_on_and_a_resume_follows(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema)
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with open_session(
+        cfg, SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer())
+    ) as a:
+        for i in range(4):
+            model.extend([say(f"answer {i} {LONG}")])
+            await run_turn(a, f"question {i} {LONG}")
+        parent = a.session_id
+        stale = ScriptedModel([say("forked")])
+        held = SessionOptions(model=stale, home=tmp_path / "b", tokenizer=FakeTokenizer(), resume=parent)
+        async with open_session(cfg, held) as b:
+            model.extend([say("## Goal\nchat"), say("after")])
+            await run_turn(a, f"question 5 {LONG}")  # compresses: the parent row ends
+            child = a.session_id
+            assert child != parent
+            with pytest.raises(SessionError, match=f"compressed on another worker and goes on as {child!r}"):
+                await run_turn(b, "still there?")
+        assert stale.requests == []  # nothing ran, nothing was appended to the ended parent
+    later = ScriptedModel([say("yes")])
+    again = SessionOptions(model=later, home=tmp_path / "c", tokenizer=FakeTokenizer(), resume=parent)
+    async with open_session(cfg, again) as c:
+        assert c.session_id == child and c.parent_session_id == parent
+        events = await run_turn(c, "still there?")
+    assert any(isinstance(e, Warning) and f"goes on as {child!r}" in e.message for e in events)
+    assert [m.content for m in later.requests[0].messages][-2:] == ["after", "still there?"]
