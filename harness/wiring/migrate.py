@@ -8,17 +8,23 @@ What is copied, and how it is checked:
   ARCHIVE.jsonl (rows of `curated_archive`, in order);
 - every principal's skill tree (`skills/`, `users/*/skills/`, `workspaces/*/skills/`) as
   rows of `skill_files`, file by file;
-- every session of `state.db` with its messages, flushes and counters, parents first.
+- every session of `state.db` with its messages, flushes and counters, parents first;
+- every user's provider databases (`memory_store.db`, `semantic.db`, at the home or under
+  `users/<id>/`) as the rows of that user's scope: facts with their entities and vectors,
+  memories with their embeddings and history (`memory.providers.holographic.copy_facts`,
+  `memory.providers.semantic.copy_memories`).
 
 Each copied thing is verified after the copy: a document by the SHA-256 of its text, an
 archive by its entry count and hash, a session by its message count and the hash of its
-messages. The source is never written: `state.db` (and its write-ahead log) is copied to a
-temporary directory and read there, and the files are only read — so stop the keel
+messages, a provider database by its row count and the hash of every row (vectors
+included). The source is never written: `state.db` and the provider databases (with their
+write-ahead logs) are copied to a temporary directory and read there, and the files are only
+read — so stop the keel
 processes writing the home before migrating it. A rerun is a no-op: what is already there with the same hash is skipped; what is
 there with *other* content is reported as a conflict and left alone (nothing is overwritten).
 
-Not copied (reported, left in place): the holographic and semantic provider databases (no
-PostgreSQL store for them yet), traces (they stay local files by design).
+Not copied (reported, left in place): provider databases kept elsewhere (a configured
+`db_path` outside the standard places), traces (they stay local files by design).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +43,9 @@ import psycopg
 
 from memory import STATE_DB_NAME, MessageRecord, PgSessionStore, SessionDB, SessionStore
 from memory.curated import CuratedPool, FileBackend, open_curated_pool, text_hash
+from memory.providers import PgPlace, ScopeCopy, provider_scope
+from memory.providers.holographic import copy_facts
+from memory.providers.semantic import copy_memories
 
 __all__ = ["MigrationReport", "migrate_home", "session_digest"]
 
@@ -197,16 +206,65 @@ def _copy_skills(home: Path, pool: CuratedPool, report: MigrationReport) -> None
 # ------------------------------------------------------------------ sessions
 
 
-def _snapshot_state_db(source: Path, into: Path) -> Path:
-    """A copy of `source` (with its write-ahead log, if any) to read from: the source is never
-    opened, so not even SQLite's `-shm` file appears beside it. Stop keel writers first."""
-    copy = into / STATE_DB_NAME
+def _snapshot(source: Path, into: Path) -> Path:
+    """A copy of the SQLite file `source` (with its write-ahead log, if any) to read from: the
+    source is never opened, so not even SQLite's `-shm` file appears beside it. Stop keel writers first."""
+    into.mkdir(parents=True, exist_ok=True)
+    copy = into / source.name
     shutil.copyfile(source, copy)
     for suffix in ("-wal",):
         side = source.with_name(source.name + suffix)
         if side.is_file():
             shutil.copyfile(side, copy.with_name(copy.name + suffix))
     return copy
+
+
+# ------------------------------------------------------------------ provider databases (blocking)
+
+_PROVIDER_FILES: tuple[tuple[str, str, Callable[[Path, PgPlace, str], ScopeCopy]], ...] = (
+    ("memory_store.db", "facts", copy_facts),
+    ("semantic.db", "memories", copy_memories),
+)
+
+
+def _user_dirs(home: Path) -> Iterator[tuple[str | None, Path]]:
+    yield None, home
+    users = home / "users"
+    if users.is_dir():
+        for child in sorted(users.iterdir()):
+            if child.is_dir():
+                yield child.name, child
+
+
+def _copy_providers(home: Path, place: PgPlace, report: MigrationReport) -> set[Path]:
+    """Every user's provider databases into their scopes; returns the files handled."""
+    handled: set[Path] = set()
+    scratch = Path(tempfile.mkdtemp(prefix="keel-migrate-"))
+    try:
+        for n, (user_id, directory) in enumerate(_user_dirs(home)):
+            for name, what, copy in _PROVIDER_FILES:
+                source = directory / name
+                if not source.is_file():
+                    continue
+                rel = source.relative_to(home).as_posix()
+                try:
+                    scope = provider_scope(user_id)
+                except ValueError:
+                    continue  # not a user's directory: reported as left in place
+                handled.add(source)
+                result = copy(_snapshot(source, scratch / f"{n}-{what}"), place, scope)
+                label = f"{rel} ({result.rows} {what})"
+                if result.outcome == "conflict":
+                    report.conflicts.append(f"{label}: scope {scope!r} on the server holds other {what}")
+                    continue
+                (report.copied if result.outcome == "copied" else report.skipped).append(label)
+                report.verified &= result.verified
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return handled
+
+
+# ------------------------------------------------------------------ sessions
 
 
 async def _copy_session(
@@ -286,7 +344,7 @@ async def _copy_sessions(home: Path, dst: SessionStore, report: MigrationReport)
         return
     scratch = Path(await anyio.to_thread.run_sync(lambda: tempfile.mkdtemp(prefix="keel-migrate-")))
     try:
-        copy = await anyio.to_thread.run_sync(_snapshot_state_db, source, scratch)  # blocking: file copies
+        copy = await anyio.to_thread.run_sync(_snapshot, source, scratch)  # blocking: file copies
         async with await SessionDB.open(copy) as src:
             for session_id in await _all_sessions(src):
                 await _copy_session(src, dst, session_id, report)
@@ -294,10 +352,12 @@ async def _copy_sessions(home: Path, dst: SessionStore, report: MigrationReport)
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
 
 
-def _left_in_place(home: Path) -> list[str]:
+def _left_in_place(home: Path, handled: set[Path]) -> list[str]:
     found = []
     for pattern in ("**/memory_store.db", "**/semantic.db", "traces"):
-        found += [str(p.relative_to(home)) for p in sorted(home.glob(pattern)) if p.exists()]
+        found += [
+            str(p.relative_to(home)) for p in sorted(home.glob(pattern)) if p.exists() and p not in handled
+        ]
     return sorted(set(found))
 
 
@@ -308,7 +368,8 @@ async def migrate_home(
 
     Raises:
         SessionStoreUnavailableError, StoreReadError: the server cannot be used.
-        SessionSchemaError: the schema was written by a newer keel.
+        SessionSchemaError: its schema was written by a newer keel.
+        FactStoreError, SemanticStoreError: a provider database cannot be read or copied.
     """
     report = MigrationReport()
     async with await PgSessionStore.open(url, schema=schema, connect_timeout_s=connect_timeout_s) as dst:
@@ -318,8 +379,11 @@ async def migrate_home(
         try:
             await anyio.to_thread.run_sync(_copy_curated, home, pool, report)  # blocking: files, a sync pool
             await anyio.to_thread.run_sync(_copy_skills, home, pool, report)  # blocking: the same
+            handled = await anyio.to_thread.run_sync(
+                _copy_providers, home, PgPlace(pool, schema), report
+            )  # blocking: file copies, SQLite reads, a sync pool
         finally:
             await anyio.to_thread.run_sync(pool.close)
         await _copy_sessions(home, dst, report)
-    report.left_in_place = await anyio.to_thread.run_sync(_left_in_place, home)
+    report.left_in_place = await anyio.to_thread.run_sync(_left_in_place, home, handled)
     return report

@@ -252,7 +252,7 @@ async def _build(
         user_id=where.principal.user_id,
     )
     await steps.start_manager(
-        stack, config, mem.manager, calls=path.calls, provider=opts.provider, context=context
+        stack, config, mem.manager, calls=path.calls, provider=opts.provider, context=context, stores=stores
     )
     add_builtin_tools(
         registry,

@@ -5,6 +5,12 @@ memory to the versions recorded on the row (`MemoryStore.snapshot_pin`), and reb
 frozen prefix from them: the same bytes the session started with, so provider caches keep
 hitting. Before every turn, under the session lease, it takes the turns another worker
 added meanwhile (`catch_up`).
+
+A compression ends a session row and continues in a child. Resuming a session that was
+compressed continues its newest descendant instead (appending to the ended row would fork
+the conversation); a worker still holding the ended row when its next turn starts — another
+worker compressed it meanwhile — gets a clear error naming where the conversation went on,
+and nothing runs.
 """
 
 from __future__ import annotations
@@ -18,19 +24,44 @@ from harness.types import Message
 from harness.wiring.memory_bridge import StoreMemory, restored
 from memory import Principal, SessionStore
 
-__all__ = ["catch_up_from", "resume_session"]
+__all__ = ["catch_up_from", "newest_continuation", "resume_session"]
+
+
+_MAX_FOLLOW = 10_000  # compressions followed at most (a loop in damaged rows cannot hang a resume)
 
 
 async def _messages(db: SessionStore, session_id: str) -> list[Message]:
     return [restored(r.message) for r in await db.get_messages(session_id)]
 
 
+async def newest_continuation(db: SessionStore, session_id: str) -> str | None:
+    """Where the conversation of `session_id` goes on after its compressions (None: nowhere)."""
+    newest, seen = None, {session_id}
+    current = await db.continuation(session_id)
+    while current is not None and current not in seen and len(seen) < _MAX_FOLLOW:
+        newest = current
+        seen.add(current)
+        current = await db.continuation(current)
+    return newest
+
+
 def catch_up_from(db: SessionStore) -> CatchUp:
-    """The session's stored messages when the store holds more than the caller (see `SessionParts.catch_up`)."""
+    """The session's stored messages when the store holds more than the caller (see `SessionParts.catch_up`).
+
+    Raises:
+        SessionError: another worker compressed the session and continued it in a child.
+    """
 
     async def catch_up(session_id: str, held: int) -> Sequence[Message] | None:
         record = await db.get_session(session_id)
-        if record is None or record.message_count <= held:
+        if record is None:
+            return None
+        if record.end_reason == "compression" and (newest := await newest_continuation(db, session_id)):
+            raise SessionError(
+                f"session {session_id!r} was compressed on another worker and goes on as {newest!r}; "
+                f"nothing was run. Resume {newest!r} (or {session_id!r}: a resume follows the compressions)."
+            )
+        if record.message_count <= held:
             return None
         return await _messages(db, session_id)
 
@@ -52,6 +83,11 @@ async def resume_session(
         raise SessionError(
             f"no session {session_id!r} for {principal.describe()}; list them with `keel sessions list`"
         )
+    asked = session_id
+    if record.end_reason == "compression" and (newest := await newest_continuation(db, session_id)):
+        followed = await db.get_session(newest)
+        if followed is not None and followed.user_id == record.user_id:
+            session_id, record = newest, followed
     if memory is not None:
         memory.pin(record.memory_snapshot)
     messages = await _messages(db, session_id)
@@ -60,7 +96,10 @@ async def resume_session(
         messages,
         turns=sum(1 for m in messages if m.role == "user"),
         parent_session_id=record.parent_session_id,
+        lineage_root=await db.lineage_root(session_id),
     )
+    if asked != session_id:
+        session.warn(f"session {asked!r} was compressed and goes on as {session_id!r}; continuing that one")
     if memory is not None and memory.store.pin_missed:
         names = " and ".join(sorted(memory.store.pin_missed))
         session.warn(

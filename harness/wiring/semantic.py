@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from harness.config import KeelConfig
 from harness.types import Message, ModelReply, ModelRequest
 from memory import TurnMessage
+from memory.providers import PgPlace
 from memory.providers.semantic import MiniLmEmbedder, Reconciliation, SemanticProvider
 from prompts import load_text
 
@@ -45,8 +46,9 @@ class SessionCompleter:
         return reply.message.content
 
 
-def semantic_provider(config: KeelConfig, *, send: Send) -> SemanticProvider:
-    """The provider `memory.semantic` describes, learning through `send` when `learn` is on."""
+def semantic_provider(config: KeelConfig, *, send: Send, pg: PgPlace | None = None) -> SemanticProvider:
+    """The provider `memory.semantic` describes, learning through `send` when `learn` is on,
+    its memories in `pg` when given (else the home's `semantic.db` files)."""
     c = config.memory.semantic
     return SemanticProvider(
         completer=SessionCompleter(send, max_tokens=c.learn_max_tokens) if c.learn else None,
@@ -65,4 +67,5 @@ def semantic_provider(config: KeelConfig, *, send: Send) -> SemanticProvider:
         breaker_pause_s=c.breaker_pause_s,
         # the provider has the embedder already: `auto` costs one dot product per write
         meaning_threshold=None if config.memory.meaning_check == "never" else config.memory.meaning_threshold,
+        pg=pg,
     )

@@ -131,8 +131,10 @@ def new_manager(config: KeelConfig) -> MemoryManager:
     )
 
 
-def _external(config: KeelConfig, calls: ModelCalls) -> MemoryProvider | None:
+def _external(config: KeelConfig, calls: ModelCalls, stores: Stores | None) -> MemoryProvider | None:
+    """The configured provider, keeping its data where `stores` keeps everything else."""
     m = config.memory
+    pg = None if stores is None else stores.providers()
     if m.provider == "holographic":
         h = m.holographic
         return HolographicProvider(
@@ -141,6 +143,7 @@ def _external(config: KeelConfig, calls: ModelCalls) -> MemoryProvider | None:
             default_trust=h.default_trust,
             min_trust=h.min_trust,
             prefetch_limit=h.prefetch_limit,
+            pg=pg,
         )
     if m.provider == "semantic":
 
@@ -148,7 +151,7 @@ def _external(config: KeelConfig, calls: ModelCalls) -> MemoryProvider | None:
             reply, _ = await calls.send(request)
             return reply
 
-        semantic = semantic_provider(config, send=send)
+        semantic = semantic_provider(config, send=send, pg=pg)
         reason = semantic.unavailable_reason()
         if reason is not None:
             raise ConfigError(f"memory.provider is 'semantic' but {reason}; or set memory.provider: none")
@@ -164,12 +167,14 @@ async def start_manager(
     calls: ModelCalls,
     provider: MemoryProvider | None,
     context: ProviderContext,
+    stores: Stores | None = None,
 ) -> None:
-    """Register the external provider (`provider`, else the configured one) and initialize all."""
+    """Register the external provider (`provider`, else the configured one, its data on the
+    `stores`' backend) and initialize all."""
     if context.agent_context == "subagent":
         pass  # subagents run without external providers; the parent hears `on_delegation`
     else:
-        external = provider if provider is not None else _external(config, calls)
+        external = provider if provider is not None else _external(config, calls, stores)
         if external is not None:
             manager.add_provider(external)
     await manager.initialize(context)

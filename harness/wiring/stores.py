@@ -1,8 +1,9 @@
 """`open_stores`: the one place every store of the configured backend is opened.
 
 `storage.backend: files` (the default) keeps today's home: curated files, `state.db` (or the
-`sessions:` server), file leases under `<home>/leases`. `storage.backend: postgres` puts the
-session store, the curated documents, the skills and the session lease on one PostgreSQL server and one
+`sessions:` server), the provider databases, file leases under `<home>/leases`.
+`storage.backend: postgres` puts the session store, the curated documents, the skills, the
+memory providers' facts and memories and the session lease on one PostgreSQL server and one
 schema, so a worker needs no home beyond its config and caches:
 
     async with open_stores(config, home) as stores:
@@ -26,6 +27,7 @@ from harness.config import KeelConfig
 from memory import Principal, SessionStore
 from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
 from memory.lease import FileLease, PgLease, SessionLease
+from memory.providers import PgPlace
 from memory.skills import PgSkillLibrary, SkillLibrary
 
 __all__ = ["Stores", "curated_scopes", "open_stores"]
@@ -50,8 +52,8 @@ class Stores:
         sessions: the session store.
         lease: the session lease (one PostgreSQL connection per process, or lock files).
         location: where it all lives, safe to print.
-        pgvector: the PostgreSQL server offers the `vector` extension (detected at open; no
-            store uses it yet — see the README's PostgreSQL section).
+        pgvector: the PostgreSQL server offers the `vector` extension (detected at open and
+            reported; no store needs it: semantic vectors are `real[]` scored in Python).
     """
 
     backend: str
@@ -70,6 +72,13 @@ class Stores:
         return PgSkillLibrary(
             home / "cache" / scope, pool=pool, scope=scope, guard_agent_created=guard_agent_created
         )
+
+    def providers(self) -> PgPlace | None:
+        """Where the memory providers keep their rows (None: their SQLite files in the home)."""
+        if self._pg is None:
+            return None
+        pool, schema = self._pg
+        return PgPlace(pool, schema, pgvector=self.pgvector)
 
     def curated(self, principal: Principal) -> CuratedBackend | None:
         """The principal's curated documents on this backend (None: the home's files)."""

@@ -20,7 +20,10 @@ __all__ = ["LocalGate", "SessionLease", "busy"]
 
 
 class SessionLease(Protocol):
-    """One turn per session at a time, across every process sharing the lease's backend."""
+    """One turn per session at a time, across every process sharing the lease's backend.
+
+    A session holds the lease of its lineage root (`harness.loop.Session`): a compression
+    continues a session under a new id mid-turn, and parent and child must share one lease."""
 
     def hold(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """Hold the lease of `session_id` for the block.
@@ -34,8 +37,9 @@ class SessionLease(Protocol):
 def busy(session_id: str, wait_s: float) -> SessionBusyError:
     """The error a waiter gets after `wait_s` seconds."""
     return SessionBusyError(
-        f"session {session_id!r} is busy: another turn or compression of it held the session lease for "
-        f"more than {wait_s:g} s (on this or another worker); nothing was run. Retry when it ends."
+        f"session {session_id!r} is busy: another turn or compression of it (or of a session a "
+        f"compression continued it in) held the session lease for more than {wait_s:g} s (on this or "
+        "another worker); nothing was run. Retry when it ends."
     )
 
 

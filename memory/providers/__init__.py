@@ -2,9 +2,12 @@
 # `contract.py` (MemoryProvider: hooks that all default to doing nothing, and their value
 # types), `manager.py` (MemoryManager: the built-in layer plus at most one external
 # provider behind one façade — routing, isolation, background recall, breakers),
-# `holographic/` (a local HRR + SQLite fact store). Private: `_breaker.py` (a circuit
-# breaker per provider), `_trivial.py` (which messages are too slight to recall for).
+# `holographic/` (an HRR fact store), `semantic/` (memories learned from each exchange),
+# each over SQLite files or PostgreSQL rows. Private: `_breaker.py` (a circuit breaker per
+# provider), `_trivial.py` (which messages are too slight to recall for), `_pg.py` (what the
+# PostgreSQL provider stores share: `PgPlace`, the per-user scope and its writer row).
 from memory.providers._breaker import BreakerState
+from memory.providers._pg import PgPlace, ScopeCopy, provider_scope
 from memory.providers._trivial import is_trivial
 from memory.providers.contract import (
     AgentContext,
@@ -25,11 +28,14 @@ __all__ = [
     "MemoryManager",
     "MemoryProvider",
     "MemoryWrite",
+    "PgPlace",
     "ProviderContext",
     "Recall",
+    "ScopeCopy",
     "SwitchReason",
     "TurnMessage",
     "WriteAction",
     "WriteTarget",
     "is_trivial",
+    "provider_scope",
 ]

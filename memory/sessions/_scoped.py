@@ -106,6 +106,10 @@ class UserScopedReader:
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
         return await self._db.lineage_roots(session_ids)
 
+    async def continuation(self, session_id: str) -> str | None:
+        # A child is created with its parent's user: visible exactly when the parent is.
+        return None if await self.get_session(session_id) is None else await self._db.continuation(session_id)
+
     async def search(
         self,
         query: str,

@@ -115,6 +115,10 @@ class SessionReader(Protocol):
         """`lineage_root` for many sessions in one call."""
         ...
 
+    async def continuation(self, session_id: str) -> str | None:
+        """The session a compression continued `session_id` in (its newest child), or None."""
+        ...
+
     async def search(
         self,
         query: str,

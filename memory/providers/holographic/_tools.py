@@ -27,8 +27,8 @@ from pydantic import (
 )
 
 from memory.errors import HolographicError
+from memory.providers.holographic.contract import CATEGORIES, Category, Fact, FactBackend
 from memory.providers.holographic.retrieval import Contradiction, Retriever, ScoredFact
-from memory.providers.holographic.store import CATEGORIES, Category, Fact, FactStore
 
 __all__ = ["FACT_FEEDBACK_DESCRIPTION", "FACT_STORE_DESCRIPTION", "FactTools", "tool_schemas"]
 
@@ -218,7 +218,7 @@ class FactTools:
         min_trust: the default recall floor for searches.
     """
 
-    def __init__(self, store: FactStore, retriever: Retriever, *, min_trust: float) -> None:
+    def __init__(self, store: FactBackend, retriever: Retriever, *, min_trust: float) -> None:
         self._store = store
         self._retriever = retriever
         self._min_trust = min_trust

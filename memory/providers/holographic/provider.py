@@ -1,6 +1,7 @@
 """`HolographicProvider`: the local fact store as the session's external memory provider.
 
-Free and offline: facts live in `<home>/memory_store.db` (SQLite + FTS5), ranked by the
+Free and offline: facts live in `<home>/memory_store.db` (SQLite + FTS5) — or, given a
+`PgPlace`, in rows of the keel PostgreSQL schema (`_pg.py`), one scope per user — ranked by the
 hybrid retrieval in `retrieval.py` with HRR vectors when numpy is available. The model
 writes facts explicitly with the `fact_store` tool, rates them with `fact_feedback`, and
 built-in `memory` adds are mirrored in as facts. Each turn, `prefetch` recalls the top
@@ -23,10 +24,13 @@ import anyio
 from pydantic import JsonValue
 
 from memory.providers._guard import one_user, recall_safe
+from memory.providers._pg import PgPlace
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
+from memory.providers.holographic._pg import PgFactStore
 from memory.providers.holographic._tools import FactTools, tool_schemas
+from memory.providers.holographic.contract import Category, FactBackend
 from memory.providers.holographic.retrieval import RetrievalWeights, Retriever, ScoredFact
-from memory.providers.holographic.store import Category, FactStore
+from memory.providers.holographic.store import FactStore
 from memory.scope import Principal
 
 __all__ = ["HOLOGRAPHIC_PROMPT_BLOCK", "HolographicProvider", "render_recall"]
@@ -80,6 +84,8 @@ class HolographicProvider(MemoryProvider):
         weights: relevance weights with HRR (default 0.40 HRR / 0.35 FTS / 0.25 Jaccard).
         half_life_days: temporal decay of scores; 0 (the default) turns it off.
         now: wall-clock seconds for timestamps and decay.
+        pg: keep the facts in this PostgreSQL schema instead of a file (`storage.backend:
+            postgres`); `db_path` is then unused and nothing is written to the home.
     """
 
     name = "holographic"
@@ -96,6 +102,7 @@ class HolographicProvider(MemoryProvider):
         weights: RetrievalWeights | None = None,
         half_life_days: float = 0.0,
         now: Callable[[], float] = time.time,
+        pg: PgPlace | None = None,
     ) -> None:
         if hrr_dim < 1:
             raise ValueError(f"hrr_dim must be positive, got {hrr_dim!r}")
@@ -110,7 +117,8 @@ class HolographicProvider(MemoryProvider):
         self._weights = weights
         self._half_life_days = half_life_days
         self._now = now
-        self._store: FactStore | None = None
+        self._pg = pg
+        self._store: FactBackend | None = None
         self._retriever: Retriever | None = None
         self._tools: FactTools | None = None
         self._agent_context: AgentContext = "primary"
@@ -119,7 +127,7 @@ class HolographicProvider(MemoryProvider):
     # ------------------------------------------------------------------ state
 
     @property
-    def store(self) -> FactStore | None:
+    def store(self) -> FactBackend | None:
         """The open fact store (None before `initialize` and after `shutdown`)."""
         return self._store
 
@@ -151,21 +159,32 @@ class HolographicProvider(MemoryProvider):
             one_user("holographic", self._user_id, user_id)
             return
         self._user_id = user_id
-        opener = partial(
-            FactStore.open,
-            self.resolve_path(home, user_id=user_id),
-            dim=self._dim,
-            default_trust=self._default_trust,
-            use_numpy=self._use_numpy,
-            now=self._now,
-        )
-        store = await anyio.to_thread.run_sync(opener)
+        store = await anyio.to_thread.run_sync(self._open_store, home, user_id)
         retriever = Retriever(
             store, weights=self._weights, half_life_days=self._half_life_days, now=self._now
         )
         self._store = store
         self._retriever = retriever
         self._tools = FactTools(store, retriever, min_trust=self._min_trust)
+
+    def _open_store(self, home: Path, user_id: str | None) -> FactBackend:
+        """The user's facts: rows in `pg`, else the file `resolve_path` names (blocking)."""
+        if self._pg is not None:
+            return PgFactStore.open(
+                self._pg,
+                user_id=user_id,
+                dim=self._dim,
+                default_trust=self._default_trust,
+                use_numpy=self._use_numpy,
+                now=self._now,
+            )
+        return FactStore.open(
+            self.resolve_path(home, user_id=user_id),
+            dim=self._dim,
+            default_trust=self._default_trust,
+            use_numpy=self._use_numpy,
+            now=self._now,
+        )
 
     def system_prompt_block(self) -> str:
         return HOLOGRAPHIC_PROMPT_BLOCK

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from memory.providers._text import cjk_like_terms, fts_terms, jaccard, jaccard_tokens
-from memory.providers.holographic.store import Category, Fact, FactStore
+from memory.providers.holographic.contract import Category, Fact, FactBackend
 
 if TYPE_CHECKING:
     from memory.providers.holographic.hrr import HrrCodec, Vector
@@ -90,7 +90,7 @@ class Contradiction:
 
 
 class Retriever:
-    """Ranks facts from a `FactStore`. Synchronous: call it from a worker thread.
+    """Ranks facts from a `FactBackend` (SQLite or PostgreSQL). Synchronous: call it from a worker thread.
 
     Args:
         store: the fact store.
@@ -104,7 +104,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: FactStore,
+        store: FactBackend,
         *,
         weights: RetrievalWeights | None = None,
         lexical_weights: RetrievalWeights = LEXICAL_WEIGHTS,

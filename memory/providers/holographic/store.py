@@ -1,5 +1,8 @@
 """The SQLite fact store behind the holographic provider (`<home>/memory_store.db`).
 
+One of the two `FactBackend`s (`contract.py`); the other keeps the same facts in PostgreSQL
+(`_pg.py`). The write rules both obey are the contract's functions.
+
 Tables: `facts` (unique content, category, tags, trust, retrieval/helpful counters,
 timestamps, the HRR vector), `entities` + `fact_entities` (names pulled out of each fact,
 with aliases), `facts_fts` (an FTS5 external-content index over content and tags, kept in
@@ -24,29 +27,38 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any
 
 from memory._migrations import migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
-from memory.errors import FactBlockedError, FactInputError, FactStoreError
-from memory.providers._guard import blocked_write_message, joined_findings, write_findings
+from memory.errors import FactInputError, FactStoreError
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS
+from memory.providers.holographic.contract import (
+    HELPFUL_DELTA,
+    NEIGHBOURS,
+    UNHELPFUL_DELTA,
+    AddResult,
+    Category,
+    Fact,
+    TrustChange,
+    check_joined,
+    checked_category,
+    clamp,
+    fact_from_row,
+    load_codec,
+    merged_aliases,
+    new_fact,
+    scanned,
+)
 
 if TYPE_CHECKING:
     from memory.providers.holographic.hrr import HrrCodec, Vector
 
-__all__ = ["CATEGORIES", "AddResult", "Category", "Fact", "FactStore", "TrustChange", "load_codec"]
+__all__ = ["FactStore"]
 
 _log = logging.getLogger(__name__)
-
-Category: TypeAlias = Literal["user_pref", "project", "tool", "general"]
-CATEGORIES: tuple[Category, ...] = get_args(Category)
-
-HELPFUL_DELTA = 0.05
-UNHELPFUL_DELTA = -0.10
 
 _RETRY = LockRetryPolicy(busy_timeout_s=5.0)
 
@@ -66,82 +78,8 @@ _FACT_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One stored fact (without its vector)."""
-
-    fact_id: int
-    content: str
-    category: Category
-    tags: str
-    trust: float
-    retrieval_count: int
-    helpful_count: int
-    created_at: float
-    updated_at: float
-    entities: tuple[str, ...]
-    kind: Literal["fact"] = "fact"
-
-
-@dataclass(frozen=True, slots=True)
-class AddResult:
-    """The id of an added fact; `created` is False when the content was already stored."""
-
-    fact_id: int
-    created: bool
-    kind: Literal["add_result"] = "add_result"
-
-
-@dataclass(frozen=True, slots=True)
-class TrustChange:
-    """A trust adjustment: the fact's trust before and after (clamped to [0, 1])."""
-
-    fact_id: int
-    old: float
-    new: float
-    kind: Literal["trust_change"] = "trust_change"
-
-
-def load_codec(dim: int, use_numpy: bool | None) -> HrrCodec | None:
-    """The HRR codec, or None when numpy is off (`False`) or, for `None`, not installed.
-
-    Raises:
-        FactStoreError: `use_numpy=True` but numpy cannot be imported.
-    """
-    if use_numpy is False:
-        return None
-    try:
-        from memory.providers.holographic.hrr import HrrCodec
-    except ImportError as exc:
-        if use_numpy:
-            raise FactStoreError("use_numpy=True but numpy is not installed; pip install numpy") from exc
-        return None
-    return HrrCodec(dim)
-
-
-_NEIGHBOURS = 3
-
-
-def _clamp(value: float) -> float:
-    return round(min(1.0, max(0.0, value)), 6)
-
-
-def _scanned(content: str, tags: str) -> None:
-    """Refuse content or tags the write scanner objects to: recall replays them into turns."""
-    findings = write_findings(content) + write_findings(tags)
-    if findings:
-        raise FactBlockedError(blocked_write_message("fact", findings), findings=findings)
-
-
-def _category(value: str) -> Category:
-    for category in CATEGORIES:
-        if value == category:
-            return category
-    raise FactInputError(f"category {value!r} is unknown; use one of {list(CATEGORIES)!r}")
-
-
 class FactStore:
-    """Facts, entities and their FTS5 index in one SQLite file. Use `FactStore.open`."""
+    """Facts, entities and their FTS5 index in one SQLite file (a `FactBackend`). Use `FactStore.open`."""
 
     def __init__(
         self,
@@ -179,13 +117,17 @@ class FactStore:
             conn = SqliteConnection.connect(path, retry=_RETRY, translate=_translate)
         except OSError as exc:
             raise FactStoreError(f"cannot open the fact store {str(path)!r}: {exc}; check the path") from exc
-        store = cls(conn, path, codec=codec, default_trust=_clamp(default_trust), now=now)
+        store = cls(conn, path, codec=codec, default_trust=clamp(default_trust), now=now)
         try:
             store._setup()
         except BaseException:
             conn.close()
             raise
         return store
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @property
     def vectors_enabled(self) -> bool:
@@ -250,27 +192,8 @@ class FactStore:
         return {k: tuple(v) for k, v in names.items()}
 
     def _facts(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[Fact]:
-        # Rows come from disk: coerce every column, and read an unknown category as general.
         names = self._entity_names(conn, [int(r[0]) for r in rows])
-        facts: list[Fact] = []
-        for r in rows:
-            fact_id = int(r[0])
-            category = str(r[2])
-            facts.append(
-                Fact(
-                    fact_id=fact_id,
-                    content=str(r[1]),
-                    category=_category(category) if category in CATEGORIES else "general",
-                    tags=str(r[3] or ""),
-                    trust=float(r[4]),
-                    retrieval_count=int(r[5]),
-                    helpful_count=int(r[6]),
-                    created_at=float(r[7]),
-                    updated_at=float(r[8]),
-                    entities=names.get(fact_id, ()),
-                )
-            )
-        return facts
+        return [fact_from_row(r, names.get(int(r[0]), ())) for r in rows]
 
     def _link(self, conn: sqlite3.Connection, fact_id: int, entities: Sequence[ExtractedEntity]) -> None:
         for entity in entities:
@@ -290,18 +213,16 @@ class FactStore:
                 "WHERE instr(',' || lower(aliases) || ',', ',' || lower(?) || ',') > 0",
                 (entity.name,),
             ).fetchone()
-        new_aliases = [a.replace(",", " ") for a in entity.aliases]
         if row is None:
             cursor = conn.execute(
                 "INSERT INTO entities(name, aliases, created_at) VALUES (?, ?, ?)",
-                (entity.name, ",".join(new_aliases), self._now()),
+                (entity.name, merged_aliases("", entity.aliases) or "", self._now()),
             )
             return int(cursor.lastrowid or 0)
-        entity_id, aliases = int(row[0]), str(row[1])
-        known = [a for a in aliases.split(",") if a]
-        merged = known + [a for a in new_aliases if a.casefold() not in {k.casefold() for k in known}]
-        if merged != known:
-            conn.execute("UPDATE entities SET aliases = ? WHERE entity_id = ?", (",".join(merged), entity_id))
+        entity_id = int(row[0])
+        merged = merged_aliases(str(row[1]), entity.aliases)
+        if merged is not None:
+            conn.execute("UPDATE entities SET aliases = ? WHERE entity_id = ?", (merged, entity_id))
         return entity_id
 
     def _vector_blob(self, content: str, entities: Sequence[ExtractedEntity]) -> bytes | None:
@@ -330,23 +251,16 @@ class FactStore:
             FactBlockedError: the write scanner objects to the content or the tags.
             FactInputError: empty content or an unknown category.
         """
-        content = content.strip()
-        if not content:
-            raise FactInputError("fact content is empty; say what should be remembered")
-        _category(category)
-        _scanned(content, tags)
-        entities = extract_entities(content)
+        content, entities = new_fact(content, category, tags)
         with self._db(write=True) as conn:
             row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
             if row is not None:
                 return AddResult(fact_id=int(row[0]), created=False)
             # The newest facts are the ones a new fact is most likely recalled beside.
             newest = conn.execute(
-                "SELECT content FROM facts ORDER BY updated_at DESC, fact_id DESC LIMIT ?", (_NEIGHBOURS,)
+                "SELECT content FROM facts ORDER BY updated_at DESC, fact_id DESC LIMIT ?", (NEIGHBOURS,)
             ).fetchall()
-            joined = joined_findings(content, [str(r[0]) for r in reversed(newest)])
-            if joined:
-                raise FactBlockedError(blocked_write_message("fact", joined), findings=joined)
+            check_joined(content, [str(r[0]) for r in newest])
             now = self._now()
             cursor = conn.execute(
                 "INSERT INTO facts(content, category, tags, trust_score, created_at, updated_at, hrr_vector) "
@@ -382,8 +296,8 @@ class FactStore:
             FactInputError: unknown id, empty content, or content another fact already has.
         """
         if category is not None:
-            _category(category)
-        _scanned(content or "", tags or "")
+            checked_category(category)
+        scanned(content or "", tags or "")
         with self._db(write=True) as conn:
             old = self._facts(conn, [self._row(conn, fact_id)])[0]
             new_content = old.content if content is None else content.strip()
@@ -399,7 +313,7 @@ class FactStore:
                     )
             new_category = old.category if category is None else category
             new_tags = old.tags if tags is None else tags.strip()
-            new_trust = old.trust if trust_delta is None else _clamp(old.trust + trust_delta)
+            new_trust = old.trust if trust_delta is None else clamp(old.trust + trust_delta)
             conn.execute(
                 "UPDATE facts SET content = ?, category = ?, tags = ?, trust_score = ?, updated_at = ? "
                 "WHERE fact_id = ?",
@@ -432,7 +346,7 @@ class FactStore:
         """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
         with self._db(write=True) as conn:
             old = float(self._row(conn, fact_id)[4])
-            new = _clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+            new = clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
             conn.execute(
                 "UPDATE facts SET trust_score = ?, helpful_count = helpful_count + ? WHERE fact_id = ?",
                 (new, 1 if helpful else 0, fact_id),

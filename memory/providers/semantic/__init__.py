@@ -3,8 +3,11 @@
 # with onnxruntime + tokenizers), `store.py` (one SQLite file per user: memories, FTS5,
 # history), `search.py` (embedding similarity with a hubness correction fused with bm25),
 # `extract.py` (the Completer protocol, parsing extraction replies, reconciliation rules),
-# `provider.py` (the MemoryProvider). Private: `_learn.py` (one turn's extract → reconcile
-# → apply, behind the circuit breaker), `_tools.py` (tool schemas and arguments).
+# `provider.py` (the MemoryProvider), `contract.py` (the SemanticBackend wall both stores
+# sit behind). Private: `_learn.py` (one turn's extract → reconcile → apply, behind the
+# circuit breaker), `_tools.py` (tool schemas and arguments), `_pg.py` (the memories as rows
+# of the keel PostgreSQL schema, embeddings as `real[]`), `_copy.py` (a `semantic.db` copied
+# into those rows by `keel storage migrate`).
 # Its exceptions are in `memory.errors` (SemanticError and below).
 """Memory that learns from each exchange and recalls by meaning (config `memory.provider: semantic`).
 
@@ -35,6 +38,9 @@ from memory.errors import (
     SemanticInputError,
     SemanticStoreError,
 )
+from memory.providers.semantic._copy import copy_memories
+from memory.providers.semantic._pg import PgSemanticStore
+from memory.providers.semantic.contract import HistoryEvent, Memory, Origin, SemanticBackend, content_key
 from memory.providers.semantic.embedder import (
     MINILM_MODEL,
     MINILM_TOKENIZER,
@@ -54,7 +60,7 @@ from memory.providers.semantic.extract import (
 )
 from memory.providers.semantic.provider import SEMANTIC_PROMPT_BLOCK, SemanticProvider, semantic_db_path
 from memory.providers.semantic.search import Hit, Ranker, SearchTuning, hubness
-from memory.providers.semantic.store import HistoryEvent, Memory, Origin, SemanticStore, content_key
+from memory.providers.semantic.store import SemanticStore
 
 __all__ = [
     "MINILM_MODEL",
@@ -69,10 +75,12 @@ __all__ = [
     "Memory",
     "MiniLmEmbedder",
     "Origin",
+    "PgSemanticStore",
     "PinnedFile",
     "Ranker",
     "Reconciliation",
     "SearchTuning",
+    "SemanticBackend",
     "SemanticBlockedError",
     "SemanticError",
     "SemanticInputError",
@@ -80,6 +88,7 @@ __all__ = [
     "SemanticStore",
     "SemanticStoreError",
     "content_key",
+    "copy_memories",
     "embedder_unavailable_reason",
     "grounded",
     "hubness",

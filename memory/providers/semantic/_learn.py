@@ -27,6 +27,7 @@ from memory.errors import SemanticInputError
 from memory.providers._breaker import CircuitBreaker
 from memory.providers._guard import joined_findings, write_findings
 from memory.providers.contract import TurnMessage
+from memory.providers.semantic.contract import Memory, SemanticBackend
 from memory.providers.semantic.embedder import Embedder
 from memory.providers.semantic.extract import (
     Completer,
@@ -42,7 +43,6 @@ from memory.providers.semantic.extract import (
     restates,
 )
 from memory.providers.semantic.search import Ranker
-from memory.providers.semantic.store import Memory, SemanticStore
 from memory.scanner import MeaningCheck
 
 __all__ = ["Learned", "Learner", "TurnReport", "neighbour_texts"]
@@ -83,7 +83,7 @@ class Learner:
     def __init__(
         self,
         *,
-        store: SemanticStore,
+        store: SemanticBackend,
         ranker: Ranker,
         embedder: Embedder,
         completer: Completer,
@@ -251,7 +251,7 @@ def _superseded(
     return None
 
 
-def neighbour_texts(store: SemanticStore, nearest: list[tuple[Memory, float]]) -> list[str]:
+def neighbour_texts(store: SemanticBackend, nearest: list[tuple[Memory, float]]) -> list[str]:
     """The memories a new one is likely recalled beside: the most similar and the newest.
 
     Blocking (SQLite): call it in a worker thread.

@@ -8,6 +8,8 @@ user message. Three tools: `semantic_profile`, `semantic_search`, `semantic_save
 
 Per user: the database is `<home>/users/<user_id>/semantic.db` (or `<home>/semantic.db`
 without a user id); a configured `db_path` keeps that split (`users/<user_id>/` beside it).
+Given a `PgPlace` (`storage.backend: postgres`) the memories are rows of the keel schema
+instead, one scope per user (`_pg.py`), and nothing is written to the home.
 No character limit. Every write — extracted, saved or mirrored — passes the write scanner.
 Model calls sit behind a circuit breaker (5 failures in a row → 2 minutes' pause), so a dead
 model costs a few failed calls, not every turn; search never needs the model. Blocking work (SQLite, the embedder) runs in worker threads; nothing
@@ -36,8 +38,10 @@ from memory.providers._guard import (
     recall_safe,
     write_findings,
 )
+from memory.providers._pg import PgPlace
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
 from memory.providers.semantic._learn import Learner, TurnReport, neighbour_texts
+from memory.providers.semantic._pg import PgSemanticStore
 from memory.providers.semantic._tools import (
     PROFILE_TOOL,
     SAVE_TOOL,
@@ -47,10 +51,11 @@ from memory.providers.semantic._tools import (
     SearchArgs,
     semantic_tool_schemas,
 )
+from memory.providers.semantic.contract import Memory, SemanticBackend
 from memory.providers.semantic.embedder import Embedder, MiniLmEmbedder, embedder_unavailable_reason
 from memory.providers.semantic.extract import Completer, Reconciliation
 from memory.providers.semantic.search import Hit, Ranker, SearchTuning
-from memory.providers.semantic.store import Memory, SemanticStore
+from memory.providers.semantic.store import SemanticStore
 from memory.scanner import MeaningCheck
 from memory.scope import Principal
 
@@ -100,6 +105,8 @@ class SemanticProvider(MemoryProvider):
         clock: monotonic seconds for the breaker.
         meaning_threshold: run the scanner's meaning check (`memory.scanner.MeaningCheck`) on
             every write at this threshold, with this provider's embedder; None: rules only.
+        pg: keep the memories in this PostgreSQL schema instead of a file (`storage.backend:
+            postgres`); `db_path` is then unused.
 
     Raises:
         ValueError: a bad limit, or a meaning check asked of an embedder its probe was not trained on.
@@ -124,6 +131,7 @@ class SemanticProvider(MemoryProvider):
         max_turn_chars: int = 4000,
         clock: Callable[[], float] = time.monotonic,
         meaning_threshold: float | None = None,
+        pg: PgPlace | None = None,
     ) -> None:
         if completer is not None and not (extract_prompt.strip() and reconcile_prompt.strip()):
             raise ValueError("a completer needs both extract_prompt and reconcile_prompt")
@@ -133,6 +141,7 @@ class SemanticProvider(MemoryProvider):
         self._prompts = (extract_prompt, reconcile_prompt)
         self._embedder: Embedder = embedder if embedder is not None else MiniLmEmbedder()
         self._db_path = db_path
+        self._pg = pg
         self._prefetch_limit = prefetch_limit
         self._min_similarity = min_similarity
         self._tuning = tuning or SearchTuning()
@@ -145,7 +154,7 @@ class SemanticProvider(MemoryProvider):
         )
         self._agent_context: AgentContext = "primary"
         self._user_id: str | None = None
-        self._store: SemanticStore | None = None
+        self._store: SemanticBackend | None = None
         self._ranker: Ranker | None = None
         self._learner: Learner | None = None
         self.last_turn: TurnReport | None = None
@@ -154,7 +163,7 @@ class SemanticProvider(MemoryProvider):
     # ------------------------------------------------------------------ state
 
     @property
-    def store(self) -> SemanticStore | None:
+    def store(self) -> SemanticBackend | None:
         """The open store (None before `initialize` and after `shutdown`)."""
         return self._store
 
@@ -196,7 +205,7 @@ class SemanticProvider(MemoryProvider):
             one_user("semantic", self._user_id, user_id)
             return
         self._user_id = user_id
-        store = await anyio.to_thread.run_sync(SemanticStore.open, self.resolve_path(home, user_id))
+        store = await anyio.to_thread.run_sync(self._open_store, home, user_id)
         try:
             await anyio.to_thread.run_sync(self._reembed, store)
         except BaseException:
@@ -220,7 +229,13 @@ class SemanticProvider(MemoryProvider):
                 meaning=self._meaning,
             )
 
-    def _reembed(self, store: SemanticStore) -> None:
+    def _open_store(self, home: Path, user_id: str | None) -> SemanticBackend:
+        """The user's memories: rows in `pg`, else the file `resolve_path` names (blocking)."""
+        if self._pg is not None:
+            return PgSemanticStore.open(self._pg, user_id=user_id)
+        return SemanticStore.open(self.resolve_path(home, user_id))
+
+    def _reembed(self, store: SemanticBackend) -> None:
         """Memories embedded by another model get this model's vectors (they are never mixed)."""
         stale = store.stale_embeddings(self._embedder.model_id)
         if stale:

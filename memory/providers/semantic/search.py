@@ -28,8 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory.providers._text import fts_terms
+from memory.providers.semantic.contract import Memory, SemanticBackend
 from memory.providers.semantic.embedder import Embedder
-from memory.providers.semantic.store import Memory, SemanticStore
 
 __all__ = ["Hit", "Ranker", "SearchTuning"]
 
@@ -150,10 +150,10 @@ def _means(top: NDArray[np.float32]) -> NDArray[np.float32]:
 
 
 class Ranker:
-    """Hybrid search over a `SemanticStore`. Synchronous: call it from a worker thread."""
+    """Hybrid search over a `SemanticBackend`. Synchronous: call it from a worker thread."""
 
     def __init__(
-        self, store: SemanticStore, embedder: Embedder, *, tuning: SearchTuning | None = None
+        self, store: SemanticBackend, embedder: Embedder, *, tuning: SearchTuning | None = None
     ) -> None:
         self._store = store
         self._embedder = embedder

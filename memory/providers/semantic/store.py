@@ -1,5 +1,8 @@
 """The SQLite store behind the semantic provider: one file per user.
 
+One of the two `SemanticBackend`s (`contract.py`); the other keeps the same memories in
+PostgreSQL (`_pg.py`).
+
 `<home>/semantic.db`, or `<home>/users/<user_id>/semantic.db` when keel scopes memory per
 user — separate files, so one user's memories cannot reach another's searches through any
 query, bug or tool argument. WAL journal; every write is one `BEGIN IMMEDIATE` transaction.
@@ -19,15 +22,13 @@ store or another connection (`PRAGMA data_version`) has written since.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,14 +36,11 @@ from numpy.typing import NDArray
 from memory._migrations import Migration, migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import SemanticInputError, SemanticStoreError
+from memory.providers.semantic.contract import HistoryEvent, Memory, Origin, content_key, memory_from_row
 
-__all__ = ["HistoryEvent", "Memory", "Origin", "SemanticStore", "content_key"]
+__all__ = ["MIGRATIONS", "SemanticStore"]
 
-
-Origin: TypeAlias = Literal["extracted", "saved"]
-"""`extracted` from a turn by the model, or `saved` verbatim by the `semantic_save` tool."""
-
-_MIGRATIONS = (
+MIGRATIONS = (
     Migration(
         1,
         "memories, their FTS5 index, history",
@@ -87,42 +85,7 @@ _MIGRATIONS = (
 )
 
 _COLUMNS = "memory_id, content, origin, created_at, updated_at"
-_SPACE = re.compile(r"\s+")
-
-
-def content_key(content: str) -> str:
-    """What makes two memories the same: case-folded, whitespace collapsed, end punctuation dropped."""
-    return _SPACE.sub(" ", content).strip().rstrip(".!").casefold()
-
-
-@dataclass(frozen=True, slots=True)
-class Memory:
-    """One stored memory (without its embedding)."""
-
-    memory_id: int
-    content: str
-    origin: Origin
-    created_at: float
-    updated_at: float
-    kind: Literal["semantic_memory"] = "semantic_memory"
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryEvent:
-    """One change to the store, oldest first in `SemanticStore.history`."""
-
-    memory_id: int
-    event: Literal["add", "update", "delete"]
-    old_content: str | None
-    new_content: str | None
-    session_id: str
-    kind: Literal["semantic_history"] = "semantic_history"
-
-
-def _memory(row: Sequence[object]) -> Memory:
-    origin: Origin = "saved" if row[2] == "saved" else "extracted"
-    return Memory(int(str(row[0])), str(row[1]), origin, float(str(row[3])), float(str(row[4])))
-
+_memory = memory_from_row
 
 _RETRY = LockRetryPolicy(busy_timeout_s=5.0)
 
@@ -140,7 +103,8 @@ def _translate(exc: sqlite3.Error, path: Path) -> SemanticStoreError:
 
 
 class SemanticStore:
-    """Memories, their embeddings and their FTS5 index in one SQLite file. Use `SemanticStore.open`."""
+    """Memories, their embeddings and their FTS5 index in one SQLite file (a `SemanticBackend`).
+    Use `SemanticStore.open`."""
 
     def __init__(self, conn: SqliteConnection, path: Path, *, now: Callable[[], float]) -> None:
         self._conn: SqliteConnection | None = conn
@@ -171,6 +135,10 @@ class SemanticStore:
             raise
         return store
 
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -191,7 +159,7 @@ class SemanticStore:
 
     def _setup(self) -> None:
         with self._db(write=True) as conn:
-            migrate_sqlite(conn, _MIGRATIONS, too_new=self._too_new)
+            migrate_sqlite(conn, MIGRATIONS, too_new=self._too_new)
 
     def _too_new(self, found: int, known: int) -> SemanticStoreError:
         return SemanticStoreError(

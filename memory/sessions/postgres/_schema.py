@@ -181,6 +181,99 @@ _M3 = (
         FOR EACH ROW EXECUTE FUNCTION keel_append_only()""",
 )
 
+# The memory providers' stores (`memory.providers._pg` tells the design): the holographic
+# facts with their entities, category banks and HRR vectors (bytea, the codec's bytes), the
+# semantic memories with their embeddings (`real[]`, scored in Python over one scope's rows:
+# pgvector is not needed) and their history; one writer row per (scope, store).
+_FACT_TEXT = "content || ' ' || tags"
+_FACT_TSV = f"to_tsvector('{TS_CONFIG}'::regconfig, {_folded(_FACT_TEXT)})"
+_MEMORY_TSV = f"to_tsvector('{TS_CONFIG}'::regconfig, {_folded('content')})"
+_M5 = (
+    """CREATE TABLE provider_scopes (
+        scope TEXT NOT NULL,
+        store TEXT NOT NULL CHECK (store IN ('facts', 'semantic')),
+        next_id BIGINT NOT NULL,
+        generation BIGINT NOT NULL,
+        PRIMARY KEY (scope, store)
+    )""",
+    f"""CREATE TABLE holo_facts (
+        scope TEXT NOT NULL,
+        fact_id BIGINT NOT NULL,
+        content TEXT NOT NULL,
+        content_md5 TEXT GENERATED ALWAYS AS (md5(content)) STORED,
+        category TEXT NOT NULL DEFAULT 'general',
+        tags TEXT NOT NULL DEFAULT '',
+        trust_score DOUBLE PRECISION NOT NULL,
+        retrieval_count BIGINT NOT NULL DEFAULT 0,
+        helpful_count BIGINT NOT NULL DEFAULT 0,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        hrr_vector BYTEA,
+        hrr_dim INTEGER,
+        search_tsv tsvector GENERATED ALWAYS AS ({_FACT_TSV}) STORED,
+        PRIMARY KEY (scope, fact_id),
+        UNIQUE (scope, content_md5)
+    )""",
+    "CREATE INDEX holo_facts_recent ON holo_facts(scope, updated_at DESC, fact_id DESC)",
+    "CREATE INDEX holo_facts_trust ON holo_facts(scope, trust_score DESC)",
+    "CREATE INDEX holo_facts_search ON holo_facts USING gin (search_tsv)",
+    """CREATE TABLE holo_entities (
+        entity_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        scope TEXT NOT NULL,
+        name TEXT NOT NULL,
+        entity_type TEXT NOT NULL DEFAULT 'unknown',
+        aliases TEXT NOT NULL DEFAULT '',
+        created_at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX holo_entities_name ON holo_entities(scope, lower(name))",
+    """CREATE TABLE holo_fact_entities (
+        link_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        scope TEXT NOT NULL,
+        fact_id BIGINT NOT NULL,
+        entity_id BIGINT NOT NULL REFERENCES holo_entities(entity_id) ON DELETE CASCADE,
+        FOREIGN KEY (scope, fact_id) REFERENCES holo_facts(scope, fact_id) ON DELETE CASCADE,
+        UNIQUE (scope, fact_id, entity_id)
+    )""",
+    "CREATE INDEX holo_fact_entities_entity ON holo_fact_entities(entity_id)",
+    """CREATE TABLE holo_banks (
+        scope TEXT NOT NULL,
+        category TEXT NOT NULL,
+        vector BYTEA NOT NULL,
+        dim INTEGER NOT NULL,
+        fact_count INTEGER NOT NULL,
+        generation BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (scope, category)
+    )""",
+    f"""CREATE TABLE sem_memories (
+        scope TEXT NOT NULL,
+        memory_id BIGINT NOT NULL,
+        content TEXT NOT NULL,
+        content_key TEXT NOT NULL,
+        origin TEXT NOT NULL CHECK (origin IN ('extracted', 'saved')),
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        model_id TEXT NOT NULL,
+        embedding REAL[] NOT NULL,
+        search_tsv tsvector GENERATED ALWAYS AS ({_MEMORY_TSV}) STORED,
+        PRIMARY KEY (scope, memory_id)
+    )""",
+    "CREATE UNIQUE INDEX sem_memories_key ON sem_memories(scope, md5(content_key))",
+    "CREATE INDEX sem_memories_recent ON sem_memories(scope, updated_at DESC, memory_id DESC)",
+    "CREATE INDEX sem_memories_search ON sem_memories USING gin (search_tsv)",
+    """CREATE TABLE sem_history (
+        event_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        scope TEXT NOT NULL,
+        memory_id BIGINT NOT NULL,
+        event TEXT NOT NULL CHECK (event IN ('add', 'update', 'delete')),
+        old_content TEXT,
+        new_content TEXT,
+        at DOUBLE PRECISION NOT NULL,
+        session_id TEXT NOT NULL DEFAULT ''
+    )""",
+    "CREATE INDEX sem_history_scope ON sem_history(scope, event_id)",
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "base tables: sessions (with user_id), messages, flushes", _M1),
     Migration(2, "messages.search_tsv with a GIN index", _M2),
@@ -196,6 +289,9 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (scope, path)
             )""",
         ),
+    ),
+    Migration(
+        5, "the memory providers' stores: holographic facts, semantic memories (memory.providers._pg)", _M5
     ),
 )
 

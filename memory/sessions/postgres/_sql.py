@@ -48,6 +48,7 @@ __all__ = [
     "add_usage",
     "anchored_views",
     "append_messages",
+    "continuation",
     "create_session",
     "end_session",
     "get_message",
@@ -276,6 +277,15 @@ async def get_session(conn: Conn, session_id: str) -> SessionRecord | None:
     cur = await conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
     row = await cur.fetchone()
     return None if row is None else session_from_row(row)
+
+
+async def continuation(conn: Conn, session_id: str) -> str | None:
+    cur = await conn.execute(
+        "SELECT id FROM sessions WHERE parent_session_id = %s ORDER BY started_at DESC, row_id DESC LIMIT 1",
+        (session_id,),
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row[0])
 
 
 async def list_sessions(

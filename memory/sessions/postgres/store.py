@@ -332,6 +332,10 @@ class PgSessionStore:
         """A session's flush records, oldest first."""
         return await self._tx(lambda c: _pg_sql.list_flushes(c, pg_text(session_id)))
 
+    async def continuation(self, session_id: str) -> str | None:
+        """The session a compression continued `session_id` in (its newest child), or None."""
+        return await self._tx(lambda c: _pg_sql.continuation(c, pg_text(session_id)))
+
     async def lineage_root(self, session_id: str) -> str:
         """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
         roots = await self.lineage_roots((session_id,))

@@ -40,6 +40,7 @@ __all__ = [
     "add_usage",
     "anchored_view",
     "append_messages",
+    "continuation",
     "create_session",
     "end_session",
     "get_message",
@@ -194,6 +195,14 @@ def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]
 def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else session_from_row(row)
+
+
+def continuation(conn: sqlite3.Connection, session_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple[str, ...]]:

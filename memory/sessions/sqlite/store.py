@@ -410,6 +410,10 @@ class SessionDB:
         ids = tuple(session_ids)
         return await self._run(lambda: self._conn.read(lambda c: _sql.lineage_roots(c, ids)))
 
+    async def continuation(self, session_id: str) -> str | None:
+        """The session a compression continued `session_id` in (its newest child), or None."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.continuation(c, session_id)))
+
     async def search(
         self,
         query: str,

@@ -272,8 +272,18 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backe
     assert curated_text(home, backend, "users/alice/memories", "MEMORY.md") is None
 
 
-async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> None:
-    cfg = config(memory__provider="holographic")
+def fact_scopes(home: Path, backend: Backend) -> set[str]:
+    """The users with holographic facts: their `memory_store.db` files, or their rows' scopes."""
+    if "storage__url" not in backend:
+        return {p.parent.relative_to(home).as_posix() for p in home.rglob("memory_store.db")}
+    with psycopg.connect(
+        backend["storage__url"], options=f"-c search_path={backend['storage__pg_schema']}"
+    ) as conn:
+        return {str(r[0]) for r in conn.execute("SELECT DISTINCT scope FROM holo_facts")}
+
+
+async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path, backend: Backend) -> None:
+    cfg = config(memory__provider="holographic", **backend)
     alice = ScriptedModel(
         [
             call_tool(
@@ -291,8 +301,9 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path) -> N
         await run_turn(s, "Which tea do I drink in the morning?")
     recalled = alice.requests[-1].messages[-1].api_content or ""
     assert "oolong" in recalled  # recall works for its owner ...
-    assert (home / "users" / "alice" / "memory_store.db").exists()
-    assert not (home / "memory_store.db").exists()
+    assert fact_scopes(home, backend) == {"users/alice"}
+    if "storage__url" in backend:
+        assert not await anyio.to_thread.run_sync(lambda: list(home.rglob("memory_store.db")))
 
     bob = ScriptedModel(
         [say("No idea."), call_tool("fact_store", {"action": "search", "query": "oolong tea"}), say("-")]

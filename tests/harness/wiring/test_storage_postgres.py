@@ -21,6 +21,7 @@ from harness.wiring import SessionOptions, open_session
 from harness.wiring.stores import curated_scopes, open_stores
 from memory import Principal, SessionSchemaError, SessionStoreUnavailableError
 from memory.curated import PgCuratedBackend
+from tests.memory.providers.semantic.conftest import needs_embedder
 
 
 def pg_config(url: str, schema: str, **more: str):  # type: ignore[no-untyped-def]  # KeelConfig
@@ -188,3 +189,26 @@ async def test_a_worker_holding_a_session_open_takes_the_turns_another_worker_ad
         assert [m.content for m in a.transcript] == ["turn 1", "one", "turn 2", "two", "turn 3", "three"]
     sent = [m.content for m in first.requests[-1].messages if m.role != "system"]
     assert sent == ["turn 1", "one", "turn 2", "two", "turn 3"]
+
+
+@needs_embedder
+async def test_semantic_memories_are_rows_another_worker_recalls_and_the_home_keeps_no_database(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema, scope__user="ada", memory__provider="semantic")
+    save = call_tool("semantic_save", {"content": "Ada keeps three beehives on the roof"})
+    async with open_session(cfg, options(ScriptedModel([save, say("saved")]), tmp_path / "a")) as s:
+        await run_turn(s, "Remember my beehives.")
+    assert not (tmp_path / "a" / "semantic.db").exists() and not (tmp_path / "a" / "users").exists()
+    with psycopg.connect(postgres_url, options=f"-c search_path={sessions_schema}") as conn:
+        rows = conn.execute("SELECT scope, content, cardinality(embedding) FROM sem_memories").fetchall()
+    assert rows == [("users/ada", "Ada keeps three beehives on the roof", 384)]
+    reader = ScriptedModel([say("three")])
+    async with open_session(cfg, options(reader, tmp_path / "b")) as s:
+        await run_turn(s, "How many beehives do I keep on the roof?")
+    assert "beehives" in (reader.requests[0].messages[-1].api_content or "")
+    bob = ScriptedModel([say("no idea")])
+    bob_cfg = pg_config(postgres_url, sessions_schema, scope__user="bob", memory__provider="semantic")
+    async with open_session(bob_cfg, options(bob, tmp_path / "c")) as s:
+        await run_turn(s, "How many beehives do I keep on the roof?")
+    assert "beehives" not in (bob.requests[0].messages[-1].api_content or "")

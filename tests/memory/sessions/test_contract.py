@@ -130,6 +130,9 @@ async def test_lineage_roots_follow_parents_and_unknown_ids_are_their_own_root(s
     assert roots == {"c2": "root", "branch": "root", "alone": "alone", "ghost": "ghost", "root": "root"}
     assert await store.lineage_root("c2") == "root"
     assert await store.lineage_roots([]) == {}
+    # where a session went on: its newest child
+    assert await store.continuation("c1") == "branch"
+    assert await store.continuation("c2") is None and await store.continuation("ghost") is None
 
 
 async def test_sessions_list_newest_first_by_start_or_activity_with_paging(store: SessionStore) -> None:

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from memory.providers.holographic import FactStore, FactTools, Retriever, tool_schemas
+from memory.providers.holographic import FactTools, Retriever, tool_schemas
+from tests.memory.providers.holographic.conftest import FactStores
 
 
 @pytest.fixture
-def tools(tmp_path: Path) -> Iterator[FactTools]:
-    store = FactStore.open(tmp_path / "memory_store.db", use_numpy=True)
-    yield FactTools(store, Retriever(store), min_trust=0.3)
-    store.close()
+def tools(facts: FactStores) -> FactTools:
+    store = facts.open(use_numpy=True)
+    return FactTools(store, Retriever(store), min_trust=0.3)
 
 
 def call(tools: FactTools, name: str, **arguments: JsonValue) -> dict[str, JsonValue]:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memory import ProviderContext
+from memory.providers import PgPlace
 from memory.providers.semantic import MiniLmEmbedder, SemanticProvider, hubness
 from memory.testing import WordHashEmbedder
 from tests.memory.providers.semantic.conftest import needs_embedder
@@ -16,17 +17,19 @@ from tests.memory.providers.semantic.conftest import needs_embedder
 SEEDS = ["they prefer pytest over unittest", "deploys on Fridays", "uses dark mode"]
 
 
-async def started(home: Path, embedder: object, **kwargs: object) -> SemanticProvider:
-    provider = SemanticProvider(embedder=embedder, **kwargs)  # type: ignore[arg-type]  # test passthrough
+async def started(
+    home: Path, embedder: object, *, pg: PgPlace | None = None, **kwargs: object
+) -> SemanticProvider:
+    provider = SemanticProvider(pg=pg, embedder=embedder, **kwargs)  # type: ignore[arg-type]  # test passthrough
     await provider.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
     return provider
 
 
 @needs_embedder
 async def test_what_does_the_user_use_for_testing_finds_the_pytest_fact_first(
-    home: Path, minilm: MiniLmEmbedder
+    home: Path, pg: PgPlace | None, minilm: MiniLmEmbedder
 ) -> None:
-    provider = await started(home, minilm)
+    provider = await started(home, minilm, pg=pg)
     try:
         for fact in SEEDS:
             await provider.save(fact)
@@ -66,9 +69,11 @@ def test_hubness_is_the_mean_similarity_to_the_nearest_others() -> None:
     assert hubness(matrix[:1], 10).tolist() == [0.0]
 
 
-async def test_a_word_shared_by_most_memories_does_not_decide_the_order(home: Path) -> None:
+async def test_a_word_shared_by_most_memories_does_not_decide_the_order(
+    home: Path, pg: PgPlace | None
+) -> None:
     # With the word-hash stand-in, "mode" alone would be a full-text match for all of them.
-    provider = await started(home, WordHashEmbedder())
+    provider = await started(home, WordHashEmbedder(), pg=pg)
     try:
         for fact in ("dark mode in the editor", "airplane mode on flights", "strict mode in typescript"):
             await provider.save(fact)

@@ -1,0 +1,537 @@
+"""`PgFactStore`: the holographic facts of one user as rows of the keel PostgreSQL schema.
+
+The same `FactBackend` as the SQLite file (`store.py`), over the `holo_*` tables of
+migration 5 (`memory.providers._pg` describes the scope, the writer row and the ids):
+
+- `holo_facts`: one row per fact, keyed by (scope, fact_id), unique content per scope (by
+  MD5, so long facts fit the index), the HRR vector as the codec's bytes with its dimension,
+  and a generated `tsvector` over content and tags (English stemming, as FTS5's Porter
+  tokenizer: "works" finds "work") with a GIN index;
+- `holo_entities` + `holo_fact_entities`: the names pulled out of each fact, with aliases,
+  in the order they were linked;
+- `holo_banks`: one bundled vector per category, valid while the scope's write generation
+  is the one it was built at (no invalidation step a crash could skip).
+
+Every content write first takes the scope's writer row (`claim`): one user's writers are
+ordered across machines exactly as the SQLite file's write lock ordered them on one.
+Blocking: the provider calls it from worker threads. psycopg errors leave as `FactStoreError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import psycopg.errors
+
+from memory.errors import FactInputError, FactStoreError
+from memory.providers._pg import (
+    Conn,
+    PgPlace,
+    any_words,
+    claim,
+    first_line,
+    generation,
+    is_lock_timeout,
+    next_id,
+    provider_scope,
+    transaction,
+)
+from memory.providers.holographic._entities import ExtractedEntity, extract_entities
+from memory.providers.holographic.contract import (
+    HELPFUL_DELTA,
+    NEIGHBOURS,
+    UNHELPFUL_DELTA,
+    AddResult,
+    Category,
+    Fact,
+    TrustChange,
+    check_joined,
+    checked_category,
+    clamp,
+    fact_from_row,
+    load_codec,
+    merged_aliases,
+    new_fact,
+    scanned,
+)
+
+if TYPE_CHECKING:
+    from memory.providers.holographic.hrr import HrrCodec, Vector
+
+__all__ = ["PgFactStore"]
+
+_log = logging.getLogger(__name__)
+
+_COLUMNS = (
+    "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
+    "f.helpful_count, f.created_at, f.updated_at"
+)
+_SAME_CONTENT = "f.scope = %s AND f.content_md5 = md5(%s) AND f.content = %s"
+_ENTITY_MATCH = (
+    "(lower(e.name) = lower(%s) OR strpos(',' || lower(e.aliases) || ',', ',' || lower(%s) || ',') > 0)"
+)
+
+
+def _missing(fact_id: int) -> FactInputError:
+    return FactInputError(f"fact {fact_id!r} does not exist; use action 'list' or 'search' to find ids")
+
+
+class PgFactStore:
+    """One user's facts in PostgreSQL (a `FactBackend`). Use `PgFactStore.open`.
+
+    The pool belongs to the caller: `close` only stops this store from being used.
+    """
+
+    def __init__(
+        self,
+        place: PgPlace,
+        scope: str,
+        *,
+        codec: HrrCodec | None,
+        default_trust: float,
+        now: Callable[[], float],
+    ) -> None:
+        self._place = place
+        self.scope = scope
+        self.codec = codec
+        self.default_trust = default_trust
+        self._now = now
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        place: PgPlace,
+        *,
+        user_id: str | None,
+        dim: int = 1024,
+        default_trust: float = 0.5,
+        use_numpy: bool | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> PgFactStore:
+        """The facts of `user_id` in `place` (the schema is migrated by whoever opened the
+        stores). Blocking: call it in a thread.
+
+        Raises:
+            ValueError: `user_id` is not a safe directory name.
+            FactStoreError: the server cannot be used, or the schema has no fact tables.
+        """
+        store = cls(
+            place,
+            provider_scope(user_id),
+            codec=load_codec(dim, use_numpy),
+            default_trust=clamp(default_trust),
+            now=now,
+        )
+        if store.codec is not None:
+            store._backfill_vectors(store.codec)
+        else:
+            store.count()  # fail at open, not at the first turn
+        return store
+
+    @property
+    def location(self) -> str:
+        return f"PostgreSQL schema {self._place.schema!r}, table holo_facts, scope {self.scope!r}"
+
+    @property
+    def vectors_enabled(self) -> bool:
+        return self.codec is not None
+
+    def close(self) -> None:
+        self._closed = True
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _translate(self, exc: BaseException) -> FactStoreError:
+        if is_lock_timeout(exc):
+            return FactStoreError(
+                f"the fact store ({self.location}) stayed locked by another writer ({first_line(exc)}); retry"
+            )
+        if isinstance(exc, psycopg.errors.UndefinedTable):
+            return FactStoreError(
+                f"the fact tables are missing from PostgreSQL schema {self._place.schema!r}; open the keel "
+                "stores (storage.backend: postgres) once so the schema is migrated"
+            )
+        return FactStoreError(
+            f"the fact store ({self.location}) failed: {first_line(exc)}; check that the PostgreSQL "
+            "server is up (storage.url), then retry"
+        )
+
+    @contextmanager
+    def _db(self, *, write: bool = False) -> Iterator[Conn]:
+        """One transaction; a content write first takes the scope's writer row."""
+        if self._closed:
+            raise FactStoreError(f"the fact store ({self.location}) is closed")
+        with transaction(self._place, self._translate) as conn:
+            if write:
+                claim(conn, self.scope, "facts")
+            yield conn
+
+    def _backfill_vectors(self, codec: HrrCodec) -> None:
+        """Give every fact of the scope a vector of the current dimension."""
+        stale = "scope = %s AND (hrr_vector IS NULL OR hrr_dim IS DISTINCT FROM %s)"
+        with self._db() as conn:
+            row = conn.execute(f"SELECT count(*) FROM holo_facts WHERE {stale}", (self.scope, codec.dim))
+            found = row.fetchone()
+        if found is None or int(str(found[0])) == 0:
+            return  # the common case: no write, no writer row
+        with self._db(write=True) as conn:
+            rows = conn.execute(
+                f"SELECT fact_id, content FROM holo_facts WHERE {stale}", (self.scope, codec.dim)
+            ).fetchall()
+            names = self._entity_names(conn, [int(str(r[0])) for r in rows])
+            for fact_id, content in rows:
+                blob = codec.to_bytes(codec.encode_fact(str(content), names.get(int(str(fact_id)), ())))
+                conn.execute(
+                    "UPDATE holo_facts SET hrr_vector = %s, hrr_dim = %s WHERE scope = %s AND fact_id = %s",
+                    (blob, codec.dim, self.scope, fact_id),
+                )
+
+    def _entity_names(self, conn: Conn, fact_ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        if not fact_ids:
+            return {}
+        rows = conn.execute(
+            "SELECT fe.fact_id, e.name FROM holo_fact_entities fe JOIN holo_entities e USING (entity_id) "
+            "WHERE fe.scope = %s AND fe.fact_id = ANY(%s) ORDER BY fe.link_id",
+            (self.scope, list(fact_ids)),
+        ).fetchall()
+        names: dict[int, list[str]] = {}
+        for fact_id, name in rows:
+            names.setdefault(int(str(fact_id)), []).append(str(name))
+        return {k: tuple(v) for k, v in names.items()}
+
+    def _facts(self, conn: Conn, rows: Sequence[Sequence[object]]) -> list[Fact]:
+        names = self._entity_names(conn, [int(str(r[0])) for r in rows])
+        return [fact_from_row(r, names.get(int(str(r[0])), ())) for r in rows]
+
+    def _row(self, conn: Conn, fact_id: int) -> Sequence[object]:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM holo_facts f WHERE f.scope = %s AND f.fact_id = %s",
+            (self.scope, fact_id),
+        ).fetchone()
+        if row is None:
+            raise _missing(fact_id)
+        return row
+
+    def _link(self, conn: Conn, fact_id: int, entities: Sequence[ExtractedEntity]) -> None:
+        for entity in entities:
+            conn.execute(
+                "INSERT INTO holo_fact_entities (scope, fact_id, entity_id) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (self.scope, fact_id, self._resolve_entity(conn, entity)),
+            )
+
+    def _resolve_entity(self, conn: Conn, entity: ExtractedEntity) -> int:
+        """Find an entity by name, then by alias (case-insensitively), else create it."""
+        row = conn.execute(
+            "SELECT entity_id, aliases FROM holo_entities e WHERE e.scope = %s AND lower(e.name) = lower(%s) "
+            "ORDER BY entity_id LIMIT 1",
+            (self.scope, entity.name),
+        ).fetchone()
+        if row is None:
+            row = conn.execute(
+                "SELECT entity_id, aliases FROM holo_entities e WHERE e.scope = %s AND "
+                "strpos(',' || lower(e.aliases) || ',', ',' || lower(%s) || ',') > 0 ORDER BY entity_id LIMIT 1",
+                (self.scope, entity.name),
+            ).fetchone()
+        if row is None:
+            created = conn.execute(
+                "INSERT INTO holo_entities (scope, name, aliases, created_at) VALUES (%s, %s, %s, %s) "
+                "RETURNING entity_id",
+                (self.scope, entity.name, merged_aliases("", entity.aliases) or "", self._now()),
+            ).fetchone()
+            assert created is not None
+            return int(str(created[0]))
+        entity_id = int(str(row[0]))
+        merged = merged_aliases(str(row[1]), entity.aliases)
+        if merged is not None:
+            conn.execute("UPDATE holo_entities SET aliases = %s WHERE entity_id = %s", (merged, entity_id))
+        return entity_id
+
+    def _vector(self, content: str, entities: Sequence[ExtractedEntity]) -> tuple[bytes | None, int | None]:
+        if self.codec is None:
+            return None, None
+        vector = self.codec.encode_fact(content, [e.name for e in entities])
+        return self.codec.to_bytes(vector), self.codec.dim
+
+    # ------------------------------------------------------------------ writes
+
+    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
+        """Store a fact; identical content returns the existing id unchanged.
+
+        Raises:
+            FactBlockedError: the write scanner objects to the content or the tags.
+            FactInputError: empty content or an unknown category.
+        """
+        content, entities = new_fact(content, category, tags)
+        with self._db(write=True) as conn:
+            row = conn.execute(
+                f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT}", (self.scope, content, content)
+            ).fetchone()
+            if row is not None:
+                return AddResult(fact_id=int(str(row[0])), created=False)
+            newest = conn.execute(
+                "SELECT content FROM holo_facts WHERE scope = %s ORDER BY updated_at DESC, fact_id DESC LIMIT %s",
+                (self.scope, NEIGHBOURS),
+            ).fetchall()
+            check_joined(content, [str(r[0]) for r in newest])
+            fact_id, now = next_id(conn, self.scope, "facts"), self._now()
+            blob, dim = self._vector(content, entities)
+            conn.execute(
+                "INSERT INTO holo_facts (scope, fact_id, content, category, tags, trust_score, created_at, "
+                "updated_at, hrr_vector, hrr_dim) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    self.scope,
+                    fact_id,
+                    content,
+                    category,
+                    tags.strip(),
+                    self.default_trust,
+                    now,
+                    now,
+                    blob,
+                    dim,
+                ),
+            )
+            self._link(conn, fact_id, entities)
+        return AddResult(fact_id=fact_id, created=True)
+
+    def update_fact(
+        self,
+        fact_id: int,
+        *,
+        content: str | None = None,
+        category: Category | None = None,
+        tags: str | None = None,
+        trust_delta: float | None = None,
+    ) -> Fact:
+        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
+
+        Raises:
+            FactBlockedError: the write scanner objects to the new content or tags.
+            FactInputError: unknown id, empty content, or content another fact already has.
+        """
+        if category is not None:
+            checked_category(category)
+        scanned(content or "", tags or "")
+        with self._db(write=True) as conn:
+            old = self._facts(conn, [self._row(conn, fact_id)])[0]
+            new_content = old.content if content is None else content.strip()
+            if not new_content:
+                raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
+            if new_content != old.content:
+                clash = conn.execute(
+                    f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT} AND f.fact_id <> %s",
+                    (self.scope, new_content, new_content, fact_id),
+                ).fetchone()
+                if clash is not None:
+                    raise FactInputError(
+                        f"fact {int(str(clash[0]))!r} already has that content; remove fact {fact_id!r} instead"
+                    )
+            conn.execute(
+                "UPDATE holo_facts SET content = %s, category = %s, tags = %s, trust_score = %s, updated_at = %s "
+                "WHERE scope = %s AND fact_id = %s",
+                (
+                    new_content,
+                    old.category if category is None else category,
+                    old.tags if tags is None else tags.strip(),
+                    old.trust if trust_delta is None else clamp(old.trust + trust_delta),
+                    self._now(),
+                    self.scope,
+                    fact_id,
+                ),
+            )
+            if new_content != old.content:
+                self._relink(conn, fact_id, new_content)
+            return self._facts(conn, [self._row(conn, fact_id)])[0]
+
+    def _relink(self, conn: Conn, fact_id: int, content: str) -> None:
+        """New content: new entities, a new vector."""
+        entities = extract_entities(content)
+        conn.execute(
+            "DELETE FROM holo_fact_entities WHERE scope = %s AND fact_id = %s", (self.scope, fact_id)
+        )
+        self._link(conn, fact_id, entities)
+        blob, dim = self._vector(content, entities)
+        conn.execute(
+            "UPDATE holo_facts SET hrr_vector = %s, hrr_dim = %s WHERE scope = %s AND fact_id = %s",
+            (blob, dim, self.scope, fact_id),
+        )
+
+    def remove_fact(self, fact_id: int) -> Fact:
+        """Delete a fact and its entity links; returns what was removed.
+
+        Raises:
+            FactInputError: unknown id.
+        """
+        with self._db(write=True) as conn:
+            fact = self._facts(conn, [self._row(conn, fact_id)])[0]
+            conn.execute("DELETE FROM holo_facts WHERE scope = %s AND fact_id = %s", (self.scope, fact_id))
+        return fact
+
+    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
+        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
+        with self._db() as conn:
+            row = conn.execute(
+                "SELECT trust_score FROM holo_facts WHERE scope = %s AND fact_id = %s FOR UPDATE",
+                (self.scope, fact_id),
+            ).fetchone()
+            if row is None:
+                raise _missing(fact_id)
+            old = float(str(row[0]))
+            new = clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+            conn.execute(
+                "UPDATE holo_facts SET trust_score = %s, helpful_count = helpful_count + %s "
+                "WHERE scope = %s AND fact_id = %s",
+                (new, 1 if helpful else 0, self.scope, fact_id),
+            )
+        return TrustChange(fact_id=fact_id, old=old, new=new)
+
+    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
+        """Count one more retrieval for each fact."""
+        if not fact_ids:
+            return
+        with self._db() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE holo_facts SET retrieval_count = retrieval_count + 1 WHERE scope = %s AND fact_id = %s",
+                [(self.scope, i) for i in fact_ids],
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    def get_fact(self, fact_id: int) -> Fact:
+        """Raises `FactInputError` for an unknown id."""
+        with self._db() as conn:
+            return self._facts(conn, [self._row(conn, fact_id)])[0]
+
+    def count(self) -> int:
+        with self._db() as conn:
+            row = conn.execute("SELECT count(*) FROM holo_facts WHERE scope = %s", (self.scope,)).fetchone()
+        return 0 if row is None else int(str(row[0]))
+
+    def list_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
+    ) -> list[Fact]:
+        """Facts by trust, highest first."""
+        return self._select(
+            "f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit
+        )
+
+    def recent_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
+    ) -> list[Fact]:
+        """The most recently updated facts, newest first."""
+        return self._select("f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
+
+    def _where(self, category: Category | None, min_trust: float) -> tuple[str, list[object]]:
+        sql, params = "f.scope = %s AND f.trust_score >= %s", [self.scope, min_trust]
+        if category is not None:
+            sql += " AND f.category = %s"
+            params.append(category)
+        return sql, params
+
+    def _select(self, order_by: str, category: Category | None, min_trust: float, limit: int) -> list[Fact]:
+        where, params = self._where(category, min_trust)
+        with self._db() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM holo_facts f WHERE {where} ORDER BY {order_by} LIMIT %s",
+                [*params, limit],
+            ).fetchall()
+            return self._facts(conn, rows)
+
+    def fts_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts matching any of `terms` in the word index, best first, with their `ts_rank`."""
+        if not terms:
+            return []
+        query, words = any_words(terms)
+        where, params = self._where(category, min_trust)
+        sql = (
+            f"SELECT {_COLUMNS}, ts_rank(f.search_tsv, q.q) AS rank FROM holo_facts f, (SELECT {query} AS q) q "
+            f"WHERE {where} AND f.search_tsv @@ q.q ORDER BY rank DESC, f.fact_id LIMIT %s"
+        )
+        with self._db() as conn:
+            rows = conn.execute(sql, [*words, *params, limit]).fetchall()
+            facts = self._facts(conn, rows)
+        return [(fact, float(str(row[-1]))) for fact, row in zip(facts, rows, strict=True)]
+
+    def like_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
+        if not terms:
+            return []
+        hits = " + ".join("(strpos(f.content, %s) > 0)::int" for _ in terms)
+        where, params = self._where(category, min_trust)
+        sql = (
+            f"SELECT * FROM (SELECT {_COLUMNS}, ({hits}) AS hits FROM holo_facts f WHERE {where}) t "
+            "WHERE hits > 0 ORDER BY hits DESC, trust_score DESC, fact_id LIMIT %s"
+        )
+        with self._db() as conn:
+            rows = conn.execute(sql, [*terms, *params, limit]).fetchall()
+            facts = self._facts(conn, rows)
+        return [(fact, int(str(row[-1])) / len(terms)) for fact, row in zip(facts, rows, strict=True)]
+
+    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
+        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
+        sql = (
+            f"SELECT DISTINCT {_COLUMNS} FROM holo_facts f JOIN holo_fact_entities fe "
+            "ON fe.scope = f.scope AND fe.fact_id = f.fact_id JOIN holo_entities e ON e.entity_id = fe.entity_id "
+            f"WHERE f.scope = %s AND f.trust_score >= %s AND {_ENTITY_MATCH} ORDER BY f.trust_score DESC, f.fact_id"
+        )
+        with self._db() as conn:
+            rows = conn.execute(sql, (self.scope, min_trust, name.strip(), name.strip())).fetchall()
+            return self._facts(conn, rows)
+
+    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
+        """The decoded vectors of these facts (facts without a readable vector are left out)."""
+        codec = self.codec
+        if codec is None or not fact_ids:
+            return {}
+        with self._db() as conn:
+            rows = conn.execute(
+                "SELECT fact_id, hrr_vector FROM holo_facts WHERE scope = %s AND fact_id = ANY(%s) "
+                "AND hrr_vector IS NOT NULL",
+                (self.scope, list(fact_ids)),
+            ).fetchall()
+        out: dict[int, Vector] = {}
+        for fact_id, blob in rows:
+            try:
+                out[int(str(fact_id))] = codec.from_bytes(bytes(blob))
+            except ValueError:
+                _log.warning("fact %s has an unreadable vector; it is scored without one", fact_id)
+        return out
+
+    def bank(self, category: Category) -> Vector | None:
+        """The bundle of every vector in `category` (rebuilt here when the scope was written since)."""
+        codec = self.codec
+        if codec is None:
+            return None
+        with self._db() as conn:
+            current = generation(conn, self.scope, "facts")
+            row = conn.execute(
+                "SELECT vector, dim, generation FROM holo_banks WHERE scope = %s AND category = %s",
+                (self.scope, category),
+            ).fetchone()
+            if row is not None and int(str(row[1])) == codec.dim and int(str(row[2])) == current:
+                return codec.from_bytes(bytes(row[0]))
+            blobs = conn.execute(
+                "SELECT hrr_vector FROM holo_facts WHERE scope = %s AND category = %s AND hrr_dim = %s",
+                (self.scope, category, codec.dim),
+            ).fetchall()
+            if not blobs:
+                return None
+            vector = codec.bundle_many([codec.from_bytes(bytes(b[0])) for b in blobs])
+            conn.execute(
+                "INSERT INTO holo_banks (scope, category, vector, dim, fact_count, generation, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, category) DO UPDATE SET "
+                "vector = excluded.vector, dim = excluded.dim, fact_count = excluded.fact_count, "
+                "generation = excluded.generation, updated_at = excluded.updated_at",
+                (self.scope, category, codec.to_bytes(vector), codec.dim, len(blobs), current, self._now()),
+            )
+            return vector

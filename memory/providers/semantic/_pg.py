@@ -1,0 +1,324 @@
+"""`PgSemanticStore`: one user's semantic memories as rows of the keel PostgreSQL schema.
+
+The same `SemanticBackend` as the SQLite file (`store.py`), over the `sem_*` tables of
+migration 5 (`memory.providers._pg` describes the scope, the writer row and the ids):
+
+- `sem_memories`: one row per memory, keyed by (scope, memory_id), its `content_key` unique
+  per scope, its embedding a `real[]` (float32, exactly what the embedder returned), and a
+  generated `tsvector` (English stemming) with a GIN index;
+- `sem_history`: every add, update and delete with the old and new text.
+
+Search is scored in Python over the scope's embedding matrix, loaded once and kept until
+the scope's write generation moves (a write here or on any other worker): a user holds a
+few thousand memories at most, and the server needs no extension. Whether it offers
+pgvector is detected when the stores open (`PgPlace.pgvector`) and only reported.
+
+Every write first takes the scope's writer row, so the duplicate check and the insert see
+the same memories on every machine. Blocking: the provider calls it from worker threads.
+psycopg errors leave as `SemanticStoreError`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Literal
+
+import numpy as np
+import psycopg.errors
+from numpy.typing import NDArray
+
+from memory.errors import SemanticInputError, SemanticStoreError
+from memory.providers._pg import (
+    Conn,
+    PgPlace,
+    any_words,
+    claim,
+    first_line,
+    generation,
+    is_lock_timeout,
+    next_id,
+    provider_scope,
+    transaction,
+)
+from memory.providers.semantic.contract import HistoryEvent, Memory, Origin, content_key, memory_from_row
+
+__all__ = ["PgSemanticStore"]
+
+_COLUMNS = "memory_id, content, origin, created_at, updated_at"
+_SAME_KEY = "scope = %s AND md5(content_key) = md5(%s) AND content_key = %s"
+
+
+def _floats(vector: NDArray[np.float32]) -> list[float]:
+    return [float(x) for x in np.asarray(vector, dtype=np.float32).ravel()]
+
+
+class PgSemanticStore:
+    """One user's memories in PostgreSQL (a `SemanticBackend`). Use `PgSemanticStore.open`.
+
+    The pool belongs to the caller: `close` only stops this store from being used.
+    """
+
+    def __init__(self, place: PgPlace, scope: str, *, now: Callable[[], float]) -> None:
+        self._place = place
+        self.scope = scope
+        self._now = now
+        self._closed = False
+        self._lock = threading.Lock()  # the cached matrix: searches run in worker threads
+        self._cache: tuple[tuple[int, str], list[int], NDArray[np.float32]] | None = None
+
+    @classmethod
+    def open(
+        cls, place: PgPlace, *, user_id: str | None, now: Callable[[], float] = time.time
+    ) -> PgSemanticStore:
+        """The memories of `user_id` in `place` (the schema is migrated by whoever opened the
+        stores). Blocking: call it in a thread.
+
+        Raises:
+            ValueError: `user_id` is not a safe directory name.
+            SemanticStoreError: the server cannot be used, or the schema has no memory tables.
+        """
+        store = cls(place, provider_scope(user_id), now=now)
+        store.count()  # fail at open, not at the first turn
+        return store
+
+    @property
+    def location(self) -> str:
+        return f"PostgreSQL schema {self._place.schema!r}, table sem_memories, scope {self.scope!r}"
+
+    def close(self) -> None:
+        self._closed = True
+        self._cache = None
+
+    def _translate(self, exc: BaseException) -> SemanticStoreError:
+        if is_lock_timeout(exc):
+            return SemanticStoreError(
+                f"the semantic memory ({self.location}) stayed locked by another writer ({first_line(exc)}); retry"
+            )
+        if isinstance(exc, psycopg.errors.UndefinedTable):
+            return SemanticStoreError(
+                f"the semantic memory tables are missing from PostgreSQL schema {self._place.schema!r}; open "
+                "the keel stores (storage.backend: postgres) once so the schema is migrated"
+            )
+        return SemanticStoreError(
+            f"the semantic memory ({self.location}) failed: {first_line(exc)}; check that the PostgreSQL "
+            "server is up (storage.url), then retry"
+        )
+
+    @contextmanager
+    def _db(self, *, write: bool = False) -> Iterator[Conn]:
+        if self._closed:
+            raise SemanticStoreError(f"the semantic memory ({self.location}) is closed")
+        with transaction(self._place, self._translate) as conn:
+            if write:
+                claim(conn, self.scope, "semantic")
+            yield conn
+
+    # ------------------------------------------------------------------ writes
+
+    def add(
+        self,
+        content: str,
+        vector: NDArray[np.float32],
+        *,
+        model_id: str,
+        origin: Origin,
+        session_id: str = "",
+    ) -> tuple[Memory, bool]:
+        """Store a memory; the same text (see `content_key`) returns the existing one and False."""
+        content = content.strip()
+        if not content:
+            raise SemanticInputError("the memory is empty; say what should be remembered")
+        key = content_key(content)
+        with self._db(write=True) as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sem_memories WHERE {_SAME_KEY}", (self.scope, key, key)
+            ).fetchone()
+            if row is not None:
+                return memory_from_row(row), False
+            memory_id, now = next_id(conn, self.scope, "semantic"), self._now()
+            conn.execute(
+                "INSERT INTO sem_memories (scope, memory_id, content, content_key, origin, created_at, "
+                "updated_at, model_id, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::real[])",
+                (self.scope, memory_id, content, key, origin, now, now, model_id, _floats(vector)),
+            )
+            self._log(conn, memory_id, "add", None, content, session_id, now)
+            return Memory(memory_id, content, origin, now, now), True
+
+    def update(
+        self,
+        memory_id: int,
+        content: str,
+        vector: NDArray[np.float32],
+        *,
+        model_id: str,
+        session_id: str = "",
+    ) -> Memory:
+        """Replace a memory's text (and embedding); its id and creation time stay."""
+        content = content.strip()
+        if not content:
+            raise SemanticInputError("the new text is empty; delete the memory instead")
+        key = content_key(content)
+        with self._db(write=True) as conn:
+            old = self._get(conn, memory_id)
+            clash = conn.execute(
+                f"SELECT memory_id FROM sem_memories WHERE {_SAME_KEY} AND memory_id <> %s",
+                (self.scope, key, key, memory_id),
+            ).fetchone()
+            if clash is not None:
+                raise SemanticInputError(
+                    f"memory {int(clash[0])} already says that; delete memory {memory_id} instead"
+                )
+            now = self._now()
+            conn.execute(
+                "UPDATE sem_memories SET content = %s, content_key = %s, updated_at = %s, model_id = %s, "
+                "embedding = %s::real[] WHERE scope = %s AND memory_id = %s",
+                (content, key, now, model_id, _floats(vector), self.scope, memory_id),
+            )
+            self._log(conn, memory_id, "update", old.content, content, session_id, now)
+            return Memory(memory_id, content, old.origin, old.created_at, now)
+
+    def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
+        """Remove a memory; returns what was removed."""
+        with self._db(write=True) as conn:
+            old = self._get(conn, memory_id)
+            conn.execute(
+                "DELETE FROM sem_memories WHERE scope = %s AND memory_id = %s", (self.scope, memory_id)
+            )
+            self._log(conn, memory_id, "delete", old.content, None, session_id, self._now())
+            return old
+
+    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
+        """Store new embeddings (after a change of embedding model)."""
+        with self._db(write=True) as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE sem_memories SET embedding = %s::real[], model_id = %s WHERE scope = %s AND memory_id = %s",
+                [(_floats(v), model_id, self.scope, i) for i, v in rows],
+            )
+
+    def _log(
+        self,
+        conn: Conn,
+        memory_id: int,
+        event: Literal["add", "update", "delete"],
+        old: str | None,
+        new: str | None,
+        session_id: str,
+        at: float,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO sem_history (scope, memory_id, event, old_content, new_content, at, session_id) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (self.scope, memory_id, event, old, new, at, session_id),
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    def _get(self, conn: Conn, memory_id: int) -> Memory:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = %s",
+            (self.scope, memory_id),
+        ).fetchone()
+        if row is None:
+            raise SemanticInputError(f"there is no memory {memory_id}; search or list to find the right id")
+        return memory_from_row(row)
+
+    def get(self, memory_id: int) -> Memory:
+        with self._db() as conn:
+            return self._get(conn, memory_id)
+
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        if not memory_ids:
+            return {}
+        with self._db() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = ANY(%s)",
+                (self.scope, list(memory_ids)),
+            ).fetchall()
+        return {m.memory_id: m for m in map(memory_from_row, rows)}
+
+    def count(self) -> int:
+        with self._db() as conn:
+            row = conn.execute("SELECT count(*) FROM sem_memories WHERE scope = %s", (self.scope,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def recent(self, *, limit: int) -> list[Memory]:
+        """The most recently updated memories first."""
+        with self._db() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s "
+                "ORDER BY updated_at DESC, memory_id DESC LIMIT %s",
+                (self.scope, limit),
+            ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def history(self) -> list[HistoryEvent]:
+        with self._db() as conn:
+            rows = conn.execute(
+                "SELECT memory_id, event, old_content, new_content, session_id FROM sem_history "
+                "WHERE scope = %s ORDER BY event_id",
+                (self.scope,),
+            ).fetchall()
+        out: list[HistoryEvent] = []
+        for memory_id, event, old, new, session_id in rows:
+            kind: Literal["add", "update", "delete"] = (
+                "add" if event == "add" else "update" if event == "update" else "delete"
+            )
+            out.append(HistoryEvent(int(memory_id), kind, old, new, str(session_id)))
+        return out
+
+    def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
+        """(id, text) of memories embedded by another model."""
+        with self._db() as conn:
+            rows = conn.execute(
+                "SELECT memory_id, content FROM sem_memories WHERE scope = %s AND model_id <> %s ORDER BY memory_id",
+                (self.scope, model_id),
+            ).fetchall()
+        return [(int(i), str(c)) for i, c in rows]
+
+    def matrix(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
+        """Ids and the embedding matrix of every memory made by `model_id`, cached until the
+        scope's write generation moves (a write on this or any other worker)."""
+        with self._db() as conn:
+            stamp = (generation(conn, self.scope, "semantic"), model_id)
+            with self._lock:
+                cached = self._cache
+            if cached is not None and cached[0] == stamp:
+                return cached[1], cached[2]
+            rows = conn.execute(
+                "SELECT memory_id, embedding FROM sem_memories WHERE scope = %s AND model_id = %s ORDER BY memory_id",
+                (self.scope, model_id),
+                binary=True,
+            ).fetchall()
+        ids = [int(r[0]) for r in rows]
+        matrix = (
+            np.asarray([r[1] for r in rows], dtype=np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
+        )
+        with self._lock:
+            self._cache = (stamp, ids, matrix)
+        return ids, matrix
+
+    def lexical(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
+        """(id, `ts_rank`) for memories matching any of `terms`, best first."""
+        if not terms:
+            return []
+        query, words = any_words(terms)
+        with self._db() as conn:
+            rows = conn.execute(
+                f"SELECT m.memory_id, ts_rank(m.search_tsv, q.q) AS rank FROM sem_memories m, (SELECT {query} AS q) q "
+                "WHERE m.scope = %s AND m.search_tsv @@ q.q ORDER BY rank DESC, m.memory_id LIMIT %s",
+                [*words, self.scope, limit],
+            ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequency(self, term: str) -> int:
+        """How many memories contain `term` (stemmed as the word index has it)."""
+        query, words = any_words([term])
+        with self._db() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM sem_memories WHERE scope = %s AND search_tsv @@ {query}",
+                [self.scope, *words],
+            ).fetchone()
+        return 0 if row is None else int(row[0])

@@ -1,0 +1,141 @@
+"""The wall between the semantic provider and where its memories live: `SemanticBackend`.
+
+Two stores sit behind it, side by side: `store.SemanticStore` (one SQLite file per user,
+`semantic.db`) and `_pg.PgSemanticStore` (rows of the keel PostgreSQL schema, one scope per
+user, embeddings as `real[]`). The provider, the ranker and the learner see only this
+protocol. Both keep the same things: the text, a normalized key so the same fact is never
+stored twice (`content_key`), where it came from, timestamps, the embedding and the id of
+the model that made it, a word index, and a history of every add, update and delete.
+
+Every method blocks; the provider calls them through `anyio.to_thread.run_sync`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["HistoryEvent", "Memory", "Origin", "SemanticBackend", "content_key", "memory_from_row"]
+
+Origin: TypeAlias = Literal["extracted", "saved"]
+"""`extracted` from a turn by the model, or `saved` verbatim by the `semantic_save` tool."""
+
+_SPACE = re.compile(r"\s+")
+
+
+def content_key(content: str) -> str:
+    """What makes two memories the same: case-folded, whitespace collapsed, end punctuation dropped."""
+    return _SPACE.sub(" ", content).strip().rstrip(".!").casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory (without its embedding)."""
+
+    memory_id: int
+    content: str
+    origin: Origin
+    created_at: float
+    updated_at: float
+    kind: Literal["semantic_memory"] = "semantic_memory"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One change to the store, oldest first in `SemanticBackend.history`."""
+
+    memory_id: int
+    event: Literal["add", "update", "delete"]
+    old_content: str | None
+    new_content: str | None
+    session_id: str
+    kind: Literal["semantic_history"] = "semantic_history"
+
+
+def memory_from_row(row: Sequence[object]) -> Memory:
+    """A memory from the columns `memory_id, content, origin, created_at, updated_at`."""
+    origin: Origin = "saved" if row[2] == "saved" else "extracted"
+    return Memory(int(str(row[0])), str(row[1]), origin, float(str(row[3])), float(str(row[4])))
+
+
+class SemanticBackend(Protocol):
+    """One user's memories with their embeddings, a word index and a history.
+
+    An unknown id or empty text raises `SemanticInputError`; the store failing raises
+    `SemanticStoreError`.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the memories live, for messages (a file path, or a schema and scope)."""
+        ...
+
+    def close(self) -> None: ...
+
+    def add(
+        self,
+        content: str,
+        vector: NDArray[np.float32],
+        *,
+        model_id: str,
+        origin: Origin,
+        session_id: str = "",
+    ) -> tuple[Memory, bool]:
+        """Store a memory; the same text (see `content_key`) returns the existing one and False."""
+        ...
+
+    def update(
+        self,
+        memory_id: int,
+        content: str,
+        vector: NDArray[np.float32],
+        *,
+        model_id: str,
+        session_id: str = "",
+    ) -> Memory:
+        """Replace a memory's text (and embedding); its id and creation time stay."""
+        ...
+
+    def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
+        """Remove a memory; returns what was removed."""
+        ...
+
+    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
+        """Store new embeddings (after a change of embedding model)."""
+        ...
+
+    def get(self, memory_id: int) -> Memory: ...
+
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]: ...
+
+    def count(self) -> int: ...
+
+    def recent(self, *, limit: int) -> list[Memory]:
+        """The most recently updated memories first."""
+        ...
+
+    def history(self) -> list[HistoryEvent]: ...
+
+    def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
+        """(id, text) of memories embedded by another model."""
+        ...
+
+    def matrix(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
+        """Ids and the embedding matrix (one row each, by id) of every memory made by `model_id`.
+
+        The same matrix object is handed out until something is written (the ranker's
+        hubness index relies on it)."""
+        ...
+
+    def lexical(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
+        """(id, a positive full-text score, higher better) for memories matching any of `terms`."""
+        ...
+
+    def document_frequency(self, term: str) -> int:
+        """How many memories contain `term` (as the word index matches it, stemmed)."""
+        ...

@@ -1,0 +1,112 @@
+"""The session lease across a compression, on two real PostgreSQL lease connections.
+
+A compression inside a turn ends the session row and continues in a child with a new id,
+while the turn goes on. A second worker resuming that child must wait for the first
+worker's turn to end: the lease is keyed by the lineage root, which parent and child share.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from harness.errors import SessionError
+from harness.events import Warning
+from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.wiring import SessionOptions, open_session
+from memory import SessionBusyError
+
+LONG = " ".join(["word"] * 60)  # 60 fake tokens
+
+
+def pg_config(url: str, schema: str):  # type: ignore[no-untyped-def]  # KeelConfig
+    # context 2500 → compression at 1875 fake tokens (small windows use at least 0.75): the
+    # system prompt and four filled turns stay under it, the fifth message crosses it, so
+    # that turn compresses before its first model call.
+    return config(
+        storage__backend="postgres",
+        storage__url=url,
+        storage__pg_schema=schema,
+        storage__lease_wait_s="1",
+        model__context_window="2500",
+        compression__protect_first_n="0",
+        compression__protect_last_n="2",
+        compression__flush="off",
+    )
+
+
+async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_its_parent(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema)
+    inside, release = anyio.Event(), anyio.Event()
+
+    async def wait_here(note: str) -> str:
+        """Wait until the test lets the turn go on."""
+        inside.set()
+        await release.wait()
+        return f"done {note}"
+
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    first = SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer(), tools=(wait_here,))
+    async with open_session(cfg, first) as a:
+        for i in range(4):
+            model.extend([say(f"answer {i} {LONG}")])
+            await run_turn(a, f"question {i} {LONG}")
+        parent = a.session_id
+        model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_turn, a, f"question 5 {LONG}")
+            with anyio.fail_after(30):
+                await inside.wait()  # compressed, and still inside the turn
+            child = a.session_id
+            assert child != parent and a.parent_session_id == parent
+            # Another worker (its own stores, its own lease connection) resumes the child.
+            other = ScriptedModel([say("interleaved")])
+            second = SessionOptions(model=other, home=tmp_path / "b", tokenizer=FakeTokenizer(), resume=child)
+            with pytest.raises(SessionBusyError, match=f"session {parent!r} is busy"):
+                async with open_session(cfg, second) as b:
+                    await run_turn(b, "me too")
+            assert other.requests == []  # nothing ran
+            release.set()
+        turn_five = [m.content for m in a.transcript]
+    # Once the turn has ended, the child is free for the other worker, which sees all of it.
+    later = ScriptedModel([say("now")])
+    third = SessionOptions(model=later, home=tmp_path / "c", tokenizer=FakeTokenizer(), resume=child)
+    async with open_session(cfg, third) as c:
+        await run_turn(c, "me too")
+        assert [m.content for m in c.transcript][: len(turn_five)] == turn_five
+    assert [m.content for m in later.requests[0].messages][-2:] == ["finished", "me too"]
+
+
+async def test_a_worker_holding_the_parent_is_told_where_it_went_on_and_a_resume_follows(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    cfg = pg_config(postgres_url, sessions_schema)
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with open_session(
+        cfg, SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer())
+    ) as a:
+        for i in range(4):
+            model.extend([say(f"answer {i} {LONG}")])
+            await run_turn(a, f"question {i} {LONG}")
+        parent = a.session_id
+        stale = ScriptedModel([say("forked")])
+        held = SessionOptions(model=stale, home=tmp_path / "b", tokenizer=FakeTokenizer(), resume=parent)
+        async with open_session(cfg, held) as b:
+            model.extend([say("## Goal\nchat"), say("after")])
+            await run_turn(a, f"question 5 {LONG}")  # compresses: the parent row ends
+            child = a.session_id
+            assert child != parent
+            with pytest.raises(SessionError, match=f"compressed on another worker and goes on as {child!r}"):
+                await run_turn(b, "still there?")
+        assert stale.requests == []  # nothing ran, nothing was appended to the ended parent
+    later = ScriptedModel([say("yes")])
+    again = SessionOptions(model=later, home=tmp_path / "c", tokenizer=FakeTokenizer(), resume=parent)
+    async with open_session(cfg, again) as c:
+        assert c.session_id == child and c.parent_session_id == parent
+        events = await run_turn(c, "still there?")
+    assert any(isinstance(e, Warning) and f"goes on as {child!r}" in e.message for e in events)
+    assert [m.content for m in later.requests[0].messages][-2:] == ["after", "still there?"]
