@@ -248,7 +248,7 @@ def test_without_a_flush_the_planted_facts_do_not_reach_memory(tmp_path: Path, h
     # only the system prompt with each other (a different tool list, then other messages)
     def flush_reuse(arm: str) -> float:
         flush = arms[arm]["by_purpose"]["flush"]
-        return float(flush["reused_tokens"]["llamacpp"]) / flush["prompt_tokens"]
+        return float(flush["reused_tokens"]["llamacpp"]) / float(flush["prompt_tokens"])
 
     assert flush_reuse("cache_safe") > 0.9
     assert flush_reuse("memory_only") < 0.5 * flush_reuse("cache_safe")
