@@ -102,8 +102,12 @@ def _report(result: DemoResult) -> None:
     for run in result.compressions:
         _flush_entries(run)
     facts = ", ".join(result.facts_saved) or "none"
+    held = ", ".join(result.facts_in_memory) or "none"
     console.print(
         f"\n[bold]durable facts the flush kept[/]: {len(result.facts_saved)} of {len(DEMO_FACTS)} ({escape(facts)})"
+        f"\n[bold]durable facts in memory after the compression[/]: {len(result.facts_in_memory)} of "
+        f"{len(DEMO_FACTS)} ({escape(held)}) — saved during the turns or by the flush; the flush reads only "
+        "the turns the compression drops (compression.flush_chunk_tokens), the kept turns stay visible"
     )
     console.print(
         f"\ntraces: {escape(str(result.frozen.trace_path))}\n        {escape(str(result.live.trace_path))}"

@@ -132,6 +132,8 @@ class PolicyRun:
     rows: tuple[TurnRow, ...]
     trace_path: Path
     home: Path
+    memory: str = ""
+    """The memory the model sees at the end (the prompt's memory and user slots)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,9 @@ class DemoResult:
     """The compression forced at the end of the frozen run."""
     facts_saved: tuple[str, ...]
     """Which of `DEMO_FACTS` the frozen run's flushes saved."""
+    facts_in_memory: tuple[str, ...] = ()
+    """Which of `DEMO_FACTS` the frozen run's memory holds after the forced compression
+    (saved during the turns, by the side writes, or by the flush)."""
 
     @property
     def compressions(self) -> tuple[CompressionRun, ...]:
@@ -193,6 +198,12 @@ def facts_in(entries: tuple[FlushEntry, ...]) -> tuple[str, ...]:
     """Which demo facts the saved entries hold."""
     saved = [e.content.lower() for e in entries if e.saved]
     return tuple(fact for fact, words in DEMO_FACTS.items() if any(w in e for e in saved for w in words))
+
+
+def facts_in_text(text: str) -> tuple[str, ...]:
+    """Which demo facts a text (the memory the model sees) holds."""
+    low = text.lower()
+    return tuple(fact for fact, words in DEMO_FACTS.items() if any(w in low for w in words))
 
 
 def _per_turn_reuse(records: list[TraceRecord], tokenizer: Tokenizer) -> dict[int, tuple[int, int]]:
@@ -253,6 +264,7 @@ async def _run_policy(
                 on_event(ev)
             found = compression_runs(compression_events, after_turn=len(walls), forced=True, wall_s=wall)
             forced = found[-1] if found else None
+        memory = f"{session.prompt.slot_text('memory')}\n{session.prompt.slot_text('user')}"
     trace_path = session.handles.trace_path
     assert trace_path is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
@@ -268,7 +280,7 @@ async def _run_policy(
         )
         for n in sorted(walls)
     )
-    return PolicyRun(policy, rows, trace_path, home), forced
+    return PolicyRun(policy, rows, trace_path, home, memory), forced
 
 
 async def run_demo(
@@ -312,4 +324,5 @@ async def run_demo(
         live=live,
         forced=forced,
         facts_saved=facts_in(tuple(e for r in flushes for e in r.entries)),
+        facts_in_memory=facts_in_text(frozen.memory),
     )

@@ -49,6 +49,7 @@ def test_the_demo_in_reduced_mode_prints_its_table_and_traces(tmp_path: Path) ->
     assert "compression (frozen run)" in out, "the table has a column for compressions"
     assert "compression forced at the end" in out
     assert "durable facts the flush kept" in out
+    assert re.search(r"durable facts in memory after the compression: \d of 6", out), out
     traces = sorted((tmp_path / "demo").glob("*/traces/*.jsonl"))
     assert [t.parent.parent.name for t in traces] == ["frozen", "live"]
     assert all(t.stat().st_size > 0 for t in traces)
