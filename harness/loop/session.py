@@ -1,4 +1,4 @@
-"""The turn loop (design.md §4).
+"""The turn loop (docs/architecture.md §4).
 
 A `Session` owns one conversation and composes its parts: the transcript and its lineage
 (`transcript.py`), the frozen system prompt (`system_prompt.py`), size estimates
