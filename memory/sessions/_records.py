@@ -62,6 +62,8 @@ class IndexFeatures:
 
 def utf8_safe(text: str) -> str:
     """`text` with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
+    if text.isascii():  # a flag on the string: no copy, and nearly every text is ASCII
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

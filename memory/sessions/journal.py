@@ -38,7 +38,7 @@ import fcntl
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -414,31 +414,47 @@ class JournalledWriter:
             user_id=user_id,
             memory_snapshot=memory_snapshot,
         )
-        await self._write(op)
+        await self._write(lambda: op)
 
     async def append_message(self, session_id: str, message: StoredMessage) -> int | None:
         """The row id when the store took the message now; None when it was journalled."""
-        return await self._write(_Messages(session_id=session_id, messages=[message]))
+        return await self._write(
+            lambda: _Messages(session_id=session_id, messages=[message]),
+            lambda: self.store.append_message(session_id, message),  # the store's fast path (group commit)
+        )
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> None:
-        await self._write(_Messages(session_id=session_id, messages=list(messages)))
+        await self._write(lambda: _Messages(session_id=session_id, messages=list(messages)))
 
     async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> None:
-        await self._write(_End(session_id=session_id, reason=reason, ended_at=ended_at))
+        await self._write(lambda: _End(session_id=session_id, reason=reason, ended_at=ended_at))
 
     async def add_usage(
         self, session_id: str, *, input: int, output: int, cache_read: int, cache_write: int, reasoning: int
     ) -> None:
-        op = _Usage(
-            session_id=session_id,
-            input=input,
-            output=output,
-            cache_read=cache_read,
-            cache_write=cache_write,
-            reasoning=reasoning,
-            api_calls=1,
-        )
-        await self._write(op)
+        def op() -> _Usage:
+            return _Usage(
+                session_id=session_id,
+                input=input,
+                output=output,
+                cache_read=cache_read,
+                cache_write=cache_write,
+                reasoning=reasoning,
+                api_calls=1,
+            )
+
+        async def direct() -> None:
+            await self.store.add_usage(
+                session_id,
+                input=input,
+                output=output,
+                cache_read=cache_read,
+                cache_write=cache_write,
+                reasoning=reasoning,
+                api_calls=1,
+            )
+
+        await self._write(op, direct)
 
     async def record_flush(
         self,
@@ -453,7 +469,7 @@ class JournalledWriter:
         op = _Flush(
             session_id=session_id, timestamp=timestamp, mode=mode, saved=saved, refused=refused, reply=reply
         )
-        await self._write(op)
+        await self._write(lambda: op)
 
     async def settle(self) -> int:
         """Try the journalled writes once more, release the file; returns the writes still journalled.
@@ -480,21 +496,30 @@ class JournalledWriter:
 
     # ------------------------------------------------------------------ internals
 
-    async def _write(self, op: _Write) -> int | None:
-        """Apply `op` to the store, else journal it; the store's row id for a single message it took now."""
+    async def _write(
+        self, make: Callable[[], _Write], direct: Callable[[], Awaitable[int | None]] | None = None
+    ) -> int | None:
+        """Apply the write `make` builds to the store, else journal it; the store's row id for a
+        single message it took now.
+
+        `direct` makes the same store call without building the write: the per-turn writes
+        (a message, a reply's usage) go straight in while nothing is journalled, and their
+        journal line — validated, which costs more than the store call — is built only
+        when the store refuses them.
+        """
         if (
             self._file is not None
             and self._file.pending
             and (self._clock() < self._retry_at or not await self._try_drain())
         ):
-            await self._journal(op, None)
+            await self._journal(make(), None)
             return None
         try:
-            row_id = await _apply(self.store, op)
+            row_id = await (direct() if direct is not None else _apply(self.store, make()))
         except BaseException as exc:
             if not _refused(exc):
                 raise
-            await self._journal(op, exc)
+            await self._journal(make(), exc)
             return None
         self._pause_s = _FIRST_PAUSE_S
         return row_id
