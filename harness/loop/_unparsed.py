@@ -63,9 +63,11 @@ _LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrtu])')
 def _whole_object(text: str) -> dict[str, JsonValue] | None:
     """The reply as one JSON object with a string `name` and object arguments, else None."""
     body = text.strip()
-    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL)
+    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL) if body.startswith("```") else None
     if fence:
         body = fence.group(1)
+    if not body.startswith("{"):  # not an object: spare every answer two failed parses
+        return None
     try:
         data: JsonValue = json.loads(body)
     except ValueError:
