@@ -58,7 +58,7 @@ from memory.sessions._validate import (
 )
 from memory.sessions.sqlite import _search, _sql
 from memory.sessions.sqlite._group import GroupCommit
-from memory.sessions.sqlite._schema import migrate, probe_features, reconcile_indexes
+from memory.sessions.sqlite._schema import index_new_messages, migrate, probe_features, reconcile_indexes
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
 
@@ -108,7 +108,7 @@ class SessionDB:
         self._features = features
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
-        self._group = GroupCommit(conn, self._run)
+        self._group = GroupCommit(conn, self._run, finish=lambda c: index_new_messages(c, features))
 
     @classmethod
     async def open(
