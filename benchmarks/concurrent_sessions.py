@@ -85,7 +85,7 @@ def script(turns: int, own: str, other: str) -> ScriptedModel:
         call_tool("session_search", {"query": own}),
         say("Checked.", usage=usage),
     ]
-    return ScriptedModel(steps)
+    return ScriptedModel(steps, record=False)  # a real client keeps no request alive either
 
 
 async def timed_turn(session: Session, text: str) -> tuple[float, list[ToolResultReady]]:
