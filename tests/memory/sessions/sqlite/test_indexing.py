@@ -90,7 +90,9 @@ async def test_a_version_1_index_is_upgraded_in_place_and_keeps_up(tmp_path: Pat
     triggers = {str(r[0]) for r in sql(path, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert "messages_fts_ai" not in triggers and "messages_trigram_ai" not in triggers
     assert "messages_fts_ad" in triggers and "messages_trigram_au" in triggers
-    marks = dict(sql(path, "SELECT key, value FROM state_meta WHERE key LIKE 'index:%'"))
+    marks = {
+        str(k): str(v) for k, v in sql(path, "SELECT key, value FROM state_meta WHERE key LIKE 'index:%'")
+    }
     assert marks["index:messages_fts"] == marks["index:messages_trigram"] == "2"
     check_indexes(path)
 
