@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import get_args
 
-from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredRole, storable_text
+from memory.sessions._records import (
+    EndReason,
+    FlushMode,
+    StoredMessage,
+    StoredRole,
+    StoredUsage,
+    storable_text,
+)
 
 __all__ = [
     "check_end_reason",
@@ -20,6 +27,7 @@ __all__ = [
     "check_id",
     "check_time",
     "check_usage",
+    "check_usage_counts",
     "check_user_id",
     "check_user_ids",
     "checked_message",
@@ -74,6 +82,11 @@ def check_usage(values: dict[str, int]) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or value < 0:
             raise ValueError(f"usage {name} must be a non-negative int, not {value!r}")
+
+
+def check_usage_counts(usage: StoredUsage | None) -> None:
+    if usage is not None:
+        check_usage(usage.as_dict())
 
 
 def checked_message(message: StoredMessage) -> StoredMessage:

@@ -7,7 +7,7 @@ import stat
 import time
 from pathlib import Path
 
-from memory import LockRetryPolicy, SessionDB, StoredMessage
+from memory import LockRetryPolicy, SessionDB, StoredMessage, StoredUsage
 from memory.sessions import JournalledWriter, replay_journals
 from tests.memory.sessions.lockholder import exclusive_lock
 
@@ -152,7 +152,12 @@ async def test_a_message_and_a_usage_refused_on_the_direct_path_are_journalled_w
         assert await writer.append_message("s1", msg("user", "stored at once")) is not None
         await writer.add_usage("s1", input=7, output=3, cache_read=2, cache_write=1, reasoning=0)
         async with exclusive_lock(path):
-            assert await writer.append_message("s1", msg("assistant", "refused, journalled")) is None
+            usage = StoredUsage(input=100, output=10, api_calls=1)
+            assert (
+                await writer.append_message("s1", msg("assistant", "refused, journalled"), usage=usage)
+                is None
+            )
+            assert writer.pending == 2  # the message and its usage, two lines
             await writer.settle()
         async with exclusive_lock(path):
             again = JournalledWriter(db, journal_dir, warn=lambda _: None)
@@ -166,5 +171,5 @@ async def test_a_message_and_a_usage_refused_on_the_direct_path_are_journalled_w
         await db.aclose()
     assert stored == ["stored at once", "refused, journalled"]
     assert session is not None
-    assert (session.input_tokens, session.output_tokens, session.reasoning_tokens) == (12, 7, 1)
-    assert (session.cache_read_tokens, session.api_call_count) == (2, 2)
+    assert (session.input_tokens, session.output_tokens, session.reasoning_tokens) == (112, 17, 1)
+    assert (session.cache_read_tokens, session.api_call_count) == (2, 3)
