@@ -45,6 +45,8 @@ def unparsed_call(text: str, tools: Collection[str]) -> str | None:
     a name that is no tool — a small model writes `{"name": "add", ...}` for the memory
     tool's `add` action. The reason names the tools, so the model can correct the call.
     """
+    if "<" not in text and "{" not in text:
+        return None  # markup needs `<`, a call written as text `{`: most answers have neither
     if _MARKUP.search(text):
         return "it contains chat-template markup"
     match = _CALL.search(text)

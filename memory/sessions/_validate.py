@@ -100,6 +100,15 @@ def checked_message(message: StoredMessage) -> StoredMessage:
     def fix(value: str | None) -> str | None:
         return None if value is None else storable_text(value)
 
+    texts = (
+        message.content,
+        message.api_content,
+        message.tool_calls,
+        message.tool_call_id,
+        message.tool_name,
+    )
+    if all(t is None or storable_text(t) is t for t in texts):
+        return message  # nearly always: nothing to repair, nothing to copy
     return replace(
         message,
         content=storable_text(message.content),
