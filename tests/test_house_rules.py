@@ -113,7 +113,7 @@ FACADES = {
         "SessionStoreBusyError SessionStoreCorruptError SessionStoreError "
         "SessionStoreUnavailableError SnapshotPolicy SnapshotUnavailableError StoreError StoreFullError StoreIOError "
         "StoreLockTimeout StoreReadError StoreWriteError StoredMessage StoredRole Summarizer "
-        "SwitchReason TargetDisabledError TurnMessage WriteAction WriteRefused WriteResult "
+        "StoredUsage SwitchReason TargetDisabledError TurnMessage WriteAction WriteRefused WriteResult "
         "WriteTarget atomic_write blocked_placeholder check_scope_id describe_findings grounded "
         "is_trivial memories_dir memory_tool_schema open_session_db open_session_store redact_url "
         "sanitize_entry sanitize_fts_query scan session_search_schema session_store_location"
