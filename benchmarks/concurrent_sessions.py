@@ -17,6 +17,11 @@ sent must be stored and no "database is locked" error may reach a session.
 
     python benchmarks/concurrent_sessions.py [--sessions 1000] [--turns 50] [--users 100]
         [--backend sqlite|postgres|both] [--url postgresql://...] [--processes 4] [--quick]
+        [--gc python|sessions]
+
+`--gc sessions` runs the way a host of many sessions is advised to (`harness.runtime.
+tune_gc_for_sessions`: a higher young-generation threshold for the cyclic collector); the
+default keeps Python's own thresholds. The first line printed names the thresholds.
 
 PostgreSQL: `--url`, else `$KEEL_TEST_POSTGRES_URL`, else
 postgresql://postgres@127.0.0.1:5432/test; the run creates its own schema and drops it.
@@ -28,6 +33,7 @@ e.g. no pooled PostgreSQL connection within `--pg-wait-s`), a lost message or a 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -50,6 +56,7 @@ from benchmarks._util import median, percentile
 from harness.config import KeelConfig, load_config
 from harness.events import ToolResultReady
 from harness.loop.session import Session
+from harness.runtime import tune_gc_for_sessions
 from harness.testing import ScriptedModel, call_tool, say
 from harness.tokens import Tokenizer, load_tiktoken
 from harness.types import Usage
@@ -480,6 +487,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="how long a call waits for a pooled connection (sessions.connect_timeout_s; default 10)",
     )
     parser.add_argument(
+        "--gc",
+        choices=("python", "sessions"),
+        default="python",
+        help="the cyclic collector's thresholds: Python's defaults, or harness.runtime.tune_gc_for_sessions",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="a small run: 40 sessions × 6 turns, 2 processes"
     )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
@@ -553,7 +566,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     url = args.url or os.environ.get("KEEL_TEST_POSTGRES_URL") or DEFAULT_PG_URL
     backends = ("sqlite", "postgres") if args.backend == "both" else (args.backend,)
-    print(f"{args.sessions} sessions × {args.turns} turns over {args.users} users, in one process")
+    if args.gc == "sessions":
+        tune_gc_for_sessions()
+    print(
+        f"{args.sessions} sessions × {args.turns} turns over {args.users} users, in one process "
+        f"(gc thresholds {gc.get_threshold()})"
+    )
     results: dict[str, dict[str, float]] = {}
     for backend in backends:
         results[backend] = anyio.run(
