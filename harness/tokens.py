@@ -16,7 +16,9 @@ remembered, so counting a 1,000-message history on every turn costs one lookup p
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Literal, Protocol, TypeAlias
@@ -52,13 +54,28 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+_MEMO_MIN_CHARS = 512
+"""Texts at least this long have their counts remembered (`TiktokenTokenizer.count`)."""
+_MEMO_MAX_CHARS = 4_000_000
+"""The remembered texts' total length: the oldest are forgotten beyond it."""
+
+
 class TiktokenTokenizer:
-    """cl100k_base from the bundled offline table."""
+    """cl100k_base from the bundled offline table.
+
+    `count` remembers the counts of long texts (a bounded LRU shared by every session that
+    uses this tokenizer): each session of a process builds its system prompt from the same
+    slots and counts the same tool list, and encoding those costs milliseconds; looking a
+    string up costs its hash.
+    """
 
     def __init__(self, encoding: object) -> None:
         # `encoding` is a tiktoken.Encoding; typed loosely so importing this module
         # does not import tiktoken (nothing happens at import time).
         self._enc = encoding
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._counted_chars = 0
+        self._lock = threading.Lock()  # count() may run in worker threads too
 
     @property
     def name(self) -> str:
@@ -69,7 +86,22 @@ class TiktokenTokenizer:
         return ids
 
     def count(self, text: str) -> int:
-        return len(self.encode(text))
+        if len(text) < _MEMO_MIN_CHARS:
+            return len(self.encode(text))
+        with self._lock:
+            hit = self._counts.get(text)
+            if hit is not None:
+                self._counts.move_to_end(text)
+                return hit
+        n = len(self.encode(text))
+        with self._lock:
+            if text not in self._counts:
+                self._counts[text] = n
+                self._counted_chars += len(text)
+            while self._counted_chars > _MEMO_MAX_CHARS and self._counts:
+                old, _ = self._counts.popitem(last=False)
+                self._counted_chars -= len(old)
+        return n
 
 
 class CharTokenizer:
@@ -89,6 +121,7 @@ class CharTokenizer:
         return (len(text) + 3) // 4
 
 
+@functools.cache
 def _load_tiktoken_sync() -> TiktokenTokenizer:
     import tiktoken
 
@@ -96,7 +129,8 @@ def _load_tiktoken_sync() -> TiktokenTokenizer:
 
 
 async def load_tiktoken() -> TiktokenTokenizer:
-    """Load cl100k_base from the offline package in a worker thread."""
+    """cl100k_base from the offline package, loaded in a worker thread the first time; one
+    instance per process, so every session shares its remembered counts."""
     return await anyio.to_thread.run_sync(_load_tiktoken_sync)
 
 

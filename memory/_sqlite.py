@@ -174,12 +174,18 @@ class SqliteConnection:
 
         return self._with_retry(attempt)
 
-    def write_each(self, fns: Sequence[Callable[[sqlite3.Connection], object]]) -> list[Outcome]:
+    def write_each(
+        self,
+        fns: Sequence[Callable[[sqlite3.Connection], object]],
+        *,
+        then: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[Outcome]:
         """Run independent writes in one transaction, each in its own savepoint.
 
         One write's failure (a missing session, a constraint) rolls back that write only and
         is its own outcome; the others commit together. A lock past every retry, or a failed
-        commit, raises for all of them (nothing was written).
+        commit, raises for all of them (nothing was written). `then` runs after the writes,
+        in the same transaction (outside their savepoints); if it raises, nothing is written.
         """
 
         def each(conn: sqlite3.Connection) -> list[Outcome]:
@@ -201,6 +207,8 @@ class SqliteConnection:
                 else:
                     outcomes.append(Outcome(ok=True, value=value, error=None))
                 conn.execute("RELEASE keel_op")
+            if then is not None:
+                then(conn)
             return outcomes
 
         return self.write(each)

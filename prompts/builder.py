@@ -51,10 +51,14 @@ def build_system_prompt(
         pos += len(text)
     full = SEPARATOR.join(parts)
 
-    spans: list[SlotSpan] = []
-    for name, start, end in raw_spans:
-        if count_tokens is None:
-            spans.append(SlotSpan(name, start, end))
-        else:
-            spans.append(SlotSpan(name, start, end, count_tokens(full[:start]), count_tokens(full[:end])))
+    if count_tokens is None:
+        return SystemPrompt(full, tuple(SlotSpan(name, start, end) for name, start, end in raw_spans))
+    counted: dict[int, int] = {}  # each distinct prefix counted once (empty slots share offsets)
+
+    def upto(offset: int) -> int:
+        if offset not in counted:
+            counted[offset] = count_tokens(full[:offset])
+        return counted[offset]
+
+    spans = [SlotSpan(name, start, end, upto(start), upto(end)) for name, start, end in raw_spans]
     return SystemPrompt(full, tuple(spans))

@@ -108,7 +108,7 @@ FACADES = {
         "SessionStore SessionStoreBusyError SessionStoreCorruptError SessionStoreError "
         "SessionStoreUnavailableError SnapshotPolicy SnapshotUnavailableError StoreError "
         "StoreFullError StoreIOError StoreLockTimeout StoreReadError StoreWriteError "
-        "StoredMessage SwitchReason TargetDisabledError TurnMessage WriteRefused WriteResult "
+        "StoredMessage StoredUsage SwitchReason TargetDisabledError TurnMessage WriteRefused WriteResult "
         "atomic_write check_scope_id is_trivial memory_tool_schema open_session_db "
         "open_session_store redact_url scan session_search_schema session_store_location"
     ),

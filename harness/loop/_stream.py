@@ -28,19 +28,24 @@ async def produced_events(
     """Run `produce(send)` as a task; yield the receive end of its stream."""
     send, recv = anyio.create_memory_object_stream[Event](max_buffer_size=math.inf)
     failure: list[Exception] = []
+    finished = False
 
     async def task() -> None:
+        nonlocal finished
         try:
             async with send:
                 await produce(send)
         except Exception as exc:  # surfaced to the caller after the stream ends
             failure.append(exc)
+        finally:
+            finished = True
 
     with single_error():
         async with anyio.create_task_group() as tg:
             tg.start_soon(task)
             async with recv:
                 yield recv
-            tg.cancel_scope.cancel()
+            if not finished:  # the consumer left early (cancelling costs a task repr: only when needed)
+                tg.cancel_scope.cancel()
     if failure:
         raise failure[0]

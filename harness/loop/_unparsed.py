@@ -45,6 +45,8 @@ def unparsed_call(text: str, tools: Collection[str]) -> str | None:
     a name that is no tool — a small model writes `{"name": "add", ...}` for the memory
     tool's `add` action. The reason names the tools, so the model can correct the call.
     """
+    if "<" not in text and "{" not in text:
+        return None  # markup needs `<`, a call written as text `{`: most answers have neither
     if _MARKUP.search(text):
         return "it contains chat-template markup"
     match = _CALL.search(text)
@@ -63,9 +65,11 @@ _LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrtu])')
 def _whole_object(text: str) -> dict[str, JsonValue] | None:
     """The reply as one JSON object with a string `name` and object arguments, else None."""
     body = text.strip()
-    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL)
+    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL) if body.startswith("```") else None
     if fence:
         body = fence.group(1)
+    if not body.startswith("{"):  # not an object: spare every answer two failed parses
+        return None
     try:
         data: JsonValue = json.loads(body)
     except ValueError:

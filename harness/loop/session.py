@@ -4,8 +4,10 @@ A `Session` owns one conversation and composes its parts: the transcript and its
 (`transcript.py`), the frozen system prompt (`system_prompt.py`), size estimates
 (`estimate.py`), the one model-call path (`calls.py`), the tools, the seams to memory and
 providers (`ports.py`), and the compressor (`harness/compress/` via `compression_host.py`).
-`run_turn` hands out a stream of events filled by a producer task; if the consumer leaves
-early the turn is cancelled and the transcript repaired; a model error is raised when the
+`run_turn` hands out a stream of events filled by a producer task (with `send_nowait`: the
+buffer is unbounded, and an awaited send cost a scheduler round trip for the producer and a
+fresh wait for the consumer per event); if the consumer leaves early the turn is cancelled
+and the transcript repaired; a model error is raised when the
 block exits, and the transcript keeps what completed.
 """
 
@@ -281,7 +283,7 @@ class Session:
         """Recall, the model/tool loop, then background sync and the next turn's prefetch."""
         self._transcript.begin_turn()
         for pending in self.warn.take_pending():
-            await send.send(Warning(pending))
+            send.send_nowait(Warning(pending))
         if self.memory is not None:
             self.memory.start_turn()
         await self.providers.on_turn_start(self.turn, text)
@@ -307,7 +309,7 @@ class Session:
         if interval and self.turn % interval == 0:
             # Off the hot path: the review reads this turn's transcript while the user reads the answer.
             self._background.start_soon(self._review_in_background)
-        await send.send(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
+        send.send_nowait(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
 
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
         if not self.settings.recall or is_trivial(text):
@@ -316,7 +318,7 @@ class Session:
         recalled = cap_recall(recalled, self.settings.recall_max_chars)
         api_content = attach_recall(text, recalled)
         if api_content is not None:
-            await send.send(RecallAttached(chars=len(recalled)))
+            send.send_nowait(RecallAttached(chars=len(recalled)))
         return api_content
 
     def _salvage(self, text: str, iteration: int) -> ToolCall | None:
@@ -333,7 +335,7 @@ class Session:
         )
         result = ToolResult(call.id, call.name, text, True)
         await self._transcript.append(result.to_message())
-        await send.send(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
+        send.send_nowait(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
 
     async def _ask(
         self, request: ModelRequest, send: MemoryObjectSendStream[Event]
@@ -343,10 +345,10 @@ class Session:
 
         async def show(delta: str) -> None:
             if text := held.feed(delta):
-                await send.send(TextDelta(text))
+                send.send_nowait(TextDelta(text))
 
         reply, usage = await self.calls.send(request, on_text=show)
-        await send.send(usage)
+        send.send_nowait(usage)
         return reply, held
 
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
@@ -374,7 +376,7 @@ class Session:
                 if not retried_empty:
                     retried_empty = True
                     continue
-                await send.send(
+                send.send_nowait(
                     Warning("the model sent an empty reply twice; ask again, or rephrase the question")
                 )
             salvaged = None if calls else self._salvage(reply.message.content, iteration)
@@ -387,12 +389,12 @@ class Session:
                     await self._refuse_unparsed(refused, iteration, send)
                     continue
             elif salvaged is None and (rest := held.release()):  # held text that was part of an answer
-                await send.send(TextDelta(rest))
+                send.send_nowait(TextDelta(rest))
             await self._transcript.append(reply.message)
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:
-                await send.send(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
+                send.send_nowait(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
             for result, out in await self.tools.run_all(calls):
                 # The transcript may keep a capped copy; the event carries the full output.
                 await self._transcript.append_tool_result(
@@ -401,10 +403,10 @@ class Session:
                 ready = ToolResultReady(
                     call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error
                 )
-                await send.send(ready)
+                send.send_nowait(ready)
                 for ev in out.events:
-                    await send.send(ev)
+                    send.send_nowait(ev)
         stopped = f"stopped after {limit} model calls in one turn (limits.max_iterations); the answer may be incomplete"
-        await send.send(Warning(stopped))
+        send.send_nowait(Warning(stopped))
         last = self._transcript.messages[-1]
         return (last.content if last.role == "assistant" else ""), limit, "max_iterations"

@@ -43,11 +43,15 @@ def storable(message: Message) -> Message:
     def fix(text: str | None) -> str | None:
         return None if text is None else storable_text(text)
 
+    texts = (message.content, message.api_content, message.tool_call_id, message.name)
+    call_texts = [t for c in message.tool_calls for t in (c.id, c.name, c.arguments)]
+    if all(t is None or storable_text(t) is t for t in (*texts, *call_texts)):
+        return message  # storable_text hands back the same string when it changes nothing
     calls = tuple(
         ToolCall(storable_text(c.id), storable_text(c.name), storable_text(c.arguments))
         for c in message.tool_calls
     )
-    fixed = Message(
+    return Message(
         role=message.role,
         content=storable_text(message.content),
         api_content=fix(message.api_content),
@@ -55,8 +59,22 @@ def storable(message: Message) -> Message:
         tool_call_id=fix(message.tool_call_id),
         name=fix(message.name),
         summary=message.summary,
+        store_id=message.store_id,
     )
-    return message if fixed == message else fixed
+
+
+def _with_store_id(message: Message, store_id: int | None) -> Message:
+    """`message` with its store id (built directly: `dataclasses.replace` introspects every call)."""
+    return Message(
+        message.role,
+        message.content,
+        message.api_content,
+        message.tool_calls,
+        message.tool_call_id,
+        message.name,
+        message.summary,
+        store_id,
+    )
 
 
 def new_session_id() -> str:
@@ -141,7 +159,7 @@ class Transcript:
         self._messages.append(message)
         self._unsaved.append((self.session_id, storable(stored) if stored is not None else message))
         if await self._save_unsaved() and self._last_id is not None:
-            message = replace(message, store_id=self._last_id)
+            message = _with_store_id(message, self._last_id)
             self._messages[-1] = message
         return message
 

@@ -10,8 +10,9 @@ Helpers keep scripts short: `say("hi")`, `call_tool("memory", {"action": "add", 
 `calls(tool_call("a", {...}), tool_call("b", {...}), text="...")`, `fail(error)`,
 `respond(fn)`. Scenario files give the same steps as plain data (`steps_from_data`).
 
-The model records every request (`requests`), never sleeps, and reports a usage estimated
-with `CharTokenizer` when a step gives none, so traces built on it have numbers.
+The model records every request (`requests`; `record=False` keeps none), never sleeps, and
+reports a usage estimated with `CharTokenizer` when a step gives none, so traces built on it
+have numbers.
 """
 
 from __future__ import annotations
@@ -145,6 +146,10 @@ class ScriptedModel:
         model_name: Reported as the model (default `"scripted"`).
         tokenizer: Used to estimate usage when a step gives none (default `CharTokenizer`).
         stream_chunks: How many text deltas `stream` splits a reply into (at most).
+        record: Keep every request and reply in `requests` and `replies` (what tests read).
+            False keeps nothing, as a real client does: a benchmark running thousands of
+            turns would otherwise hold every prompt it sent alive (and the collector would
+            scan them all).
     """
 
     def __init__(
@@ -154,6 +159,7 @@ class ScriptedModel:
         model_name: str = "scripted",
         tokenizer: Tokenizer | None = None,
         stream_chunks: int = 3,
+        record: bool = True,
     ) -> None:
         self._steps: list[ScriptStep] = [_as_step(s) for s in script]
         self._next = 0
@@ -161,6 +167,8 @@ class ScriptedModel:
         self._name = model_name
         self._counter = TokenCounter(tokenizer or CharTokenizer())
         self._chunks = stream_chunks
+        self._record = record
+        self._received = 0
         self.requests: list[ModelRequest] = []
         """Every request received, in order (including one that found the script exhausted)."""
         self.replies: list[ModelReply] = []
@@ -207,11 +215,13 @@ class ScriptedModel:
         yield events
 
     def _play(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
+        self._received += 1
+        if self._record:
+            self.requests.append(request)
         if self._next >= len(self._steps):
             raise ScriptExhaustedError(
                 f"ScriptedModel has no reply left: its script had {len(self._steps)} "
-                f"step{'s' if len(self._steps) != 1 else ''} and this is request #{len(self.requests)}; "
+                f"step{'s' if len(self._steps) != 1 else ''} and this is request #{self._received}; "
                 "add a step for it"
             )
         step = self._steps[self._next]
@@ -225,7 +235,8 @@ class ScriptedModel:
             )
         else:
             reply = self._render(request, step)
-        self.replies.append(reply)
+        if self._record:
+            self.replies.append(reply)
         return reply
 
     def _render(self, request: ModelRequest, step: ScriptStep) -> ModelReply:

@@ -41,7 +41,7 @@ from memory import (
 )
 from memory.provenance import TurnProvenance
 from memory.sessions import EndReason as StoreEndReason
-from memory.sessions import JournalledWriter
+from memory.sessions import JournalledWriter, StoredUsage
 
 __all__ = [
     "DbRecorder",
@@ -284,12 +284,22 @@ class _Writes(Protocol):
 
     async def end_session(self, session_id: str, *, reason: StoreEndReason, ended_at: float) -> object: ...
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> object: ...
+    async def append_message(
+        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
+    ) -> object: ...
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> object: ...
 
     async def add_usage(
-        self, session_id: str, *, input: int, output: int, cache_read: int, cache_write: int, reasoning: int
+        self,
+        session_id: str,
+        *,
+        input: int,
+        output: int,
+        cache_read: int,
+        cache_write: int,
+        reasoning: int,
+        api_calls: int = 1,
     ) -> object: ...
 
     async def record_flush(
@@ -311,6 +321,10 @@ class DbRecorder:
     is recorded for `user_id`, so a lineage never leaves its principal's scope. With a
     `journal` (what `open_session` builds), a write the store refuses is journalled on local
     disk before the call returns, and replayed when the store takes writes again.
+
+    A reply's usage is not a write of its own: `add_usage` holds it, and the session's next
+    message (the reply itself, nearly always) carries it into the same transaction — one
+    write per model call instead of two. Ending the session writes what is still held.
     """
 
     def __init__(
@@ -330,6 +344,8 @@ class DbRecorder:
         self._clock = clock
         self.user_id = user_id
         self._memory_snapshot = memory_snapshot
+        self._held: dict[str, tuple[Usage, int]] = {}
+        """Per session: usage not written yet, and how many model calls it covers."""
 
     async def start_session(self, session_id: str, *, model: str, parent_session_id: str | None) -> None:
         await self._writes.create_session(
@@ -343,14 +359,29 @@ class DbRecorder:
         )
 
     async def end_session(self, session_id: str, *, reason: EndReason) -> None:
+        held = self._held.pop(session_id, None)
+        if held is not None:
+            try:
+                await self._writes.add_usage(session_id, **usage_counts(held[0]), api_calls=held[1])
+            except BaseException:
+                self._hold(session_id, *held)  # for the next attempt
+                raise
         await self._writes.end_session(session_id, reason=reason, ended_at=self._clock())
 
     async def append_message(
         self, session_id: str, message: Message, *, token_count: int | None
     ) -> int | None:
-        row_id = await self._writes.append_message(
-            session_id, stored(message, timestamp=self._clock(), token_count=token_count)
-        )
+        # Taken out before the write: usage added meanwhile (a background call) waits for the next.
+        held = self._held.pop(session_id, None)
+        usage = None if held is None else StoredUsage(**usage_counts(held[0]), api_calls=held[1])
+        try:
+            row_id = await self._writes.append_message(
+                session_id, stored(message, timestamp=self._clock(), token_count=token_count), usage=usage
+            )
+        except BaseException:
+            if held is not None:
+                self._hold(session_id, *held)  # the message is retried; its usage goes with it
+            raise
         # a journalled write has no id yet: the capped text then says the rest is not kept
         return row_id if isinstance(row_id, int) else None
 
@@ -364,7 +395,12 @@ class DbRecorder:
         )
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
-        await self._writes.add_usage(session_id, **usage_counts(usage))
+        """Hold `usage` for the session's next message (see the class doc); nothing is written now."""
+        self._hold(session_id, usage, 1)
+
+    def _hold(self, session_id: str, usage: Usage, calls: int) -> None:
+        held = self._held.get(session_id)
+        self._held[session_id] = (usage, calls) if held is None else (held[0] + usage, held[1] + calls)
 
     async def record_flush(
         self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str

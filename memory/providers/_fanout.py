@@ -42,6 +42,15 @@ class Entry:
     write_lock: anyio.Lock = field(default_factory=anyio.Lock)
     prefetch_running: bool = False
 
+    def implements(self, hook: str) -> bool:
+        """Whether the provider overrides `hook` (False: it is `MemoryProvider`'s no-op default).
+
+        A per-turn hook nobody overrides is not called at all: no task, no time bound, no
+        breaker trial spent on a call that cannot do anything.
+        """
+        method = getattr(self.provider, hook, None)
+        return getattr(method, "__func__", None) is not getattr(MemoryProvider, hook, None)
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome(Generic[T]):

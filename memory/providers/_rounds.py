@@ -77,6 +77,8 @@ class PrefetchRounds:
         self._round = current
         if not current.trivial:
             for entry in self._fanout.entries:
+                if not entry.implements("prefetch"):
+                    continue  # the no-op default recalls nothing: not asked
                 if entry.prefetch_running or (entry.breaker is not None and entry.breaker.state == "open"):
                     current.skipped.append(entry.name)
                     continue

@@ -261,6 +261,8 @@ class MemoryManager:
             return
         session_id = self._session_id
         for entry in self._fanout.entries:
+            if not entry.implements("queue_prefetch"):
+                continue
             call = partial(entry.provider.queue_prefetch, query, session_id=session_id)
             tg.start_soon(
                 self._fanout.call, entry, "queue_prefetch", call, name=f"queue_prefetch:{entry.name}"
@@ -300,6 +302,8 @@ class MemoryManager:
     async def on_turn_start(self, turn: int, message: str) -> None:
         """Tell every provider a user turn begins."""
         for entry in list(self._fanout.entries):
+            if not entry.implements("on_turn_start"):
+                continue
             await self._fanout.call(
                 entry, "on_turn_start", partial(entry.provider.on_turn_start, turn, message)
             )
@@ -314,6 +318,8 @@ class MemoryManager:
             return
         session_id = self._session_id
         for entry in self._fanout.writers(self._agent_context):
+            if not entry.implements("sync_turn"):
+                continue
             call = partial(entry.provider.sync_turn, user_content, assistant_content, session_id=session_id)
             tg.start_soon(self._fanout.locked_call, entry, "sync_turn", call, name=f"sync_turn:{entry.name}")
 

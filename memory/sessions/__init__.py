@@ -25,6 +25,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
     storable_text,
 )
 from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
@@ -67,6 +68,7 @@ __all__ = [
     "SessionWriter",
     "StoredMessage",
     "StoredRole",
+    "StoredUsage",
     "Summarizer",
     "open_session_db",
     "open_session_store",

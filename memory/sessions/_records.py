@@ -26,6 +26,7 @@ __all__ = [
     "SessionRecord",
     "StoredMessage",
     "StoredRole",
+    "StoredUsage",
     "storable_text",
     "utf8_safe",
 ]
@@ -62,6 +63,8 @@ class IndexFeatures:
 
 def utf8_safe(text: str) -> str:
     """`text` with lone surrogates (which UTF-8 cannot hold) replaced by U+FFFD."""
+    if text.isascii():  # a flag on the string: no copy, and nearly every text is ASCII
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -78,6 +81,31 @@ def storable_text(text: str) -> str:
     """
     text = utf8_safe(text)
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredUsage:
+    """One model reply's usage, added to its session's counters (`harness.types.Usage` fields).
+
+    `api_calls` is how many model calls it covers (one per reply).
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    api_calls: int = 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "reasoning": self.reasoning,
+            "api_calls": self.api_calls,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import get_args
 
-from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredRole, storable_text
+from memory.sessions._records import (
+    EndReason,
+    FlushMode,
+    StoredMessage,
+    StoredRole,
+    StoredUsage,
+    storable_text,
+)
 
 __all__ = [
     "check_end_reason",
@@ -20,6 +27,7 @@ __all__ = [
     "check_id",
     "check_time",
     "check_usage",
+    "check_usage_counts",
     "check_user_id",
     "check_user_ids",
     "checked_message",
@@ -76,6 +84,11 @@ def check_usage(values: dict[str, int]) -> None:
             raise ValueError(f"usage {name} must be a non-negative int, not {value!r}")
 
 
+def check_usage_counts(usage: StoredUsage | None) -> None:
+    if usage is not None:
+        check_usage(usage.as_dict())
+
+
 def checked_message(message: StoredMessage) -> StoredMessage:
     """The message with a known role and a finite time, its text made storable as UTF-8."""
     if message.role not in _ROLES:
@@ -87,6 +100,15 @@ def checked_message(message: StoredMessage) -> StoredMessage:
     def fix(value: str | None) -> str | None:
         return None if value is None else storable_text(value)
 
+    texts = (
+        message.content,
+        message.api_content,
+        message.tool_calls,
+        message.tool_call_id,
+        message.tool_name,
+    )
+    if all(t is None or storable_text(t) is t for t in texts):
+        return message  # nearly always: nothing to repair, nothing to copy
     return replace(
         message,
         content=storable_text(message.content),

@@ -41,6 +41,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
 )
 
 __all__ = ["SessionReader", "SessionStore", "SessionWriter"]
@@ -161,8 +162,14 @@ class SessionWriter(Protocol):
         """Mark a session ended; False (changing nothing) if it had already ended."""
         ...
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> int:
-        """Append one message; return its id (unique in the store, increasing with time)."""
+    async def append_message(
+        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
+    ) -> int:
+        """Append one message; return its id (unique in the store, increasing with time).
+
+        `usage` (the reply's, usually) is added to the session's counters in the same
+        transaction: all of it is stored, or none.
+        """
         ...
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:

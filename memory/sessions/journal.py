@@ -38,7 +38,7 @@ import fcntl
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, Valid
 
 from memory._atomic import fsync_dir
 from memory.errors import SessionConflictError, SessionQueryError, SessionStoreError
-from memory.sessions._records import EndReason, FlushMode, StoredMessage
+from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredUsage
 from memory.sessions.contract import SessionStore
 
 __all__ = ["JOURNAL_DIR_NAME", "JournalledWriter", "replay_journals"]
@@ -128,6 +128,19 @@ _Line: TypeAlias = Annotated[
 ]
 _LINE = TypeAdapter[_Line](_Line)
 
+
+def _usage_op(session_id: str, usage: StoredUsage) -> _Usage:
+    return _Usage(
+        session_id=session_id,
+        input=usage.input,
+        output=usage.output,
+        cache_read=usage.cache_read,
+        cache_write=usage.cache_write,
+        reasoning=usage.reasoning,
+        api_calls=usage.api_calls,
+    )
+
+
 # Refusals the journal keeps; a caller's mistake (a duplicate id, a bad query) is raised as is.
 _CALLER_ERRORS = (SessionConflictError, SessionQueryError)
 
@@ -152,8 +165,9 @@ class _File:
     def pending(self) -> int:
         return len(self.writes) - self.applied
 
-    def append(self, line: _Op) -> None:
-        data = line.model_dump_json().encode("utf-8") + b"\n"
+    def append(self, *lines: _Op) -> None:
+        """Write `lines` and fsync once."""
+        data = b"".join(line.model_dump_json().encode("utf-8") + b"\n" for line in lines)
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]
@@ -414,31 +428,54 @@ class JournalledWriter:
             user_id=user_id,
             memory_snapshot=memory_snapshot,
         )
-        await self._write(op)
+        await self._write(lambda: (op,))
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> int | None:
-        """The row id when the store took the message now; None when it was journalled."""
-        return await self._write(_Messages(session_id=session_id, messages=[message]))
+    async def append_message(
+        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
+    ) -> int | None:
+        """The row id when the store took the message (and `usage`) now; None when journalled.
+
+        Journalled, the message and the usage are two lines (written and fsynced together)."""
+
+        def ops() -> tuple[_Write, ...]:
+            written = _Messages(session_id=session_id, messages=[message])
+            return (written,) if usage is None else (written, _usage_op(session_id, usage))
+
+        return await self._write(
+            ops,
+            lambda: self.store.append_message(session_id, message, usage=usage),  # the store's fast path
+        )
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> None:
-        await self._write(_Messages(session_id=session_id, messages=list(messages)))
+        await self._write(lambda: (_Messages(session_id=session_id, messages=list(messages)),))
 
     async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> None:
-        await self._write(_End(session_id=session_id, reason=reason, ended_at=ended_at))
+        await self._write(lambda: (_End(session_id=session_id, reason=reason, ended_at=ended_at),))
 
     async def add_usage(
-        self, session_id: str, *, input: int, output: int, cache_read: int, cache_write: int, reasoning: int
+        self,
+        session_id: str,
+        *,
+        input: int,
+        output: int,
+        cache_read: int,
+        cache_write: int,
+        reasoning: int,
+        api_calls: int = 1,
     ) -> None:
-        op = _Usage(
-            session_id=session_id,
+        usage = StoredUsage(
             input=input,
             output=output,
             cache_read=cache_read,
             cache_write=cache_write,
             reasoning=reasoning,
-            api_calls=1,
+            api_calls=api_calls,
         )
-        await self._write(op)
+
+        async def direct() -> None:
+            await self.store.add_usage(session_id, **usage.as_dict())
+
+        await self._write(lambda: (_usage_op(session_id, usage),), direct)
 
     async def record_flush(
         self,
@@ -453,7 +490,7 @@ class JournalledWriter:
         op = _Flush(
             session_id=session_id, timestamp=timestamp, mode=mode, saved=saved, refused=refused, reply=reply
         )
-        await self._write(op)
+        await self._write(lambda: (op,))
 
     async def settle(self) -> int:
         """Try the journalled writes once more, release the file; returns the writes still journalled.
@@ -480,21 +517,32 @@ class JournalledWriter:
 
     # ------------------------------------------------------------------ internals
 
-    async def _write(self, op: _Write) -> int | None:
-        """Apply `op` to the store, else journal it; the store's row id for a single message it took now."""
+    async def _write(
+        self,
+        make: Callable[[], tuple[_Write, ...]],
+        direct: Callable[[], Awaitable[int | None]] | None = None,
+    ) -> int | None:
+        """Apply the writes `make` builds to the store, else journal them; the store's row id
+        for a single message it took now.
+
+        `direct` makes the same store call without building the writes: the per-turn writes
+        (a message with its reply's usage) go straight in while nothing is journalled, and
+        their journal lines — validated, which costs more than the store call — are built
+        only when the store refuses them. Without `direct`, `make` builds exactly one write.
+        """
         if (
             self._file is not None
             and self._file.pending
             and (self._clock() < self._retry_at or not await self._try_drain())
         ):
-            await self._journal(op, None)
+            await self._journal(make(), None)
             return None
         try:
-            row_id = await _apply(self.store, op)
+            row_id = await (direct() if direct is not None else _apply(self.store, make()[0]))
         except BaseException as exc:
             if not _refused(exc):
                 raise
-            await self._journal(op, exc)
+            await self._journal(make(), exc)
             return None
         self._pause_s = _FIRST_PAUSE_S
         return row_id
@@ -516,8 +564,8 @@ class JournalledWriter:
         self._retry_at = self._clock() + self._pause_s
         self._pause_s = min(self._pause_s * 2, _MAX_PAUSE_S)
 
-    async def _journal(self, op: _Write, exc: BaseException | None) -> None:
-        """Append `op` durably; raises the store's refusal when even the journal fails."""
+    async def _journal(self, ops: tuple[_Write, ...], exc: BaseException | None) -> None:
+        """Append `ops` durably; raises the store's refusal when even the journal fails."""
         try:
             with anyio.CancelScope(shield=True):
                 if self._file is None:
@@ -525,15 +573,15 @@ class JournalledWriter:
                         _create_file, self._directory, self.store.location
                     )
                 handle = self._file
-                await anyio.to_thread.run_sync(handle.append, op)
-                handle.writes.append(op)
+                await anyio.to_thread.run_sync(handle.append, *ops)
+                handle.writes.extend(ops)
         except OSError as journal_exc:
             failure = exc if exc is not None else SessionStoreError("the session store is refusing writes")
             raise failure from journal_exc
         if exc is None:
             return
         self._back_off()
-        if handle.pending == 1:
+        if handle.pending == len(ops):
             self._warn(
                 f"the session store refused a write ({exc}); it is journalled in {str(handle.path)!r} "
                 "and is written to the store as soon as it takes writes again — nothing is lost"

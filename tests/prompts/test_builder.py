@@ -68,3 +68,19 @@ def test_unknown_or_repeated_slots_are_refused() -> None:
         build_system_prompt({}, order=["identity", "nonsense"])  # type: ignore[list-item]  # deliberately bad
     with pytest.raises(ValueError, match="twice"):
         build_system_prompt({}, order=["identity", "identity"])
+
+
+def test_each_distinct_prefix_is_counted_once_and_offsets_stay_exact() -> None:
+    texts = _texts()
+    texts["skills"] = ""  # an empty slot shares its offsets with its neighbour
+    asked: list[str] = []
+
+    def count(text: str) -> int:
+        asked.append(text)
+        return len(text.split())
+
+    prompt = build_system_prompt(texts, count_tokens=count)
+    assert len(asked) == len(set(asked))
+    for span in prompt.slots:
+        assert span.token_start == len(prompt.text[: span.start].split())
+        assert span.token_end == len(prompt.text[: span.end].split())

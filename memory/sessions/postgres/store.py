@@ -39,6 +39,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
 )
 from memory.sessions._validate import (
     check_end_reason,
@@ -46,6 +47,7 @@ from memory.sessions._validate import (
     check_id,
     check_time,
     check_usage,
+    check_usage_counts,
     check_user_id,
     check_user_ids,
     checked_message,
@@ -216,10 +218,22 @@ class PgSessionStore:
             lambda c: _pg_sql.end_session(c, pg_text(session_id), reason=reason, ended_at=ended_at)
         )
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> int:
-        """Append one message; return its id."""
-        (mid,) = await self.append_messages(session_id, (message,))
-        return mid
+    async def append_message(
+        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
+    ) -> int:
+        """Append one message; return its id. `usage` joins the session's counters in the same
+        transaction (the reply's usage with the reply: one transaction instead of two)."""
+        check_usage_counts(usage)
+        batch = (checked_message(message),)
+        sid = pg_text(session_id)
+
+        async def write(c: Conn) -> int:
+            (mid,) = await _pg_sql.append_messages(c, sid, batch)
+            if usage is not None:
+                await _pg_sql.add_usage(c, sid, values=usage.as_dict())
+            return mid
+
+        return await self._tx(write)
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); big batches go by COPY."""

@@ -44,11 +44,17 @@ class GroupCommit:
     """Batches concurrent writes on one connection into shared transactions."""
 
     def __init__(
-        self, conn: SqliteConnection, run: Callable[[Callable[[], list[Outcome]]], Awaitable[list[Outcome]]]
+        self,
+        conn: SqliteConnection,
+        run: Callable[[Callable[[], list[Outcome]]], Awaitable[list[Outcome]]],
+        *,
+        finish: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
-        """`run` executes a blocking call on the connection's one worker thread."""
+        """`run` executes a blocking call on the connection's one worker thread; `finish` runs
+        at the end of every batch, inside its transaction (the full-text indexing of its rows)."""
         self._conn = conn
         self._run = run
+        self._finish = finish
         self._queue: list[_Pending] = []
         self._leading = False
         self._batch_done = anyio.Event()
@@ -93,7 +99,9 @@ class GroupCommit:
             # because this caller was cancelled.
             with anyio.CancelScope(shield=True):
                 try:
-                    outcomes = await self._run(lambda: self._conn.write_each([op.fn for op in batch]))
+                    outcomes = await self._run(
+                        lambda: self._conn.write_each([op.fn for op in batch], then=self._finish)
+                    )
                 except Exception as exc:
                     for op in batch:
                         op.failure = exc

@@ -23,6 +23,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
 )
 from memory.sessions._rows import (
     MAX_LINEAGE_DEPTH,
@@ -107,8 +108,13 @@ def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason,
 
 
 def append_messages(
-    conn: sqlite3.Connection, session_id: str, messages: Sequence[StoredMessage]
+    conn: sqlite3.Connection,
+    session_id: str,
+    messages: Sequence[StoredMessage],
+    *,
+    usage: StoredUsage | None = None,
 ) -> list[int]:
+    """Insert the rows; move the session's count, last activity and (with `usage`) its counters."""
     count, last_active = _require_session(conn, session_id)
     ids: list[int] = []
     for offset, m in enumerate(messages):
@@ -131,9 +137,28 @@ def append_messages(
         )
         ids.append(int(cast(int, cur.lastrowid)))
         last_active = max(last_active, m.timestamp)
+    if usage is None:
+        conn.execute(
+            "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
+            (count + len(messages), last_active, session_id),
+        )
+        return ids
     conn.execute(
-        "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
-        (count + len(messages), last_active, session_id),
+        "UPDATE sessions SET message_count = ?, last_active_at = ?, input_tokens = input_tokens + ?, "
+        "output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?, "
+        "cache_write_tokens = cache_write_tokens + ?, reasoning_tokens = reasoning_tokens + ?, "
+        "api_call_count = api_call_count + ? WHERE id = ?",
+        (
+            count + len(messages),
+            last_active,
+            usage.input,
+            usage.output,
+            usage.cache_read,
+            usage.cache_write,
+            usage.reasoning,
+            usage.api_calls,
+            session_id,
+        ),
     )
     return ids
 

@@ -44,6 +44,7 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
     utf8_safe,
 )
 from memory.sessions._validate import (
@@ -52,13 +53,14 @@ from memory.sessions._validate import (
     check_id,
     check_time,
     check_usage,
+    check_usage_counts,
     check_user_id,
     check_user_ids,
     checked_message,
 )
 from memory.sessions.sqlite import _search, _sql
 from memory.sessions.sqlite._group import GroupCommit
-from memory.sessions.sqlite._schema import migrate, probe_features, reconcile_indexes
+from memory.sessions.sqlite._schema import index_new_messages, migrate, probe_features, reconcile_indexes
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
 
@@ -108,7 +110,7 @@ class SessionDB:
         self._features = features
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
-        self._group = GroupCommit(conn, self._run)
+        self._group = GroupCommit(conn, self._run, finish=lambda c: index_new_messages(c, features))
 
     @classmethod
     async def open(
@@ -244,13 +246,20 @@ class SessionDB:
             lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
         )
 
-    async def append_message(self, session_id: str, message: StoredMessage) -> int:
+    async def append_message(
+        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
+    ) -> int:
         """Append one message at the end of a session; return its message id.
+
+        `usage` is added to the session's counters in the same write (the reply's usage
+        with the reply: one write instead of two).
 
         Raises:
             SessionNotFoundError: no such session.
         """
-        ids = await self.append_messages(session_id, (message,))
+        check_usage_counts(usage)
+        batch = (checked_message(message),)
+        ids = await self._group.write(lambda c: _sql.append_messages(c, session_id, batch, usage=usage))
         return ids[0]
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:

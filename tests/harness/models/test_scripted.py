@@ -43,6 +43,16 @@ async def test_an_exhausted_script_raises_and_says_how_many_replies_it_had() -> 
     assert len(model.requests) == 2  # the unanswered request is still recorded
 
 
+async def test_a_model_that_does_not_record_keeps_nothing_but_still_counts_requests() -> None:
+    model = ScriptedModel([say("first"), "second"], record=False)
+    assert (await model.complete(request("a"))).message.content == "first"
+    assert (await model.complete(request("b"))).message.content == "second"
+    assert model.requests == [] and model.replies == []
+    with pytest.raises(ScriptExhaustedError, match="script had 2 steps and this is request #3"):
+        await model.complete(request("c"))
+    model.assert_complete()
+
+
 async def test_assert_complete_fails_while_steps_remain() -> None:
     model = ScriptedModel([say("a"), say("b")])
     await model.complete(request("x"))

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import MemoryManager, MemoryWrite, ProviderContext, TurnMessage
+from memory import MemoryManager, MemoryProvider, MemoryWrite, ProviderContext, TurnMessage
 from memory.testing import ScriptedProvider
 
 
@@ -387,3 +387,59 @@ async def test_after_shutdown_tools_answer_with_an_error_and_background_work_is_
         manager.start_prefetch(tg, turn=1, query="what now")
     assert builtin.called("sync_turn") == []
     assert builtin.called("prefetch") == []
+
+
+# ---------------------------------------------------------------- hooks nobody overrides
+
+
+class _Bare(MemoryProvider):
+    """Overrides nothing: every hook is the contract's no-op."""
+
+    name = "bare"
+
+
+class _RecordingGroup:
+    """Stands in for a task group: records what would have been started."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def start_soon(self, fn: object, *args: object, name: object = None) -> None:
+        self.started.append(str(name))
+
+
+def test_a_hook_is_implemented_only_when_overridden_on_the_class_or_the_instance() -> None:
+    manager = MemoryManager(_Bare(), clock=FakeClock())
+    entry = manager._fanout.entries[0]
+    assert not entry.implements("prefetch")
+    assert not entry.implements("sync_turn")
+
+    async def custom(query: str, *, session_id: str) -> str:
+        return "recalled"
+
+    entry.provider.prefetch = custom  # type: ignore[method-assign]  # an instance override counts too
+    assert entry.implements("prefetch")
+    scripted = ScriptedProvider("holo")
+    assert manager.add_provider(scripted)
+    assert manager._fanout.entries[1].implements("sync_turn")
+
+
+async def test_background_hooks_start_tasks_only_for_providers_that_override_them(tmp_path: Path) -> None:
+    manager = MemoryManager(_Bare(), clock=FakeClock())
+    assert manager.add_provider(ScriptedProvider("holo"))
+    await start(manager, tmp_path)
+    group = _RecordingGroup()
+    manager.sync_turn(group, user_content="hi", assistant_content="hello")  # type: ignore[arg-type]  # duck-typed group
+    manager.queue_prefetch(group, query="what did we decide about the ingest job?")  # type: ignore[arg-type]
+    manager.start_prefetch(group, turn=2, query="what did we decide about the ingest job?")  # type: ignore[arg-type]
+    assert group.started == ["sync_turn:holo", "queue_prefetch:holo", "prefetch:holo"]
+
+
+async def test_a_round_nobody_can_answer_returns_at_once_with_nothing(tmp_path: Path) -> None:
+    manager = MemoryManager(_Bare(), clock=FakeClock())
+    await start(manager, tmp_path)
+    async with anyio.create_task_group() as tg:
+        manager.start_prefetch(tg, turn=1, query="what did we decide about the ingest job?")
+        assert manager.has_round(1)
+        recall = await manager.recall(turn=1, wait_s=0.0)
+    assert recall.text == "" and recall.missed == () and recall.skipped == ()

@@ -12,7 +12,14 @@ import anyio
 import pytest
 from pydantic import JsonValue
 
-from memory import SessionConflictError, SessionNotFoundError, SessionSearchTool, SessionStore, StoredMessage
+from memory import (
+    SessionConflictError,
+    SessionNotFoundError,
+    SessionSearchTool,
+    SessionStore,
+    StoredMessage,
+    StoredUsage,
+)
 from memory.sessions import MatchMode, SearchRoute
 
 from .conftest import Pair
@@ -118,6 +125,26 @@ async def test_ending_usage_and_flushes_are_recorded(store: SessionStore) -> Non
         "r",
     )
     assert await store.list_flushes("other") == []
+
+
+async def test_a_reply_and_its_usage_are_stored_in_one_write_or_not_at_all(store: SessionStore) -> None:
+    await store.create_session("s", source="cli", started_at=T0)
+    await store.add_usage("s", input=1, output=1)
+    usage = StoredUsage(input=10, output=5, cache_read=100, cache_write=7, reasoning=2, api_calls=2)
+    mid = await store.append_message("s", msg("the answer", role="assistant", at=T0 + 1), usage=usage)
+    assert [r.id for r in await store.get_messages("s")] == [mid]
+    session = await store.get_session("s")
+    assert session is not None
+    counters = [session.input_tokens, session.output_tokens, session.cache_read_tokens]
+    counters += [session.cache_write_tokens, session.reasoning_tokens, session.api_call_count]
+    assert counters == [11, 6, 100, 7, 2, 3]
+    assert (session.message_count, session.last_active_at) == (1, T0 + 1)
+    with pytest.raises(SessionNotFoundError):
+        await store.append_message("ghost", msg("lost"), usage=usage)
+    with pytest.raises(ValueError):
+        await store.append_message("s", msg("bad usage"), usage=StoredUsage(input=-1))
+    again = await store.get_session("s")
+    assert again is not None and again.input_tokens == 11 and again.message_count == 1
 
 
 async def test_lineage_roots_follow_parents_and_unknown_ids_are_their_own_root(store: SessionStore) -> None:

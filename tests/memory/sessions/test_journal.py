@@ -7,7 +7,7 @@ import stat
 import time
 from pathlib import Path
 
-from memory import LockRetryPolicy, SessionDB, StoredMessage
+from memory import LockRetryPolicy, SessionDB, StoredMessage, StoredUsage
 from memory.sessions import JournalledWriter, replay_journals
 from tests.memory.sessions.lockholder import exclusive_lock
 
@@ -137,3 +137,39 @@ async def test_a_torn_last_line_is_ignored_and_the_acknowledged_writes_are_store
         assert await contents(db, "s1") == ["acknowledged"]
     finally:
         await db.aclose()
+
+
+async def test_a_message_and_a_usage_refused_on_the_direct_path_are_journalled_whole(home: Path) -> None:
+    """While nothing is journalled, writes go straight to the store; the journal line is built only
+    when the store refuses one, and must still hold all of it."""
+    path, journal_dir = home / "state.db", home / "journal"
+    db = await SessionDB.open(path, retry=FAST)
+    writer = JournalledWriter(db, journal_dir, warn=lambda _: None)
+    try:
+        await writer.create_session(
+            "s1", source="test", started_at=time.time(), model=None, parent_session_id=None, user_id=""
+        )
+        assert await writer.append_message("s1", msg("user", "stored at once")) is not None
+        await writer.add_usage("s1", input=7, output=3, cache_read=2, cache_write=1, reasoning=0)
+        async with exclusive_lock(path):
+            usage = StoredUsage(input=100, output=10, api_calls=1)
+            assert (
+                await writer.append_message("s1", msg("assistant", "refused, journalled"), usage=usage)
+                is None
+            )
+            assert writer.pending == 2  # the message and its usage, two lines
+            await writer.settle()
+        async with exclusive_lock(path):
+            again = JournalledWriter(db, journal_dir, warn=lambda _: None)
+            await again.add_usage("s1", input=5, output=4, cache_read=0, cache_write=0, reasoning=1)
+            assert again.pending == 1
+            await again.settle()
+        assert await replay_journals(journal_dir, db, warn=lambda _: None) == 0
+        stored = await contents(db, "s1")
+        session = await db.get_session("s1")
+    finally:
+        await db.aclose()
+    assert stored == ["stored at once", "refused, journalled"]
+    assert session is not None
+    assert (session.input_tokens, session.output_tokens, session.reasoning_tokens) == (112, 17, 1)
+    assert (session.cache_read_tokens, session.api_call_count) == (2, 3)

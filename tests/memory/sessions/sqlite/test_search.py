@@ -14,6 +14,7 @@ from memory import LockRetryPolicy, StoredMessage
 from memory._sqlite import SqliteConnection
 from memory.sessions import IndexFeatures
 from memory.sessions._ranking import RANK_BUDGET, choose_route
+from memory.sessions.sqlite._schema import index_new_messages
 from memory.sessions.sqlite._search import search_messages, term_doc_counts
 from memory.sessions.sqlite._sql import append_messages, create_session
 from memory.sessions.sqlite.store import _open_connection
@@ -33,7 +34,9 @@ def fill(conn: SqliteConnection, session_id: str, texts: list[str]) -> list[int]
             c, session_id, source="cli", model=None, parent_session_id=None, title=None, started_at=0.0
         )
         messages = [StoredMessage(role="user", content=t, timestamp=float(i)) for i, t in enumerate(texts)]
-        return append_messages(c, session_id, messages)
+        ids = append_messages(c, session_id, messages)
+        index_new_messages(c, ALL)  # as the store's group commit does at the end of each transaction
+        return ids
 
     return conn.write(write)
 
