@@ -85,7 +85,11 @@ def test_the_memory_only_flush_breaks_the_prefix_unless_flushes_are_allowed(
     keel_traces: dict[str, Path],
 ) -> None:
     found = cache_breaks(keel_traces["frozen"], allow=("compression", "new_session"))
-    assert [(b.purpose, b.reason) for b in found] == [("flush", "tools_changed")]
+    # the first piece of the flush changes the tool list; each later piece (the flush reads
+    # the dropped turns in pieces) starts other messages after the same system prompt
+    assert found and all(b.purpose == "flush" for b in found)
+    assert found[0].reason == "tools_changed"
+    assert all(b.reason.startswith("messages_changed") for b in found[1:])
 
 
 def test_an_unknown_allowed_event_is_an_error() -> None:
