@@ -21,13 +21,12 @@ from collections.abc import Sequence
 from harness.compress.flush import (
     FlushOutcome,
     build_flush_shape_request,
-    execute_flush_reply,
     flush_pieces,
     flush_shape,
 )
 from harness.compress.host import CompressionHost, CompressionSettings
-from harness.errors import ModelError
-from harness.types import Message
+from harness.compress.pieces import flush_each_piece
+from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 from prompts import load_text
 
@@ -65,9 +64,9 @@ async def review_memory(
     pieces = flush_pieces(stretch, count=host.count, budget=budget) if budget else [tuple(stretch)]
     shape = flush_shape("memory_only", settings.flush_reply)
     tools = [t for t in host.tool_specs() if t.name == MEMORY_TOOL_NAME]
-    outcomes: list[FlushOutcome] = []
-    for piece in pieces:
-        request = build_flush_shape_request(
+
+    def request_for(piece: Sequence[Message]) -> ModelRequest:
+        return build_flush_shape_request(
             shape,
             system=host.system_prompt,
             messages=piece,
@@ -76,14 +75,11 @@ async def review_memory(
             stable_prefix_chars=len(host.system_prompt),
             note=load_text("memory_review"),
         )
-        with host.flushing():
-            try:
-                reply, _usage = await host.call(request)
-            except ModelError:
-                break
-            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
-        await host.record_flush(mode="memory_only", entries=outcome.entries, reply_text=outcome.reply_text)
-        outcomes.append(outcome)
+
+    run = await flush_each_piece(
+        host, pieces, request_for=request_for, shape=shape, tool=tool, mode="memory_only"
+    )
+    outcomes = run.outcomes
     if not outcomes:
         return None
     return FlushOutcome(

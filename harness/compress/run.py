@@ -23,13 +23,21 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.compress.flush import build_flush_request, execute_flush_reply, flush_pieces, flush_shape
+from harness.compress.flush import FlushOutcome, build_flush_request, flush_pieces, flush_shape
 from harness.compress.host import CompressionHost, CompressionSettings, Emit
 from harness.compress.identifiers import extract_identifiers
+from harness.compress.pieces import flush_each_piece
 from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
 from harness.compress.summary import fallback_summary, serialize_turns, summary_message, summary_prompt
 from harness.errors import ModelAuthError, ModelError, RetryableModelError
-from harness.events import CompressionFinished, CompressionStarted, FlushCompleted, FlushEntry, Warning
+from harness.events import (
+    CompressionFinished,
+    CompressionStarted,
+    FlushCompleted,
+    FlushEntry,
+    UsageReported,
+    Warning,
+)
 from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 
@@ -185,8 +193,9 @@ class Compressor:
         shape = flush_shape(mode, self.settings.flush_reply)
         started = time.monotonic()
         entries: list[FlushEntry] = []
-        for piece in self._flush_pieces(host, middle):
-            request = build_flush_request(
+
+        def request_for(piece: Sequence[Message]) -> ModelRequest:
+            return build_flush_request(
                 system=host.system_prompt,
                 messages=piece,
                 tools=host.tool_specs(),
@@ -195,26 +204,33 @@ class Compressor:
                 max_tokens=self.settings.flush_max_tokens,
                 stable_prefix_chars=len(host.system_prompt),
             )
-            with host.flushing():
-                try:
-                    reply, usage = await host.call(request)
-                except ModelError as exc:
-                    saved = "; what earlier pieces saved is kept" if self._flushed else ""
-                    await emit(
-                        Warning(
-                            f"memory flush failed ({type(exc).__name__}: {exc}); compressing without "
-                            f"the rest of it{saved}"
-                        )
-                    )
-                    break
-                self._flushed = True
-                await emit(usage)
-                outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
-            await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
+
+        async def on_piece(outcome: FlushOutcome, usage: UsageReported) -> None:
+            self._flushed = True
+            await emit(usage)
             for ev in outcome.events:
                 await emit(ev)
             entries.extend(outcome.entries)
-        if self._flushed:
+
+        run = await flush_each_piece(
+            host,
+            self._flush_pieces(host, middle),
+            request_for=request_for,
+            shape=shape,
+            tool=tool,
+            mode=mode,
+            on_piece=on_piece,
+        )
+        if run.error is not None:
+            exc = run.error
+            saved = "; what earlier pieces saved is kept" if run.outcomes else ""
+            await emit(
+                Warning(
+                    f"memory flush failed ({type(exc).__name__}: {exc}); compressing without "
+                    f"the rest of it{saved}"
+                )
+            )
+        if run.outcomes:
             await emit(
                 FlushCompleted(mode=mode, entries=tuple(entries), latency_s=time.monotonic() - started)
             )

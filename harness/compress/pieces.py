@@ -1,0 +1,59 @@
+"""One memory-only call per piece of the conversation: the loop the flush and the review share.
+
+Both send the turns they read in pieces (`flush.flush_pieces`), one request each, and run
+each reply exactly alike: the call under `host.flushing()`, only the reply's memory writes
+executed through the memory tool, the outcome logged as a flush record. A call that fails
+ends the loop; what earlier pieces saved stays saved. What differs — the request each piece
+gets, what to do with the usage and the events — is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from harness.compress.flush import FlushOutcome, FlushShape, execute_flush_reply
+from harness.compress.host import CompressionHost
+from harness.errors import ModelError
+from harness.events import UsageReported
+from harness.tools import Tool
+from harness.types import Message, ModelRequest
+from memory import FlushMode
+
+__all__ = ["PiecesRun", "flush_each_piece"]
+
+
+@dataclass(frozen=True, slots=True)
+class PiecesRun:
+    """The outcomes of the pieces that ran, in order, and the error that stopped the rest."""
+
+    outcomes: tuple[FlushOutcome, ...]
+    error: ModelError | None = None
+
+
+async def flush_each_piece(
+    host: CompressionHost,
+    pieces: Sequence[Sequence[Message]],
+    *,
+    request_for: Callable[[Sequence[Message]], ModelRequest],
+    shape: FlushShape,
+    tool: Tool,
+    mode: FlushMode,
+    on_piece: Callable[[FlushOutcome, UsageReported], Awaitable[None]] | None = None,
+) -> PiecesRun:
+    """Send each piece in turn (see the module); `on_piece` hears each outcome with its usage
+    once it is logged."""
+    outcomes: list[FlushOutcome] = []
+    for piece in pieces:
+        request = request_for(piece)
+        with host.flushing():
+            try:
+                reply, usage = await host.call(request)
+            except ModelError as exc:
+                return PiecesRun(tuple(outcomes), exc)
+            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
+        await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
+        outcomes.append(outcome)
+        if on_piece is not None:
+            await on_piece(outcome, usage)
+    return PiecesRun(tuple(outcomes))
