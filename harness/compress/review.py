@@ -25,7 +25,7 @@ from harness.compress.flush import (
     flush_shape,
 )
 from harness.compress.host import CompressionHost, CompressionSettings
-from harness.compress.pieces import flush_each_piece
+from harness.compress.pieces import flush_each_piece, piece_system
 from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 from prompts import load_text
@@ -65,14 +65,16 @@ async def review_memory(
     shape = flush_shape("memory_only", settings.flush_reply)
     tools = [t for t in host.tool_specs() if t.name == MEMORY_TOOL_NAME]
 
+    system = piece_system(host, settings, "memory_only")
+
     def request_for(piece: Sequence[Message]) -> ModelRequest:
         return build_flush_shape_request(
             shape,
-            system=host.system_prompt,
+            system=system,
             messages=piece,
             tools=tools,
             max_tokens=settings.flush_max_tokens,
-            stable_prefix_chars=len(host.system_prompt),
+            stable_prefix_chars=len(system),
             note=load_text("memory_review"),
         )
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from harness.compress.flush import FlushOutcome, build_flush_request, flush_pieces, flush_shape
 from harness.compress.host import CompressionHost, CompressionSettings, Emit
 from harness.compress.identifiers import extract_identifiers
-from harness.compress.pieces import flush_each_piece
+from harness.compress.pieces import flush_each_piece, piece_system
 from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
 from harness.compress.summary import fallback_summary, serialize_turns, summary_message, summary_prompt
 from harness.errors import ModelAuthError, ModelError, RetryableModelError
@@ -194,15 +194,17 @@ class Compressor:
         started = time.monotonic()
         entries: list[FlushEntry] = []
 
+        system = piece_system(host, self.settings, mode)
+
         def request_for(piece: Sequence[Message]) -> ModelRequest:
             return build_flush_request(
-                system=host.system_prompt,
+                system=system,
                 messages=piece,
                 tools=host.tool_specs(),
                 mode=mode,
                 reply=self.settings.flush_reply,
                 max_tokens=self.settings.flush_max_tokens,
-                stable_prefix_chars=len(host.system_prompt),
+                stable_prefix_chars=len(system),
             )
 
         async def on_piece(outcome: FlushOutcome, usage: UsageReported) -> None:

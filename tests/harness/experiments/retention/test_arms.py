@@ -70,9 +70,11 @@ def _reply(request: ModelRequest) -> ReplyLike:
 @pytest.fixture
 async def result(tmp_path: Path) -> RetentionResult:
     model = ScriptedModel([respond(_reply)] * 400)
+    # One flush request over the whole transcript (no pieces): the arms differ exactly in the
+    # tool list and the prefix they keep, which is what these tests compare.
     return await run_retention(
         _replay(),
-        config(),
+        config(compression__flush_chunk_tokens="0"),
         model=model,
         root=tmp_path,
         options=RetentionOptions(window=WINDOW, ceiling_window=8192, questions=0),
