@@ -209,13 +209,30 @@ def _history(step: Step, previous: MeterRequest) -> list[Hit]:
 # ---------------------------------------------------------------- one step
 
 
+def _own_system_prompt(conversation: str, flush: str) -> bool:
+    """A flush's system prompt shares less than a tenth of the conversation's leading
+    characters: a prompt of its own, not an edit of the conversation's."""
+    shared = 0
+    for a, b in zip(conversation, flush, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return bool(conversation) and shared < len(conversation) // 10
+
+
 def _flush(step: Step, previous: MeterRequest) -> list[Hit]:
     """A flush should extend the conversation; a system change is judged like a turn's."""
     req = step.request
-    hits = _system(step, previous, mid_session=True)
     parts: list[str] = []
     removed: list[str] = []
     added: list[str] = []
+    if _own_system_prompt(previous.system, req.system):
+        # not an edit of the conversation's prompt but one of its own (keel's flush in
+        # pieces): a prefix the flush does not share, never a memory write
+        hits: list[Hit] = []
+        parts.append("system prompt")
+    else:
+        hits = _system(step, previous, mid_session=True)
     if req.tools != previous.tools:
         parts.append("tool list")
         removed.append("tools: " + ", ".join(t.name for t in previous.tools))

@@ -329,6 +329,9 @@ def test_no_false_alarm_on_keels_frozen_policy_trace(keel_traces: dict[str, Path
     assert report.habits == ()
     # The default memory_only flush sends the memory tool alone: a note, not a failure.
     assert [f.rule for f in report.notes] == ["flush-prefix"]
+    # Its pieces go with a system prompt of their own: named as a prefix it does not share,
+    # never mistaken for a memory write.
+    assert any("system prompt" in o.where for o in report.notes[0].occurrences)
 
 
 @pytest.mark.parametrize("policy", ["live", "invalidate_on_write"])
