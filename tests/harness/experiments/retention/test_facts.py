@@ -60,8 +60,22 @@ def test_the_shipped_facts_files_load() -> None:
     root = Path(__file__).resolve().parents[4] / "benchmarks"
     own = load_facts(root / "local_flush_conversations.yaml")
     held = load_facts(root / "facts_heldout.yaml")
+    held2 = load_facts(root / "facts_heldout2.yaml")
     assert sum(len(c.facts) for c in held) == 46 and len(held) == 12
+    assert sum(len(c.facts) for c in held2) == 48 and len(held2) == 12
     assert len(own) == 12
+
+
+@pytest.mark.parametrize(
+    "name", ["local_flush_conversations.yaml", "facts_heldout.yaml", "facts_heldout2.yaml"]
+)
+def test_every_shipped_fact_is_said_whole_in_one_message_of_its_conversation(name: str) -> None:
+    # a term YAML turned into something else (an unquoted `no` reads as false) or a typo
+    # would make a fact no entry can ever match
+    root = Path(__file__).resolve().parents[4] / "benchmarks"
+    for conv in load_facts(root / name):
+        for fact in conv.facts:
+            assert any(fact_in(text, fact) for _, text in conv.messages), f"{conv.id}/{fact.id}"
 
 
 def test_a_long_list_of_identifiers_is_one_unit_and_too_long_to_hold_a_fact() -> None:
