@@ -1,7 +1,8 @@
 """Durable facts as a retention source: the local-flush conversations format and its matcher.
 
-A facts file (`benchmarks/local_flush_conversations.yaml`, `benchmarks/facts_heldout.yaml`)
-holds short conversations, each planting durable facts about the user, and for each fact
+A facts file (`benchmarks/local_flush_conversations.yaml`, the set the flush is tuned on;
+`benchmarks/facts_heldout.yaml` and `benchmarks/facts_heldout2.yaml`, written apart and
+measured only) holds short conversations, each planting durable facts about the user, and for each fact
 its `match` alternatives: lists of terms. The rule is the local-flush benchmark's, kept in
 one place so both measure the same thing:
 
