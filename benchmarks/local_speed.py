@@ -48,6 +48,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -55,6 +56,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.config import KeelConfig, load_config
+from harness.events import CompressionFinished, Warning
+from harness.loop import Session
 from harness.models.base import ModelClient, ModelEvent
 from harness.models.factory import open_model
 from harness.types import ModelReply, ModelRequest, ToolCall
@@ -171,6 +174,10 @@ def _config(home: Path, *, semantic: bool, extra: Mapping[str, str]) -> KeelConf
         "KEEL_SESSION_SEARCH__SUMMARIZE": "true",
         "KEEL_SESSION_SEARCH__DEFAULT_LIMIT": "2",
         "KEEL_COMPRESSION__FLUSH_MAX_TOKENS": "128",
+        # a short chat's turns all fit the default tail (a fifth of the threshold): keep
+        # the smallest tail, so `/compress` has a middle to flush and summarize
+        "KEEL_COMPRESSION__TAIL_RATIO": "0.05",
+        "KEEL_COMPRESSION__PROTECT_LAST_N": "2",
         "KEEL_MEMORY__PROVIDER": "semantic" if semantic else "none",
         "KEEL_MEMORY__SEMANTIC__LEARN_TIMEOUT_S": "1800",
         "KEEL_MEMORY__SEMANTIC__LEARN_MAX_TOKENS": "96",
@@ -242,6 +249,19 @@ async def _timed_side(bench: Bench, case: Case, work: object) -> None:
     bench.record(case, bench.log.since(), main=False, wall_s=time.monotonic() - started, check=False)
 
 
+async def _compress(bench: Bench, s: Session) -> None:
+    """`/compress`, timed as a side case; says why when it did not compress."""
+    case = bench.case("compression")
+    bench.log.mark()
+    started = time.monotonic()
+    events = await s.compress()
+    bench.record(case, bench.log.since(), main=False, wall_s=time.monotonic() - started, check=False)
+    done = [e for e in events if isinstance(e, CompressionFinished)]
+    if not done or done[0].aborted or done[0].messages_after >= done[0].messages_before:
+        why = "; ".join(e.message for e in events if isinstance(e, Warning)) or "no CompressionFinished event"
+        print(f"compression did not compress: {why}", file=sys.stderr, flush=True)
+
+
 async def _first_process(bench: Bench, cfg: KeelConfig) -> float:
     started = time.monotonic()
     async with open_model(cfg, home=bench.home) as inner:
@@ -255,7 +275,9 @@ async def _first_process(bench: Bench, cfg: KeelConfig) -> float:
     return load_s
 
 
-async def _second_process(bench: Bench, cfg: KeelConfig, sem: KeelConfig, turns: int) -> float:
+async def _second_process(
+    bench: Bench, cfg: KeelConfig, sem: KeelConfig, turns: int, *, learning: bool = True
+) -> float:
     started = time.monotonic()
     async with open_model(cfg, home=bench.home) as inner:
         load_s = time.monotonic() - started
@@ -271,12 +293,14 @@ async def _second_process(bench: Bench, cfg: KeelConfig, sem: KeelConfig, turns:
             await bench.turn(
                 s, "And which runner does our CI use?", bench.case("turn_after_search"), check=True
             )
-            await _timed_side(bench, bench.case("compression"), s.compress())
+            await _compress(bench, s)
             bench.prev_main = None
             await bench.turn(
                 s, "What is my colleague's name?", bench.case("turn_after_compression"), check=False
             )
             await client.idle(quiet_s=1.0)
+        if not learning:
+            return load_s
         async with open_session(sem, opts) as s:
             bench.prev_main = None
             case = bench.case("chat_learning")
@@ -287,7 +311,9 @@ async def _second_process(bench: Bench, cfg: KeelConfig, sem: KeelConfig, turns:
     return load_s
 
 
-async def main(turns: int, extra: Mapping[str, str], keep: Path | None) -> dict[str, object]:
+async def main(
+    turns: int, extra: Mapping[str, str], keep: Path | None, *, learning: bool = True
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="keel-local-speed-") as tmp:
         home = keep or Path(tmp) / "home"
         home.mkdir(parents=True, exist_ok=True)
@@ -296,7 +322,7 @@ async def main(turns: int, extra: Mapping[str, str], keep: Path | None) -> dict[
         sem = _config(home, semantic=True, extra=extra)
         print(_HEADER, flush=True)
         load1 = await _first_process(bench, cfg)
-        load2 = await _second_process(bench, cfg, sem, turns)
+        load2 = await _second_process(bench, cfg, sem, turns, learning=learning)
     cases = list(bench.cases.values())
     print(f"model {cfg.model.local_model}, turns {turns}, server load {load1:.1f} s / {load2:.1f} s")
     print(_HEADER)
@@ -322,6 +348,9 @@ async def main(turns: int, extra: Mapping[str, str], keep: Path | None) -> dict[
 def _parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--turns", type=int, default=10, help="turns of each chat (default 10)")
+    p.add_argument(
+        "--no-learning", action="store_true", help="skip the chat with the semantic provider learning"
+    )
     p.add_argument("--json", type=Path, default=None, help="also write the report here")
     p.add_argument("--home", type=Path, default=None, help="keep the home here (default: a temporary one)")
     p.add_argument(
@@ -333,7 +362,7 @@ def _parse() -> argparse.Namespace:
 if __name__ == "__main__":
     args = _parse()
     overrides = dict(item.split("=", 1) for item in args.set)
-    out = anyio.run(main, args.turns, overrides, args.home)
+    out = anyio.run(partial(main, learning=not args.no_learning), args.turns, overrides, args.home)
     if args.json is not None:
         with contextlib.suppress(OSError):
             args.json.parent.mkdir(parents=True, exist_ok=True)
