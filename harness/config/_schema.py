@@ -129,6 +129,8 @@ class PromptConfig(Section):
 
 class HolographicConfig(Section):
     db_path: Path | None = None
+    """The default user's fact file (files backend only: ignored, with a warning when a session
+    opens, on `storage.backend: postgres`, where facts are rows of the server's schema)."""
     hrr_dim: int = Field(1024, ge=16)
     default_trust: float = Field(0.5, ge=0, le=1)
     min_trust: float = Field(0.3, ge=0, le=1)
@@ -139,6 +141,8 @@ class SemanticConfig(Section):
     """The semantic provider (`memory.provider: semantic`; needs `pip install -e '.[semantic]'`)."""
 
     db_path: Path | None = None
+    """The default user's memory file (files backend only: ignored, with a warning when a
+    session opens, on `storage.backend: postgres`)."""
     learn: bool = True
     """Extract facts from each exchange with the session's model, in the background."""
     learn_max_tokens: int = Field(256, ge=16, le=4096)

@@ -200,6 +200,18 @@ async def _stores(
     return stores, stores.sessions
 
 
+def _provider_context(
+    config: KeelConfig, opts: SessionOptions, where: _Where, session_id: str
+) -> ProviderContext:
+    return ProviderContext(
+        session_id=session_id,
+        agent_context=opts.agent_context,
+        home=where.home,
+        platform=config.agent.platform,
+        user_id=where.principal.user_id,
+    )
+
+
 async def _journal(db: SessionStore, where: _Where, warnings: WarningSink) -> JournalledWriter:
     """This session's journal in front of the store, after writing what earlier sessions journalled."""
     journal_dir = where.home / JOURNAL_DIR_NAME
@@ -244,15 +256,16 @@ async def _build(
         warnings=warnings,
         tools=registry,
     )
-    context = ProviderContext(
-        session_id=path.transcript.session_id,
-        agent_context=opts.agent_context,
-        home=where.home,
-        platform=config.agent.platform,
-        user_id=where.principal.user_id,
-    )
+    context = _provider_context(config, opts, where, path.transcript.session_id)
     await steps.start_manager(
-        stack, config, mem.manager, calls=path.calls, provider=opts.provider, context=context, stores=stores
+        stack,
+        config,
+        mem.manager,
+        calls=path.calls,
+        provider=opts.provider,
+        context=context,
+        stores=stores,
+        warn=warnings,
     )
     add_builtin_tools(
         registry,

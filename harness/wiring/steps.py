@@ -45,6 +45,7 @@ __all__ = [
     "skills",
     "start_manager",
     "trace_writer",
+    "unused_db_path",
 ]
 
 
@@ -131,6 +132,29 @@ def new_manager(config: KeelConfig) -> MemoryManager:
     )
 
 
+def unused_db_path(config: KeelConfig, stores: Stores | None) -> str | None:
+    """The warning for a provider `db_path` the backend ignores (None: nothing to say).
+
+    On `storage.backend: postgres` the provider's data are rows of the server's schema and
+    no file is opened, so a configured `db_path` names a file that is neither read nor
+    written — its data are not in the session's memory, and `keel storage migrate` leaves
+    a file outside the standard places where it is.
+    """
+    m = config.memory
+    pg = None if stores is None else stores.providers()
+    if pg is None or m.provider == "none":
+        return None
+    db_path = m.holographic.db_path if m.provider == "holographic" else m.semantic.db_path
+    if db_path is None:
+        return None
+    return (
+        f"memory.{m.provider}.db_path ({str(db_path)!r}) is ignored: storage.backend is postgres, so the "
+        f"{m.provider} provider keeps its data in PostgreSQL schema {pg.schema!r} and that file is neither "
+        "read nor written; unset db_path (if the file holds data, `keel storage migrate --to postgres` copies "
+        "it only from the standard place in the home)"
+    )
+
+
 def _external(config: KeelConfig, calls: ModelCalls, stores: Stores | None) -> MemoryProvider | None:
     """The configured provider, keeping its data where `stores` keeps everything else."""
     m = config.memory
@@ -168,13 +192,17 @@ async def start_manager(
     provider: MemoryProvider | None,
     context: ProviderContext,
     stores: Stores | None = None,
+    warn: WarningSink | None = None,
 ) -> None:
     """Register the external provider (`provider`, else the configured one, its data on the
-    `stores`' backend) and initialize all."""
+    `stores`' backend, `warn` told of a configured `db_path` that backend ignores) and
+    initialize all."""
     if context.agent_context == "subagent":
         pass  # subagents run without external providers; the parent hears `on_delegation`
     else:
         external = provider if provider is not None else _external(config, calls, stores)
+        if provider is None and warn is not None and (ignored := unused_db_path(config, stores)):
+            warn(ignored)
         if external is not None:
             manager.add_provider(external)
     await manager.initialize(context)

@@ -5,7 +5,8 @@
 # `holographic/` (an HRR fact store), `semantic/` (memories learned from each exchange),
 # each over SQLite files or PostgreSQL rows. Private: `_breaker.py` (a circuit breaker per
 # provider), `_trivial.py` (which messages are too slight to recall for), `_pg.py` (what the
-# PostgreSQL provider stores share: `PgPlace`, the per-user scope and its writer row).
+# PostgreSQL provider stores share: `PgPlace`, the per-user scope and its writer row, their
+# transaction and errors), `_copy.py` (copying a provider file into those rows, verified).
 from memory.providers._breaker import BreakerState
 from memory.providers._pg import PgPlace, ScopeCopy, provider_scope
 from memory.providers._trivial import is_trivial

@@ -48,7 +48,9 @@ __all__ = [
     "next_id",
     "provider_scope",
     "scope_exists",
+    "scope_transaction",
     "set_next_id",
+    "store_error",
     "transaction",
 ]
 
@@ -137,6 +139,52 @@ def transaction(place: PgPlace, translate: Callable[[BaseException], Exception])
 
 def is_lock_timeout(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.errors.LockNotAvailable)
+
+
+def store_error(
+    exc: BaseException,
+    error: Callable[[str], Exception],
+    *,
+    what: str,
+    tables: str,
+    place: PgPlace,
+    location: str,
+) -> Exception:
+    """A provider store's error for a psycopg or pool failure, naming the fix: a writer that
+    held the scope too long (retry), tables never migrated, or the server itself.
+
+    Args:
+        error: the store's error type, built from the message.
+        what: the store, for messages (`fact store`); tables: its tables (`fact`).
+        location: where its rows live (the store's `location`).
+    """
+    if is_lock_timeout(exc):
+        return error(f"the {what} ({location}) stayed locked by another writer ({first_line(exc)}); retry")
+    if isinstance(exc, psycopg.errors.UndefinedTable):
+        return error(
+            f"the {tables} tables are missing from PostgreSQL schema {place.schema!r}; open the keel stores "
+            "(storage.backend: postgres) once so the schema is migrated"
+        )
+    return error(
+        f"the {what} ({location}) failed: {first_line(exc)}; check that the PostgreSQL server is up "
+        "(storage.url), then retry"
+    )
+
+
+@contextmanager
+def scope_transaction(
+    place: PgPlace,
+    scope: str,
+    store: StoreKind,
+    translate: Callable[[BaseException], Exception],
+    *,
+    write: bool,
+) -> Iterator[Conn]:
+    """One `transaction` of a provider store; a content write first takes the scope's writer row."""
+    with transaction(place, translate) as conn:
+        if write:
+            claim(conn, scope, store)
+        yield conn
 
 
 def claim(conn: Conn, scope: str, store: StoreKind) -> int:

@@ -100,15 +100,32 @@ class UserScopedReader:
         return [] if await self.get_session(session_id) is None else await self._db.list_flushes(session_id)
 
     async def lineage_root(self, session_id: str) -> str:
-        # A lineage never crosses users: a child session is created with its parent's user.
-        return await self._db.lineage_root(session_id)
+        return (await self.lineage_roots([session_id]))[session_id]
 
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
-        return await self._db.lineage_roots(session_ids)
+        # Another user's session answers as a missing one does (its own root), and a root
+        # this reader cannot see is never told: the lineage as seen here starts at the session.
+        roots = await self._db.lineage_roots(session_ids)
+        seen: dict[str, bool] = {}
+
+        async def visible(session_id: str) -> bool:
+            if session_id not in seen:
+                seen[session_id] = await self.get_session(session_id) is not None
+            return seen[session_id]
+
+        told: dict[str, str] = {}
+        for session_id, root in roots.items():
+            shown = root == session_id or (await visible(session_id) and await visible(root))
+            told[session_id] = root if shown else session_id
+        return told
 
     async def continuation(self, session_id: str) -> str | None:
-        # A child is created with its parent's user: visible exactly when the parent is.
-        return None if await self.get_session(session_id) is None else await self._db.continuation(session_id)
+        # A child is created with its parent's user, so it is visible exactly when the parent
+        # is; both are checked all the same, as for every other read here.
+        if await self.get_session(session_id) is None:
+            return None
+        child = await self._db.continuation(session_id)
+        return child if child is not None and await self.get_session(child) is not None else None
 
     async def search(
         self,

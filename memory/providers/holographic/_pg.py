@@ -21,42 +21,39 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-import psycopg.errors
-
-from memory.errors import FactInputError, FactStoreError
+from memory.errors import FactStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
     any_words,
-    claim,
-    first_line,
     generation,
-    is_lock_timeout,
     next_id,
     provider_scope,
-    transaction,
+    scope_transaction,
+    store_error,
 )
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic.contract import (
-    HELPFUL_DELTA,
     NEIGHBOURS,
-    UNHELPFUL_DELTA,
     AddResult,
     Category,
     Fact,
     TrustChange,
     check_joined,
-    checked_category,
+    check_update,
     clamp,
+    content_taken,
     fact_from_row,
+    fed_back,
     load_codec,
     merged_aliases,
+    missing_fact,
     new_fact,
-    scanned,
+    planned_update,
 )
 
 if TYPE_CHECKING:
@@ -74,10 +71,6 @@ _SAME_CONTENT = "f.scope = %s AND f.content_md5 = md5(%s) AND f.content = %s"
 _ENTITY_MATCH = (
     "(lower(e.name) = lower(%s) OR strpos(',' || lower(e.aliases) || ',', ',' || lower(%s) || ',') > 0)"
 )
-
-
-def _missing(fact_id: int) -> FactInputError:
-    return FactInputError(f"fact {fact_id!r} does not exist; use action 'list' or 'search' to find ids")
 
 
 class PgFactStore:
@@ -146,30 +139,16 @@ class PgFactStore:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _translate(self, exc: BaseException) -> FactStoreError:
-        if is_lock_timeout(exc):
-            return FactStoreError(
-                f"the fact store ({self.location}) stayed locked by another writer ({first_line(exc)}); retry"
-            )
-        if isinstance(exc, psycopg.errors.UndefinedTable):
-            return FactStoreError(
-                f"the fact tables are missing from PostgreSQL schema {self._place.schema!r}; open the keel "
-                "stores (storage.backend: postgres) once so the schema is migrated"
-            )
-        return FactStoreError(
-            f"the fact store ({self.location}) failed: {first_line(exc)}; check that the PostgreSQL "
-            "server is up (storage.url), then retry"
+    def _translate(self, exc: BaseException) -> Exception:
+        return store_error(
+            exc, FactStoreError, what="fact store", tables="fact", place=self._place, location=self.location
         )
 
-    @contextmanager
-    def _db(self, *, write: bool = False) -> Iterator[Conn]:
+    def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
         """One transaction; a content write first takes the scope's writer row."""
         if self._closed:
             raise FactStoreError(f"the fact store ({self.location}) is closed")
-        with transaction(self._place, self._translate) as conn:
-            if write:
-                claim(conn, self.scope, "facts")
-            yield conn
+        return scope_transaction(self._place, self.scope, "facts", self._translate, write=write)
 
     def _backfill_vectors(self, codec: HrrCodec) -> None:
         """Give every fact of the scope a vector of the current dimension."""
@@ -214,7 +193,7 @@ class PgFactStore:
             (self.scope, fact_id),
         ).fetchone()
         if row is None:
-            raise _missing(fact_id)
+            raise missing_fact(fact_id)
         return row
 
     def _link(self, conn: Conn, fact_id: int, entities: Sequence[ExtractedEntity]) -> None:
@@ -261,12 +240,7 @@ class PgFactStore:
     # ------------------------------------------------------------------ writes
 
     def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
-        """Store a fact; identical content returns the existing id unchanged.
-
-        Raises:
-            FactBlockedError: the write scanner objects to the content or the tags.
-            FactInputError: empty content or an unknown category.
-        """
+        """`FactBackend.add_fact`: identical content returns the existing id unchanged."""
         content, entities = new_fact(content, category, tags)
         with self._db(write=True) as conn:
             row = conn.execute(
@@ -309,44 +283,25 @@ class PgFactStore:
         tags: str | None = None,
         trust_delta: float | None = None,
     ) -> Fact:
-        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
-
-        Raises:
-            FactBlockedError: the write scanner objects to the new content or tags.
-            FactInputError: unknown id, empty content, or content another fact already has.
-        """
-        if category is not None:
-            checked_category(category)
-        scanned(content or "", tags or "")
+        """`FactBackend.update_fact`: the contract's `check_update` and `planned_update`, then the row."""
+        check_update(content, category, tags)
         with self._db(write=True) as conn:
             old = self._facts(conn, [self._row(conn, fact_id)])[0]
-            new_content = old.content if content is None else content.strip()
-            if not new_content:
-                raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
-            if new_content != old.content:
+            new = planned_update(old, content=content, category=category, tags=tags, trust_delta=trust_delta)
+            if new.content_changed:
                 clash = conn.execute(
                     f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT} AND f.fact_id <> %s",
-                    (self.scope, new_content, new_content, fact_id),
+                    (self.scope, new.content, new.content, fact_id),
                 ).fetchone()
                 if clash is not None:
-                    raise FactInputError(
-                        f"fact {int(str(clash[0]))!r} already has that content; remove fact {fact_id!r} instead"
-                    )
+                    raise content_taken(int(str(clash[0])), fact_id)
             conn.execute(
                 "UPDATE holo_facts SET content = %s, category = %s, tags = %s, trust_score = %s, updated_at = %s "
                 "WHERE scope = %s AND fact_id = %s",
-                (
-                    new_content,
-                    old.category if category is None else category,
-                    old.tags if tags is None else tags.strip(),
-                    old.trust if trust_delta is None else clamp(old.trust + trust_delta),
-                    self._now(),
-                    self.scope,
-                    fact_id,
-                ),
+                (new.content, new.category, new.tags, new.trust, self._now(), self.scope, fact_id),
             )
-            if new_content != old.content:
-                self._relink(conn, fact_id, new_content)
+            if new.content_changed:
+                self._relink(conn, fact_id, new.content)
             return self._facts(conn, [self._row(conn, fact_id)])[0]
 
     def _relink(self, conn: Conn, fact_id: int, content: str) -> None:
@@ -363,27 +318,23 @@ class PgFactStore:
         )
 
     def remove_fact(self, fact_id: int) -> Fact:
-        """Delete a fact and its entity links; returns what was removed.
-
-        Raises:
-            FactInputError: unknown id.
-        """
+        """`FactBackend.remove_fact`: the fact and its entity links; returns what was removed."""
         with self._db(write=True) as conn:
             fact = self._facts(conn, [self._row(conn, fact_id)])[0]
             conn.execute("DELETE FROM holo_facts WHERE scope = %s AND fact_id = %s", (self.scope, fact_id))
         return fact
 
     def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
-        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
+        """`FactBackend.feedback`: trust moved by the helpful or unhelpful delta, clamped."""
         with self._db() as conn:
             row = conn.execute(
                 "SELECT trust_score FROM holo_facts WHERE scope = %s AND fact_id = %s FOR UPDATE",
                 (self.scope, fact_id),
             ).fetchone()
             if row is None:
-                raise _missing(fact_id)
+                raise missing_fact(fact_id)
             old = float(str(row[0]))
-            new = clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+            new = fed_back(old, helpful=helpful)
             conn.execute(
                 "UPDATE holo_facts SET trust_score = %s, helpful_count = helpful_count + %s "
                 "WHERE scope = %s AND fact_id = %s",

@@ -32,14 +32,20 @@ __all__ = [
     "Category",
     "Fact",
     "FactBackend",
+    "FactUpdate",
     "TrustChange",
     "check_joined",
+    "check_update",
     "checked_category",
     "clamp",
+    "content_taken",
     "fact_from_row",
+    "fed_back",
     "load_codec",
     "merged_aliases",
+    "missing_fact",
     "new_fact",
+    "planned_update",
     "scanned",
 ]
 
@@ -79,6 +85,22 @@ class AddResult:
 
 
 @dataclass(frozen=True, slots=True)
+class FactUpdate:
+    """What an update writes over a fact: its new values, checked (`planned_update`).
+
+    `content_changed`: the content differs from the stored one, so the store must check that
+    no other fact has it, and re-link its entities and re-encode its vector.
+    """
+
+    content: str
+    category: Category
+    tags: str
+    trust: float
+    content_changed: bool
+    kind: Literal["fact_update"] = "fact_update"
+
+
+@dataclass(frozen=True, slots=True)
 class TrustChange:
     """A trust adjustment: the fact's trust before and after (clamped to [0, 1])."""
 
@@ -109,7 +131,14 @@ class FactBackend(Protocol):
 
     def close(self) -> None: ...
 
-    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult: ...
+    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
+        """Store a fact; identical content returns the existing id unchanged.
+
+        Raises:
+            FactBlockedError: the write scanner objects to the content or the tags.
+            FactInputError: empty content or an unknown category.
+        """
+        ...
 
     def update_fact(
         self,
@@ -119,11 +148,26 @@ class FactBackend(Protocol):
         category: Category | None = None,
         tags: str | None = None,
         trust_delta: float | None = None,
-    ) -> Fact: ...
+    ) -> Fact:
+        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
 
-    def remove_fact(self, fact_id: int) -> Fact: ...
+        Raises:
+            FactBlockedError: the write scanner objects to the new content or tags.
+            FactInputError: unknown id, empty content, or content another fact already has.
+        """
+        ...
 
-    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange: ...
+    def remove_fact(self, fact_id: int) -> Fact:
+        """Delete a fact and its entity links; returns what was removed.
+
+        Raises:
+            FactInputError: unknown id.
+        """
+        ...
+
+    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
+        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
+        ...
 
     def mark_retrieved(self, fact_ids: Sequence[int]) -> None: ...
 
@@ -191,6 +235,11 @@ def clamp(value: float) -> float:
     return round(min(1.0, max(0.0, value)), 6)
 
 
+def fed_back(trust: float, *, helpful: bool) -> float:
+    """Trust after feedback: up `HELPFUL_DELTA` or down `UNHELPFUL_DELTA`, clamped."""
+    return clamp(trust + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+
+
 def scanned(content: str, tags: str) -> None:
     """Refuse content or tags the write scanner objects to: recall replays them into turns."""
     findings = write_findings(content) + write_findings(tags)
@@ -218,6 +267,53 @@ def new_fact(content: str, category: str, tags: str) -> tuple[str, list[Extracte
     checked_category(category)
     scanned(content, tags)
     return content, extract_entities(content)
+
+
+def check_update(content: str | None, category: str | None, tags: str | None) -> None:
+    """Check what an update gives before anything is read (None: that part stays).
+
+    Raises:
+        FactInputError: an unknown category.
+        FactBlockedError: the write scanner objects to the new content or tags.
+    """
+    if category is not None:
+        checked_category(category)
+    scanned(content or "", tags or "")
+
+
+def planned_update(
+    old: Fact,
+    *,
+    content: str | None,
+    category: Category | None,
+    tags: str | None,
+    trust_delta: float | None,
+) -> FactUpdate:
+    """The values an update writes over `old` (after `check_update`): stripped text, the old
+    value where none is given, trust moved by `trust_delta` and clamped.
+
+    Raises:
+        FactInputError: the new content is empty.
+    """
+    new_content = old.content if content is None else content.strip()
+    if not new_content:
+        raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
+    return FactUpdate(
+        content=new_content,
+        category=old.category if category is None else category,
+        tags=old.tags if tags is None else tags.strip(),
+        trust=old.trust if trust_delta is None else clamp(old.trust + trust_delta),
+        content_changed=new_content != old.content,
+    )
+
+
+def content_taken(holder: int, fact_id: int) -> FactInputError:
+    """The refusal of an update that would give `fact_id` the content fact `holder` has."""
+    return FactInputError(f"fact {holder!r} already has that content; remove fact {fact_id!r} instead")
+
+
+def missing_fact(fact_id: int) -> FactInputError:
+    return FactInputError(f"fact {fact_id!r} does not exist; use action 'list' or 'search' to find ids")
 
 
 def check_joined(content: str, newest_first: Sequence[str]) -> None:

@@ -32,25 +32,26 @@ from typing import TYPE_CHECKING, Any
 
 from memory._migrations import migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
-from memory.errors import FactInputError, FactStoreError
+from memory.errors import FactStoreError
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS
 from memory.providers.holographic.contract import (
-    HELPFUL_DELTA,
     NEIGHBOURS,
-    UNHELPFUL_DELTA,
     AddResult,
     Category,
     Fact,
     TrustChange,
     check_joined,
-    checked_category,
+    check_update,
     clamp,
+    content_taken,
     fact_from_row,
+    fed_back,
     load_codec,
     merged_aliases,
+    missing_fact,
     new_fact,
-    scanned,
+    planned_update,
 )
 
 if TYPE_CHECKING:
@@ -237,20 +238,13 @@ class FactStore:
     def _row(self, conn: sqlite3.Connection, fact_id: int) -> tuple[Any, ...]:
         row = conn.execute(f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.fact_id = ?", (fact_id,)).fetchone()
         if row is None:
-            raise FactInputError(
-                f"fact {fact_id!r} does not exist; use action 'list' or 'search' to find ids"
-            )
+            raise missing_fact(fact_id)
         return tuple(row)
 
     # ------------------------------------------------------------------ writes
 
     def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
-        """Store a fact; identical content returns the existing id unchanged.
-
-        Raises:
-            FactBlockedError: the write scanner objects to the content or the tags.
-            FactInputError: empty content or an unknown category.
-        """
+        """`FactBackend.add_fact`: identical content returns the existing id unchanged."""
         content, entities = new_fact(content, category, tags)
         with self._db(write=True) as conn:
             row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
@@ -289,53 +283,35 @@ class FactStore:
         tags: str | None = None,
         trust_delta: float | None = None,
     ) -> Fact:
-        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
-
-        Raises:
-            FactBlockedError: the write scanner objects to the new content or tags.
-            FactInputError: unknown id, empty content, or content another fact already has.
-        """
-        if category is not None:
-            checked_category(category)
-        scanned(content or "", tags or "")
+        """`FactBackend.update_fact`: the contract's `check_update` and `planned_update`, then the row."""
+        check_update(content, category, tags)
         with self._db(write=True) as conn:
             old = self._facts(conn, [self._row(conn, fact_id)])[0]
-            new_content = old.content if content is None else content.strip()
-            if not new_content:
-                raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
-            if new_content != old.content:
+            new = planned_update(old, content=content, category=category, tags=tags, trust_delta=trust_delta)
+            if new.content_changed:
                 clash = conn.execute(
-                    "SELECT fact_id FROM facts WHERE content = ? AND fact_id != ?", (new_content, fact_id)
+                    "SELECT fact_id FROM facts WHERE content = ? AND fact_id != ?", (new.content, fact_id)
                 ).fetchone()
                 if clash is not None:
-                    raise FactInputError(
-                        f"fact {int(clash[0])!r} already has that content; remove fact {fact_id!r} instead"
-                    )
-            new_category = old.category if category is None else category
-            new_tags = old.tags if tags is None else tags.strip()
-            new_trust = old.trust if trust_delta is None else clamp(old.trust + trust_delta)
+                    raise content_taken(int(clash[0]), fact_id)
             conn.execute(
                 "UPDATE facts SET content = ?, category = ?, tags = ?, trust_score = ?, updated_at = ? "
                 "WHERE fact_id = ?",
-                (new_content, new_category, new_tags, new_trust, self._now(), fact_id),
+                (new.content, new.category, new.tags, new.trust, self._now(), fact_id),
             )
-            if new_content != old.content:
-                entities = extract_entities(new_content)
+            if new.content_changed:
+                entities = extract_entities(new.content)
                 conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
                 self._link(conn, fact_id, entities)
                 conn.execute(
                     "UPDATE facts SET hrr_vector = ? WHERE fact_id = ?",
-                    (self._vector_blob(new_content, entities), fact_id),
+                    (self._vector_blob(new.content, entities), fact_id),
                 )
-            self._invalidate_bank(conn, old.category, new_category)
+            self._invalidate_bank(conn, old.category, new.category)
             return self._facts(conn, [self._row(conn, fact_id)])[0]
 
     def remove_fact(self, fact_id: int) -> Fact:
-        """Delete a fact and its entity links; returns what was removed.
-
-        Raises:
-            FactInputError: unknown id.
-        """
+        """`FactBackend.remove_fact`: the fact and its entity links; returns what was removed."""
         with self._db(write=True) as conn:
             fact = self._facts(conn, [self._row(conn, fact_id)])[0]
             conn.execute("DELETE FROM facts WHERE fact_id = ?", (fact_id,))
@@ -343,10 +319,10 @@ class FactStore:
         return fact
 
     def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
-        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
+        """`FactBackend.feedback`: trust moved by the helpful or unhelpful delta, clamped."""
         with self._db(write=True) as conn:
             old = float(self._row(conn, fact_id)[4])
-            new = clamp(old + (HELPFUL_DELTA if helpful else UNHELPFUL_DELTA))
+            new = fed_back(old, helpful=helpful)
             conn.execute(
                 "UPDATE facts SET trust_score = ?, helpful_count = helpful_count + ? WHERE fact_id = ?",
                 (new, 1 if helpful else 0, fact_id),

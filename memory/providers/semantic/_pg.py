@@ -22,28 +22,35 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Literal
 
 import numpy as np
-import psycopg.errors
 from numpy.typing import NDArray
 
-from memory.errors import SemanticInputError, SemanticStoreError
+from memory.errors import SemanticStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
     any_words,
-    claim,
-    first_line,
     generation,
-    is_lock_timeout,
     next_id,
     provider_scope,
-    transaction,
+    scope_transaction,
+    store_error,
 )
-from memory.providers.semantic.contract import HistoryEvent, Memory, Origin, content_key, memory_from_row
+from memory.providers.semantic.contract import (
+    HistoryEvent,
+    Memory,
+    Origin,
+    history_from_rows,
+    key_taken,
+    memory_from_row,
+    missing_memory,
+    new_text,
+    replacement_text,
+)
 
 __all__ = ["PgSemanticStore"]
 
@@ -92,29 +99,21 @@ class PgSemanticStore:
         self._closed = True
         self._cache = None
 
-    def _translate(self, exc: BaseException) -> SemanticStoreError:
-        if is_lock_timeout(exc):
-            return SemanticStoreError(
-                f"the semantic memory ({self.location}) stayed locked by another writer ({first_line(exc)}); retry"
-            )
-        if isinstance(exc, psycopg.errors.UndefinedTable):
-            return SemanticStoreError(
-                f"the semantic memory tables are missing from PostgreSQL schema {self._place.schema!r}; open "
-                "the keel stores (storage.backend: postgres) once so the schema is migrated"
-            )
-        return SemanticStoreError(
-            f"the semantic memory ({self.location}) failed: {first_line(exc)}; check that the PostgreSQL "
-            "server is up (storage.url), then retry"
+    def _translate(self, exc: BaseException) -> Exception:
+        return store_error(
+            exc,
+            SemanticStoreError,
+            what="semantic memory",
+            tables="semantic memory",
+            place=self._place,
+            location=self.location,
         )
 
-    @contextmanager
-    def _db(self, *, write: bool = False) -> Iterator[Conn]:
+    def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
+        """One transaction; a write first takes the scope's writer row."""
         if self._closed:
             raise SemanticStoreError(f"the semantic memory ({self.location}) is closed")
-        with transaction(self._place, self._translate) as conn:
-            if write:
-                claim(conn, self.scope, "semantic")
-            yield conn
+        return scope_transaction(self._place, self.scope, "semantic", self._translate, write=write)
 
     # ------------------------------------------------------------------ writes
 
@@ -127,11 +126,8 @@ class PgSemanticStore:
         origin: Origin,
         session_id: str = "",
     ) -> tuple[Memory, bool]:
-        """Store a memory; the same text (see `content_key`) returns the existing one and False."""
-        content = content.strip()
-        if not content:
-            raise SemanticInputError("the memory is empty; say what should be remembered")
-        key = content_key(content)
+        """`SemanticBackend.add`: the same text (see `content_key`) returns the existing one and False."""
+        content, key = new_text(content)
         with self._db(write=True) as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM sem_memories WHERE {_SAME_KEY}", (self.scope, key, key)
@@ -156,11 +152,8 @@ class PgSemanticStore:
         model_id: str,
         session_id: str = "",
     ) -> Memory:
-        """Replace a memory's text (and embedding); its id and creation time stay."""
-        content = content.strip()
-        if not content:
-            raise SemanticInputError("the new text is empty; delete the memory instead")
-        key = content_key(content)
+        """`SemanticBackend.update`: new text and embedding; the id and creation time stay."""
+        content, key = replacement_text(content)
         with self._db(write=True) as conn:
             old = self._get(conn, memory_id)
             clash = conn.execute(
@@ -168,9 +161,7 @@ class PgSemanticStore:
                 (self.scope, key, key, memory_id),
             ).fetchone()
             if clash is not None:
-                raise SemanticInputError(
-                    f"memory {int(clash[0])} already says that; delete memory {memory_id} instead"
-                )
+                raise key_taken(int(clash[0]), memory_id)
             now = self._now()
             conn.execute(
                 "UPDATE sem_memories SET content = %s, content_key = %s, updated_at = %s, model_id = %s, "
@@ -222,7 +213,7 @@ class PgSemanticStore:
             (self.scope, memory_id),
         ).fetchone()
         if row is None:
-            raise SemanticInputError(f"there is no memory {memory_id}; search or list to find the right id")
+            raise missing_memory(memory_id)
         return memory_from_row(row)
 
     def get(self, memory_id: int) -> Memory:
@@ -261,13 +252,7 @@ class PgSemanticStore:
                 "WHERE scope = %s ORDER BY event_id",
                 (self.scope,),
             ).fetchall()
-        out: list[HistoryEvent] = []
-        for memory_id, event, old, new, session_id in rows:
-            kind: Literal["add", "update", "delete"] = (
-                "add" if event == "add" else "update" if event == "update" else "delete"
-            )
-            out.append(HistoryEvent(int(memory_id), kind, old, new, str(session_id)))
-        return out
+        return history_from_rows(rows)
 
     def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
         """(id, text) of memories embedded by another model."""

