@@ -34,6 +34,7 @@ import anyio
 import anyio.abc
 from pydantic import JsonValue
 
+from memory.curated import MEMORY_TOOL_NAME
 from memory.providers._breaker import BreakerState, CircuitBreaker
 from memory.providers._fanout import Entry, Fanout
 from memory.providers._rounds import PrefetchRounds, Recall
@@ -47,14 +48,14 @@ from memory.providers.contract import (
     SwitchReason,
     TurnMessage,
 )
+from memory.sessions.search import SESSION_SEARCH_TOOL_NAME
+from memory.skills import SKILL_TOOL_NAMES
 
 __all__ = ["CORE_TOOL_NAMES", "MemoryManager", "Recall"]
 
 _log = logging.getLogger(__name__)
 
-CORE_TOOL_NAMES: frozenset[str] = frozenset(
-    {"memory", "session_search", "skills_list", "skill_view", "skill_manage"}
-)
+CORE_TOOL_NAMES: frozenset[str] = frozenset({MEMORY_TOOL_NAME, SESSION_SEARCH_TOOL_NAME, *SKILL_TOOL_NAMES})
 """Tools the harness itself owns; an external provider may not shadow them."""
 
 
