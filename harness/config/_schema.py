@@ -2,7 +2,7 @@
 
 Every key is documented in `config.example.yaml` (a test validates it); unknown keys are
 errors. How a file and the environment become a `KeelConfig` is `_loader.py`; where the
-session store is and whom a session runs for is `_stores.py`.
+stores live and whom a session runs for is `_stores.py`.
 """
 
 from __future__ import annotations
