@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from memory.providers._text import STOPWORDS
+from memory._words import STOPWORDS
 
 __all__ = ["content_stems", "content_words", "grounded", "stem"]
 

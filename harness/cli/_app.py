@@ -23,7 +23,6 @@ def _registrars() -> list[Registrar]:
     # Imported here, not at module import, so `keel --help` stays fast and a broken
     # optional command cannot break the others.
     from harness.cli import (
-        _cache_cmd,
         _chat_cmd,
         _config_cmd,
         _demo_cmd,
@@ -34,6 +33,7 @@ def _registrars() -> list[Registrar]:
         _sessions_cmd,
         _skills_cmd,
         _tools_cmd,
+        cache,
     )
 
     return [
@@ -46,7 +46,7 @@ def _registrars() -> list[Registrar]:
         _skills_cmd.register,
         _sessions_cmd.register_storage,
         _tools_cmd.register,
-        _cache_cmd.register,
+        cache.register,
         _config_cmd.register,
         _models_cmd.register,
     ]

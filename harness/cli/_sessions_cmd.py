@@ -22,6 +22,7 @@ from harness.cli._common import Subparsers, config_from_args, console, principal
 from harness.errors import CommandError
 from harness.wiring.migrate import migrate_home
 from harness.wiring.scoped import session_user_ids
+from harness.wiring.stores import open_sessions
 from memory import (
     STATE_DB_NAME,
     MemoryLayerError,
@@ -65,7 +66,7 @@ def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[
         return None
 
     async def main() -> T:
-        async with config.sessions.open_store(home) as db:
+        async with open_sessions(config, home) as db:
             return await work(db)
 
     try:

@@ -1,7 +1,8 @@
 # The one validated configuration model, and how it is loaded.
-# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_stores.py` (the session store a config opens,
-# and the principal a session runs for), `_loader.py` (`load_config`: the bounded YAML reader
-# and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
+# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_stores.py` (where
+# the stores live and the principal a session runs for), `_loader.py` (`load_config`: the bounded
+# YAML reader and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
+# Config validates and describes; it opens nothing (the stores are opened in `harness.wiring`).
 # Library code receives a `KeelConfig`; it never reads files or the environment itself.
 """The one validated configuration model, and how it is loaded.
 

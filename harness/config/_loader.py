@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import reprlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -20,7 +21,14 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from harness.config._schema import KeelConfig
 from harness.errors import ConfigError
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "load_config"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "MAX_YAML_DEPTH",
+    "MAX_YAML_NODES",
+    "RETIRED_KEYS",
+    "RetiredKey",
+    "load_config",
+]
 
 
 _ENV_PREFIX = "KEEL_"
@@ -35,6 +43,24 @@ MAX_YAML_NODES = 20_000
 _MAX_ENV_CHARS = 65_536
 _MAX_ERRORS = 20
 _QUOTE_CHARS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredKey:
+    """A key an older keel read: the keys that took its place, and how to carry a value over."""
+
+    replaced_by: tuple[str, ...]
+    how: str
+
+
+RETIRED_KEYS: dict[str, RetiredKey] = {
+    "model.local_cache": RetiredKey(
+        ("model.local_server.ram_states", "model.local_server.ram_mb"),
+        "true is now their default (4 states in RAM), false is ram_states: 0",
+    ),
+}
+"""Keys that were renamed or replaced, by their old dotted path: an old config is refused
+with the new keys named, instead of "unknown key"."""
 
 
 class _YamlTooComplex(ValueError):
@@ -185,7 +211,12 @@ def _format_validation(exc: ValidationError, source: str) -> str:
         path = ".".join(str(p) for p in err["loc"][:8]) or "(top level)"
         if len(err["loc"]) > 8:
             path += ".…"
-        if err["type"] == "extra_forbidden":
+        retired = RETIRED_KEYS.get(path) if err["type"] == "extra_forbidden" else None
+        if retired is not None:
+            fix = (
+                f"this key was replaced by {' and '.join(retired.replaced_by)}: {retired.how}; remove {path}"
+            )
+        elif err["type"] == "extra_forbidden":
             fix = "this key is unknown; check its spelling against config.example.yaml"
         else:
             fix = err["msg"][:200]

@@ -2,7 +2,7 @@
 
 Every key is documented in `config.example.yaml` (a test validates it); unknown keys are
 errors. How a file and the environment become a `KeelConfig` is `_loader.py`; where the
-session store is and whom a session runs for is `_stores.py`.
+stores live and whom a session runs for is `_stores.py`.
 """
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ class ModelConfig(Section):
     gguf_sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$")
     """Embedded model only: refuse to run `gguf` unless its SHA-256 is this."""
     models_dir: Path | None = None
+    """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
     local_threads: int | None = Field(None, ge=1)
     """Embedded model only: CPU threads; null → all cores but one."""
-    """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
     tokenizer: Literal["cl100k", "chars"] = "cl100k"
     """How keel estimates prompt sizes when the provider reports none."""
 

@@ -1,8 +1,11 @@
-"""Where a configured session's data lives: the session store it opens, and the principal it runs for."""
+"""Where a configured session's data lives, and the principal it runs for.
+
+These sections validate and describe (`SessionsConfig.location`); opening the stores they
+name is the wiring's (`harness.wiring.stores`).
+"""
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -10,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.config._section import Section
 from harness.errors import ConfigError
-from memory import Principal, ScopeError, SessionStore, open_session_store, redact_url, session_store_location
+from memory import Principal, ScopeError, redact_url, session_store_location
 
 if TYPE_CHECKING:
     from harness.config._schema import KeelConfig
@@ -101,18 +104,6 @@ class SessionsConfig(Section):
                 "or $KEEL_SESSIONS__URL)"
             )
         return self
-
-    def open_store(self, home: Path) -> AbstractAsyncContextManager[SessionStore]:
-        """The configured session store, opened on entry and closed on exit (`open_session_store`)."""
-        return open_session_store(
-            self.backend,
-            home=home,
-            url=self.url,
-            pg_schema=self.pg_schema,
-            pool_size=self.pool_size,
-            connect_timeout_s=self.connect_timeout_s,
-            lock_timeout_s=self.lock_timeout_s,
-        )
 
     def location(self, home: Path) -> str:
         """Where sessions are kept: the state.db path, or the URL (no password) and schema."""

@@ -91,8 +91,12 @@ class ProviderHooks(Protocol):
         """
         ...
 
-    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
-        """Start background work for a finished turn (sync it, warm the next recall) in `tg`."""
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:
+        """Start background work for a finished turn (sync it, warm the next recall) in `tg`.
+
+        `trivial`: the session judged `user` too slight to recall for (`is_trivial`, once per
+        turn); nothing is prefetched from it, and the hooks take the judgement as given.
+        """
         ...
 
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:
@@ -131,7 +135,7 @@ class NoProviders:
     async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         return ""
 
-    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:
         return None
 
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:

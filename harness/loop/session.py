@@ -287,7 +287,8 @@ class Session:
         if self.memory is not None:
             self.memory.start_turn()
         await self.providers.on_turn_start(self.turn, text)
-        api_content = await self._recall(text, send)
+        trivial = is_trivial(text)  # judged once: recall now, and the prefetch after the turn
+        api_content = None if trivial else await self._recall(text, send)
         user = Message(role="user", content=text, api_content=api_content)
         # Recall that must not persist is never stored: a resumed session replays these bytes.
         drop = api_content is not None and not self.settings.recall_persist
@@ -304,7 +305,9 @@ class Session:
                 self.estimator.invalidate()
         if drop:
             self._transcript.drop_recall(user)
-        self.providers.after_turn(self._background, turn=self.turn, user=text, assistant=final_text)
+        self.providers.after_turn(
+            self._background, turn=self.turn, user=text, assistant=final_text, trivial=trivial
+        )
         interval = self.settings.compression.review_interval
         if interval and self.turn % interval == 0:
             # Off the hot path: the review reads this turn's transcript while the user reads the answer.
@@ -312,7 +315,7 @@ class Session:
         send.send_nowait(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
 
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
-        if not self.settings.recall or is_trivial(text):
+        if not self.settings.recall:
             return None
         recalled = await self.providers.recall(turn=self.turn, query=text, wait_s=self.settings.recall_wait_s)
         recalled = cap_recall(recalled, self.settings.recall_max_chars)

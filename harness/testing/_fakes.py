@@ -134,7 +134,7 @@ class FakeProviders(NoProviders):
         self.recall_text = recall_text
         self.delay_s = delay_s
         self.recall_calls: list[tuple[int, str]] = []
-        self.after: list[tuple[int, str, str]] = []
+        self.after: list[tuple[int, str, str, bool]] = []
         self.switches: list[tuple[str, str | None]] = []
         self.switch_reasons: list[SwitchReason] = []
         self.ended: list[tuple[Message, ...]] = []
@@ -151,8 +151,8 @@ class FakeProviders(NoProviders):
             return self.recall_text
         return ""
 
-    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
-        self.after.append((turn, user, assistant))
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:
+        self.after.append((turn, user, assistant, trivial))
 
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:
         self.pre_compress.append(len(messages))

@@ -189,16 +189,17 @@ class ManagerHooks:
     async def recall(self, *, turn: int, query: str, wait_s: float) -> str:
         warm = self.manager.has_round(turn)
         if not warm:
-            self.manager.start_prefetch(self._tg, turn=turn, query=query)
+            # The session asks only for messages it judged worth recalling for.
+            self.manager.start_prefetch(self._tg, turn=turn, query=query, trivial=False)
         recalled = await self.manager.recall(
             turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
         )
         return recalled.text
 
-    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str) -> None:
+    def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:
         self.manager.sync_turn(tg, user_content=user, assistant_content=assistant)
-        self.manager.queue_prefetch(tg, query=user)
-        self.manager.start_prefetch(tg, turn=turn + 1, query=user)
+        self.manager.queue_prefetch(tg, query=user, trivial=trivial)
+        self.manager.start_prefetch(tg, turn=turn + 1, query=user, trivial=trivial)
 
     async def on_pre_compress(self, messages: Sequence[Message]) -> str:
         return await self.manager.on_pre_compress(_turn_messages(messages))

@@ -17,20 +17,37 @@ is no fallback: a server that cannot be used fails the open with a clear error.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import anyio.to_thread
 
 from harness.config import KeelConfig
-from memory import Principal, SessionStore
+from memory import Principal, SessionStore, open_session_store
 from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
 from memory.lease import FileLease, PgLease, SessionLease
 from memory.providers import PgPlace
 from memory.skills import PgSkillLibrary, SkillLibrary
 
-__all__ = ["Stores", "curated_scopes", "open_stores"]
+__all__ = ["Stores", "curated_scopes", "open_sessions", "open_stores"]
+
+
+def open_sessions(config: KeelConfig, home: Path) -> AbstractAsyncContextManager[SessionStore]:
+    """The session store `config.sessions` names, opened on entry and closed on exit.
+
+    `open_stores` opens it with the rest; the `keel sessions` commands open it alone.
+    """
+    s = config.sessions
+    return open_session_store(
+        s.backend,
+        home=home,
+        url=s.url,
+        pg_schema=s.pg_schema,
+        pool_size=s.pool_size,
+        connect_timeout_s=s.connect_timeout_s,
+        lock_timeout_s=s.lock_timeout_s,
+    )
 
 
 def curated_scopes(principal: Principal) -> tuple[str, str]:
@@ -99,7 +116,7 @@ async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
     """
     s = config.sessions
     async with AsyncExitStack() as stack:
-        sessions = await stack.enter_async_context(s.open_store(home))
+        sessions = await stack.enter_async_context(open_sessions(config, home))
         if config.storage.backend == "files":
             yield Stores(
                 "files", sessions, FileLease(home / "leases", wait_s=config.storage.lease_wait_s), str(home)

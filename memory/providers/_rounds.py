@@ -17,7 +17,6 @@ import anyio
 import anyio.abc
 
 from memory.providers._fanout import Entry, Fanout
-from memory.providers._trivial import is_trivial
 
 __all__ = ["PrefetchRounds", "Recall"]
 
@@ -71,9 +70,15 @@ class PrefetchRounds:
         """Whether providers were asked for `turn` (a trivial message's round asked nobody)."""
         return self._round is not None and self._round.turn == turn and not self._round.trivial
 
-    def start(self, tg: anyio.abc.TaskGroup, *, turn: int, query: str, session_id: str) -> None:
-        """Start the round for `turn`, one prefetch task per provider that can be asked."""
-        current = _Round(turn=turn, pending=set(), done=anyio.Event(), trivial=is_trivial(query))
+    def start(
+        self, tg: anyio.abc.TaskGroup, *, turn: int, query: str, session_id: str, trivial: bool
+    ) -> None:
+        """Start the round for `turn`, one prefetch task per provider that can be asked.
+
+        `trivial` is the caller's judgement of `query` (made once per turn): a trivial
+        round asks nobody.
+        """
+        current = _Round(turn=turn, pending=set(), done=anyio.Event(), trivial=trivial)
         self._round = current
         if not current.trivial:
             for entry in self._fanout.entries:

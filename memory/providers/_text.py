@@ -11,23 +11,13 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["STOPWORDS", "cjk_like_terms", "fts_terms", "jaccard", "jaccard_tokens", "words"]
+from memory._words import SEARCH_STOPWORDS
+
+__all__ = ["cjk_like_terms", "fts_terms", "jaccard", "jaccard_tokens", "words"]
 
 _STRIP = string.punctuation + "“”‘’«»‹›…—–·•¡¿"
 _WORD = re.compile(r"\w+")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-
-_STOPWORD_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not now of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves also ever yet may might
-    must shall let lets us via per
-"""
-STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
 
 
 def words(text: str) -> list[str]:
@@ -69,14 +59,14 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def fts_terms(query: str) -> list[str]:
-    """Search terms for FTS5: word tokens minus stopwords and 1-character tokens, no CJK.
+    """Search terms for FTS5: word tokens minus stopwords (`memory._words`) and 1-character tokens, no CJK.
 
     The caller OR-joins them: FTS5's implicit AND drops every fact that lacks one query
     word, which on prose questions drops nearly everything.
     """
     seen: dict[str, None] = {}
     for token in _WORD.findall(query.lower()):
-        if len(token) < 2 or token in STOPWORDS or _CJK_RUN.search(token):
+        if len(token) < 2 or token in SEARCH_STOPWORDS or _CJK_RUN.search(token):
             continue
         seen.setdefault(token, None)
     return list(seen)

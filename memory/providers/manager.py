@@ -34,6 +34,7 @@ import anyio
 import anyio.abc
 from pydantic import JsonValue
 
+from memory.curated import MEMORY_TOOL_NAME
 from memory.providers._breaker import BreakerState, CircuitBreaker
 from memory.providers._fanout import Entry, Fanout
 from memory.providers._rounds import PrefetchRounds, Recall
@@ -47,14 +48,14 @@ from memory.providers.contract import (
     SwitchReason,
     TurnMessage,
 )
+from memory.sessions.search import SESSION_SEARCH_TOOL_NAME
+from memory.skills import SKILL_TOOL_NAMES
 
 __all__ = ["CORE_TOOL_NAMES", "MemoryManager", "Recall"]
 
 _log = logging.getLogger(__name__)
 
-CORE_TOOL_NAMES: frozenset[str] = frozenset(
-    {"memory", "session_search", "skills_list", "skill_view", "skill_manage"}
-)
+CORE_TOOL_NAMES: frozenset[str] = frozenset({MEMORY_TOOL_NAME, SESSION_SEARCH_TOOL_NAME, *SKILL_TOOL_NAMES})
 """Tools the harness itself owns; an external provider may not shadow them."""
 
 
@@ -231,16 +232,25 @@ class MemoryManager:
 
     # ------------------------------------------------------------------ recall
 
-    def start_prefetch(self, tg: anyio.abc.TaskGroup, *, turn: int, query: str) -> None:
+    def start_prefetch(
+        self, tg: anyio.abc.TaskGroup, *, turn: int, query: str, trivial: bool | None = None
+    ) -> None:
         """Start this turn's recall in `tg`; `recall(turn=...)` collects it.
 
         A trivial message asks nobody. A provider whose previous prefetch is still
         running, or whose breaker is open, is not asked this turn.
+
+        Args:
+            trivial: whether `query` is too slight to recall for, when the caller has
+                already judged it (the session does, once per turn); None: judged here
+                with `is_trivial`.
         """
         if self._closed:
             self._rounds.reset()
             return
-        self._rounds.start(tg, turn=turn, query=query, session_id=self._session_id)
+        self._rounds.start(
+            tg, turn=turn, query=query, session_id=self._session_id, trivial=_judged(query, trivial)
+        )
 
     def has_round(self, turn: int) -> bool:
         """Whether providers were asked for `turn` (after the previous turn, in the background)."""
@@ -255,9 +265,12 @@ class MemoryManager:
         """
         return await self._rounds.recall(turn=turn, wait_s=self._recall_wait_s if wait_s is None else wait_s)
 
-    def queue_prefetch(self, tg: anyio.abc.TaskGroup, *, query: str) -> None:
-        """Let providers warm the next turn's recall, in background tasks owned by `tg`."""
-        if self._closed or is_trivial(query):
+    def queue_prefetch(self, tg: anyio.abc.TaskGroup, *, query: str, trivial: bool | None = None) -> None:
+        """Let providers warm the next turn's recall, in background tasks owned by `tg`.
+
+        Nothing is queued for a trivial `query` (`trivial` as in `start_prefetch`).
+        """
+        if self._closed or _judged(query, trivial):
             return
         session_id = self._session_id
         for entry in self._fanout.entries:
@@ -396,6 +409,11 @@ class MemoryManager:
 
     def _warn(self, message: str) -> None:
         self._fanout.warn(message)
+
+
+def _judged(query: str, trivial: bool | None) -> bool:
+    """The caller's judgement of `query` when it made one, else `is_trivial`'s."""
+    return is_trivial(query) if trivial is None else trivial
 
 
 def _provider_name(provider: MemoryProvider) -> str | None:

@@ -25,9 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from memory._words import SEARCH_STOPWORDS
+
 __all__ = [
     "MAX_QUERY_CHARS",
-    "STOPWORDS",
     "any_terms_query",
     "extract_terms",
     "has_cjk",
@@ -48,21 +49,6 @@ _MAX_TERMS = 24
 _SPECIAL = re.compile(r"""[+{}():"^@/#&|~\[\]<>,;!?$=\\'%`]""")
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
 _KEYWORDS = _OPERATORS | {"NEAR"}
-
-# A compact English stopword list: function words plus the question words and auxiliaries
-# that questions are made of ("when did", "what would"). They carry no topic.
-_STOPWORD_TEXT = """
-    a about above after again against all am an and any are aren as at be because been before
-    being below between both but by can cannot could couldn did didn do does doesn doing don down
-    during each few for from further had hadn has hasn have haven having he her here hers herself
-    him himself his how i if in into is isn it its itself just let me more most must mustn my
-    myself no nor not now of off on once only or other ought our ours ourselves out over own
-    same shall she should shouldn so some such than that the their theirs them themselves then
-    there these they this those through to too under until up upon us very was wasn we were
-    weren what when where which while who whom whose why will with won would wouldn you your
-    yours yourself yourselves also ever may might yes yet get got ll re ve s t d m
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +198,7 @@ def extract_terms(raw: str) -> list[str]:
             continue
         term = item.text.lower()
         if item.kind == "word" and (
-            term in STOPWORDS or (len(term) == 1 and not term.isdigit() and not has_cjk(term))
+            term in SEARCH_STOPWORDS or (len(term) == 1 and not term.isdigit() and not has_cjk(term))
         ):
             continue
         if term not in seen:

@@ -54,6 +54,7 @@ from memory.sessions._scoped import UserScopedReader
 from memory.sessions.contract import SessionReader
 
 __all__ = [
+    "SESSION_SEARCH_TOOL_NAME",
     "DiscoverResult",
     "SessionSearchArgs",
     "SessionSearchTool",
@@ -64,7 +65,7 @@ __all__ = [
 Summarizer: TypeAlias = Callable[[str, str], Awaitable[str]]
 """`(topic, transcript) -> summary`: an auxiliary-model call the harness provides."""
 
-TOOL_NAME = "session_search"
+SESSION_SEARCH_TOOL_NAME = "session_search"
 _READ_ALL_MAX = 30
 _READ_HEAD, _READ_TAIL = 20, 10
 _BROWSE_DEFAULT = 10
@@ -104,7 +105,7 @@ def session_search_schema(description: str) -> dict[str, JsonValue]:
             the harness loads: `memory` cannot import `prompts`).
     """
     return {
-        "name": TOOL_NAME,
+        "name": SESSION_SEARCH_TOOL_NAME,
         "description": description,
         "parameters": {
             "type": "object",
@@ -195,7 +196,7 @@ class SessionSearchTool:
             mode returns per call; keep it under the transcript's cap on tool results.
     """
 
-    name = TOOL_NAME
+    name = SESSION_SEARCH_TOOL_NAME
 
     def __init__(
         self,

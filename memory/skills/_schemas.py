@@ -8,14 +8,17 @@ that the harness wraps into its tool registry.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from memory.skills._format import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 
 __all__ = [
+    "SKILLS_LIST_TOOL_NAME",
+    "SKILL_MANAGE_TOOL_NAME",
     "SKILL_TOOL_NAMES",
+    "SKILL_VIEW_TOOL_NAME",
     "JsonObject",
     "ManageAction",
     "SkillManageArgs",
@@ -28,7 +31,10 @@ __all__ = [
 
 JsonObject: TypeAlias = dict[str, JsonValue]
 ManageAction: TypeAlias = Literal["create", "patch", "edit", "delete", "write_file", "remove_file"]
-SKILL_TOOL_NAMES: tuple[str, ...] = ("skills_list", "skill_view", "skill_manage")
+SKILLS_LIST_TOOL_NAME: Final = "skills_list"
+SKILL_VIEW_TOOL_NAME: Final = "skill_view"
+SKILL_MANAGE_TOOL_NAME: Final = "skill_manage"
+SKILL_TOOL_NAMES: tuple[str, ...] = (SKILLS_LIST_TOOL_NAME, SKILL_VIEW_TOOL_NAME, SKILL_MANAGE_TOOL_NAME)
 """The skill tools; the harness renders the slot-6 index only when one of them is registered."""
 _ACTIONS: list[JsonValue] = ["create", "patch", "edit", "delete", "write_file", "remove_file"]
 
@@ -80,7 +86,7 @@ def _schema(name: str, description: str, properties: JsonObject, required: list[
 def skills_list_schema(description: str) -> JsonObject:
     """The `skills_list` tool schema, with `description` from `prompts/text/tool_skills_list.md`."""
     return _schema(
-        "skills_list",
+        SKILLS_LIST_TOOL_NAME,
         description,
         {"category": {"type": "string", "description": "Only list skills in this category."}},
         [],
@@ -90,7 +96,7 @@ def skills_list_schema(description: str) -> JsonObject:
 def skill_view_schema(description: str) -> JsonObject:
     """The `skill_view` tool schema, with `description` from `prompts/text/tool_skill_view.md`."""
     return _schema(
-        "skill_view",
+        SKILL_VIEW_TOOL_NAME,
         description,
         {
             "name": {"type": "string", "description": "Skill name, or 'category/name'."},
@@ -106,7 +112,7 @@ def skill_view_schema(description: str) -> JsonObject:
 def skill_manage_schema(description: str) -> JsonObject:
     """The `skill_manage` tool schema, with `description` from `prompts/text/tool_skill_manage.md`."""
     return _schema(
-        "skill_manage",
+        SKILL_MANAGE_TOOL_NAME,
         description,
         {
             "action": {"type": "string", "enum": _ACTIONS},

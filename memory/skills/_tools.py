@@ -21,7 +21,15 @@ from memory.skills._format import check_name
 from memory.skills._guard import GuardFinding, GuardReport
 from memory.skills._index import visible_shared
 from memory.skills._library import SkillLibrary
-from memory.skills._schemas import JsonObject, SkillManageArgs, SkillsListArgs, SkillViewArgs
+from memory.skills._schemas import (
+    SKILL_MANAGE_TOOL_NAME,
+    SKILL_VIEW_TOOL_NAME,
+    SKILLS_LIST_TOOL_NAME,
+    JsonObject,
+    SkillManageArgs,
+    SkillsListArgs,
+    SkillViewArgs,
+)
 from memory.skills._types import SkillCategory, SkillChange, SkillScan
 
 __all__ = ["SkillManageTool", "SkillViewTool", "SkillsListTool"]
@@ -44,7 +52,7 @@ class SkillsListTool:
             with the same category and name hides the shared one.
     """
 
-    name: Final = "skills_list"
+    name: Final = SKILLS_LIST_TOOL_NAME
 
     def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library
@@ -112,7 +120,7 @@ class SkillViewTool:
         shared: a read-only library read when `library` has no such skill.
     """
 
-    name: Final = "skill_view"
+    name: Final = SKILL_VIEW_TOOL_NAME
 
     def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library
@@ -164,7 +172,7 @@ class SkillManageTool:
         shared: a read-only library: changing one of its skills is refused with a clear error.
     """
 
-    name: Final = "skill_manage"
+    name: Final = SKILL_MANAGE_TOOL_NAME
 
     def __init__(self, library: SkillLibrary, *, shared: SkillLibrary | None = None) -> None:
         self._library = library

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel
 
 from harness.config import KeelConfig, load_config
+from harness.config._loader import RETIRED_KEYS
 from harness.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"
@@ -216,3 +217,29 @@ def test_an_id_override_that_yaml_reads_as_null_is_refused_not_taken_as_the_defa
 ) -> None:
     with pytest.raises(ConfigError, match="reads as no id"):
         load_config(None, environ={key: raw})
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_a_retired_key_is_refused_with_the_keys_that_replaced_it(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"model:\n  local_cache: {value}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    message = str(caught.value)
+    assert "model.local_cache: this key was replaced by model.local_server.ram_states" in message
+    assert "false is ram_states: 0" in message
+    assert "unknown" not in message
+
+
+def test_a_retired_key_set_from_the_environment_names_its_replacement_too() -> None:
+    with pytest.raises(
+        ConfigError, match=r"model\.local_cache: this key was replaced by model\.local_server"
+    ):
+        load_config(None, environ={"KEEL_MODEL__LOCAL_CACHE": "true"})
+
+
+def test_retired_keys_are_gone_and_the_keys_they_name_exist() -> None:
+    fields = _field_paths(KeelConfig)
+    for old, retired in RETIRED_KEYS.items():
+        assert old not in fields, f"{old} is a key again; drop it from RETIRED_KEYS"
+        assert set(retired.replaced_by) <= fields, f"{old} names keys that do not exist"

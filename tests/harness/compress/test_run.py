@@ -49,10 +49,11 @@ def _small_window(**extra: str) -> dict[str, str]:
     }
 
 
-async def _fill(session_model: ScriptedModel, session: Session, turns: int) -> None:
+async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, fact_at: int = 0) -> None:
+    """`turns` long question/answer turns; the fact (`FIRST`) is said in turn `fact_at`."""
     for i in range(turns):
         session_model.extend([say(f"answer {i} {LONG}")])
-        await run_turn(session, f"question {i} {FIRST if i == 0 else LONG}")
+        await run_turn(session, f"question {i} {FIRST if i == fact_at else LONG}")
 
 
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
@@ -477,13 +478,6 @@ def _flush_reply(request: ModelRequest) -> ModelReply:
     return ModelReply(message=Message(role="assistant", content=text), usage=Usage(1, 1))
 
 
-async def _fill_middle(model: ScriptedModel, session: Session) -> None:
-    # the fact is said in the third turn: past the protected head, before the kept tail
-    for i in range(4):
-        model.extend([say(f"answer {i} {LONG}")])
-        await run_turn(session, f"question {i} {FIRST if i == 2 else LONG}")
-
-
 async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_each() -> None:
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
@@ -494,7 +488,7 @@ async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_
         memory=memory,
         extra_tools=[_other_tool()],
     ) as s:
-        await _fill_middle(model, s)
+        await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
         before = list(s.transcript)
         model.extend([respond(_flush_reply)] * 3 + [say("## Goal\nchat"), say("final")])
         events = await run_turn(s, f"third {LONG}")
@@ -522,7 +516,7 @@ async def test_a_chunked_flush_that_fails_midway_keeps_what_earlier_pieces_saved
         cfg=config(**_small_window(compression__flush_chunk_tokens="150")),
         memory=memory,
     ) as s:
-        await _fill_middle(model, s)
+        await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
         model.extend(
             [
                 respond(_flush_reply),

@@ -148,6 +148,12 @@ async def test_trivial_messages_skip_recall() -> None:
         for text in ("ok", "/usage", "k8s pods keep restarting"):
             await run_turn(session, text)
     assert [q for _, q in providers.recall_calls] == ["k8s pods keep restarting"]
+    # the one judgement of each message reaches the hooks after the turn, so they need not judge again
+    assert [(user, trivial) for _, user, _, trivial in providers.after] == [
+        ("ok", True),
+        ("/usage", True),
+        ("k8s pods keep restarting", False),
+    ]
 
 
 async def test_a_slow_recall_is_abandoned_after_the_bounded_wait() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from harness.testing import FakeTokenizer, ScriptedModel, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
+from harness.wiring.stores import open_sessions
 from memory import SessionStore
 
 
@@ -32,7 +33,7 @@ async def test_nul_and_lone_surrogates_are_stored_exactly_as_the_transcript_hold
         live = [m.content for m in s.transcript]
         sid = s.session_id
     store: SessionStore
-    async with cfg.sessions.open_store(home) as store:
+    async with open_sessions(cfg, home) as store:
         stored = [m.message.content for m in await store.get_messages(sid)]
     assert live == ["x\ufffdy \ufffd z", "got a\ufffdb"]
     assert stored == live

@@ -12,8 +12,10 @@ from harness.loop.parts import call_path
 from harness.loop.system_prompt import PromptAssembler
 from harness.testing import FakeTokenizer, RecordingRecorder, ScriptedModel, config, say
 from harness.tokens import TokenCounter
+from harness.wiring import SessionOptions, open_session
 from harness.wiring.builtin_tools import _session_search
 from memory import Principal, StoredMessage, open_session_db
+from memory.providers import CORE_TOOL_NAMES
 
 
 async def test_search_summaries_are_answered_by_the_summary_model(tmp_path: Path) -> None:
@@ -48,3 +50,15 @@ async def test_search_summaries_are_answered_by_the_summary_model(tmp_path: Path
     assert [r.purpose for r in summaries.requests] == ["search"]
     assert main.requests == []
     assert "They planned the zeppelin trip." in json.dumps(reply)
+
+
+async def test_the_core_tool_names_are_exactly_the_tools_keel_registers_itself(home: Path) -> None:
+    # Every built-in tool on (the defaults), no provider, no MCP server, no user tools: what
+    # the registry holds is keel's own tools, and external providers may shadow none of them.
+    cfg = config()
+    assert cfg.session_search.enabled and cfg.skills.enabled
+    async with open_session(
+        cfg, SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        registered = set(s.tools.names)
+    assert registered == CORE_TOOL_NAMES

@@ -20,6 +20,7 @@ from harness.cli._chat_cmd import EXIT_NOT_STORED, _report_unstored
 from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
+from harness.wiring.stores import open_sessions
 from memory import LockRetryPolicy, PgSessionStore, SessionDB, SessionStore
 from tests.memory.sessions.lockholder import exclusive_lock, table_locked
 
@@ -143,6 +144,6 @@ async def test_a_turn_under_a_held_lock_goes_on_with_a_warning_and_loses_nothing
         await run_turn(s, "after")
         sid = s.session_id
     assert any("journalled" in e.message for e in events if isinstance(e, Warning))
-    async with cfg.sessions.open_store(home) as store:
+    async with open_sessions(cfg, home) as store:
         stored = [m.message.content for m in await store.get_messages(sid)]
     assert stored == ["while locked", "one", "after", "two"]

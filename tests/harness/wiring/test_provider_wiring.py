@@ -105,6 +105,24 @@ async def test_recall_for_the_next_turn_is_prefetched_in_the_background_after_th
     assert "recalled for alpha question" in sent
 
 
+async def test_an_acknowledgement_is_recalled_for_and_prefetched_from_by_nobody(home: Path) -> None:
+    provider = ScriptedProvider("p", recall=lambda query: f"recalled for {query}")
+    model = ScriptedModel([say("a"), say("b"), say("c")])
+    async with open_session(
+        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
+    ) as s:
+        await run_turn(s, "alpha question")
+        await provider.entered("prefetch").wait()
+        thanks = await run_turn(s, "thanks!")
+        after_thanks = await run_turn(s, "gamma question")
+    asked = [args[0] for hook in ("prefetch", "queue_prefetch") for args in _calls(provider, hook)]
+    assert "thanks!" not in asked
+    assert not any(isinstance(e, RecallAttached) for e in thanks)
+    # nothing was prefetched from "thanks!": the next turn recalled for its own message, on the spot
+    assert any(isinstance(e, RecallAttached) for e in after_thanks)
+    assert "recalled for gamma question" in (model.requests[2].messages[-1].api_content or "")
+
+
 async def test_recall_that_must_not_persist_never_reaches_state_db(home: Path) -> None:
     provider = ScriptedProvider("p", recall="the user likes tea")
     model = ScriptedModel([say("tea it is"), say("and again")])

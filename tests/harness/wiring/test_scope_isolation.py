@@ -18,6 +18,7 @@ from harness.errors import ConfigError
 from harness.events import Event, ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
+from harness.wiring.stores import open_sessions
 
 # Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own;
 # `all-postgres` moves every store there (`storage.backend: postgres`), curated memory included.
@@ -125,7 +126,7 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
 ) -> None:
     cfg = config(**backend)
     alice_sid = await alice_writes_everything(home, cfg)
-    async with cfg.sessions.open_store(home) as db:
+    async with open_sessions(cfg, home) as db:
         alice_msgs = await db.get_messages(alice_sid)
     alice_msg_id = alice_msgs[0].id
 
@@ -222,7 +223,7 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
         model.extend([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
         own = results(await run_turn(s, "search it"))
     assert child != parent
-    async with cfg.sessions.open_store(home) as db:
+    async with open_sessions(cfg, home) as db:
         rows = {sid: await db.get_session(sid) for sid in (parent, child)}
     assert {sid: (r.user_id if r else None) for sid, r in rows.items()} == {parent: "alice", child: "alice"}
     assert own[0]["count"] == 1  # the compressed-away parent is alice's to search
@@ -258,7 +259,7 @@ async def test_a_subagent_runs_for_the_same_principal(home: Path, backend: Backe
         await run_turn(s, "hi")
         await s.delegate("note the build")
     assert s.handles.principal.user_id == "alice"
-    async with cfg.sessions.open_store(home) as db:
+    async with open_sessions(cfg, home) as db:
         sessions = await db.list_sessions(10)
     assert {(r.source, r.user_id) for r in sessions} == {("cli", "alice"), ("subagent", "alice")}
     # the subagent saw the workspace's MEMORY.md, and (agent_context subagent) wrote nothing anywhere

@@ -107,6 +107,24 @@ async def test_trivial_messages_skip_recall(home: Path) -> None:
     assert holo.called("queue_prefetch") == []
 
 
+async def test_a_caller_that_judged_the_message_is_trusted_and_not_second_guessed(home: Path) -> None:
+    # The session judges each message once; the manager takes its word either way.
+    holo = ScriptedProvider("holo", recall="x")
+    manager = await make(home, holo)
+    async with anyio.create_task_group() as tg:
+        manager.start_prefetch(tg, turn=1, query="what about the garden", trivial=True)
+        judged_trivial = await manager.recall(turn=1)
+        manager.queue_prefetch(tg, query="what about the garden", trivial=True)
+        assert holo.called("prefetch") == [] and holo.called("queue_prefetch") == []
+        manager.start_prefetch(tg, turn=2, query="ok", trivial=False)
+        judged_worth_it = await manager.recall(turn=2)
+        manager.queue_prefetch(tg, query="ok", trivial=False)
+    assert judged_trivial.trivial and judged_trivial.text == ""
+    assert not judged_worth_it.trivial and judged_worth_it.text == "from builtin\n\nx"
+    assert holo.called("prefetch") == [("ok", "s1")]
+    assert holo.called("queue_prefetch") == [("ok", "s1")]
+
+
 async def test_queue_prefetch_runs_in_the_callers_task_group(home: Path) -> None:
     holo = ScriptedProvider("holo")
     gate = holo.hold("queue_prefetch")

@@ -15,7 +15,7 @@ from harness.trace import TraceSlot, record_for_request
 from harness.types import Message, ModelRequest, ToolSpec
 from tests.harness.cachemeter.meterkit import build_bpe
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def keel(*args: str, home: Path, verb: str = "report") -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """`keel cache report TRACE`: measure how much of each prompt a prefix cache could reuse.
 
-`keel cache lint TRACE` (the habits behind the misses) lives in `_cache_lint`; this module
+`keel cache lint TRACE` (the habits behind the misses) lives in `_lint.py`; this module
 registers the `cache` noun and both verbs.
 """
 
@@ -48,8 +48,8 @@ from harness.cachemeter import (
     sweep_tables,
     ttl_sweep,
 )
-from harness.cli._cache_lint import add_lint_verb
 from harness.cli._common import Subparsers, config_from_args, console, err_console
+from harness.cli.cache._lint import add_lint_verb
 from harness.config import KeelConfig
 from memory import atomic_write
 
