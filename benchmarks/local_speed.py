@@ -12,7 +12,8 @@ remaining K prompt tokens to eval`). Cases, side by side in one run:
 - `chat_plain`: that session goes on for `--turns` turns (no learning);
 - `search_summaries`: mid-chat, `session_search` with summaries (one side call per session
   found), then `turn_after_search`, the next turn of the chat;
-- `compression`: `/compress` (flush + summary calls), then `turn_after_compression`;
+- `compression`: a pasted CI log (`long_paste`: the chat's short turns alone are too small
+  to compress), `/compress` (flush + summary calls), then `turn_after_compression`;
 - `chat_learning`: a new session on the same server with `memory.provider: semantic`
   learning after each of `--turns` turns (the harness waits for learning to finish before
   the next turn, so every turn sees the side calls that came before it).
@@ -76,6 +77,11 @@ TURNS = (
     "Thanks, that is all for now.",
 )
 SEARCH_QUERY = "Thursdays deploy"
+PASTE = "Here is the failing CI log from gull, just keep it for reference:\n" + "\n".join(
+    f"[{n:03d}] test tidepool::pool::tests::case_{n} ... {'FAILED' if n % 7 == 0 else 'ok'} ({n * 13 % 97} ms)"
+    for n in range(60)
+)
+"""A pasted log: the short turns of the chat alone leave too small a middle to compress."""
 _LINE = re.compile(r"(\d+) prompt tokens, (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 _MARGIN = 16
 """Tokens of the previous reply the next prompt may re-tokenize differently."""
@@ -292,6 +298,11 @@ async def _second_process(
             await _timed_side(bench, bench.case("search_summaries"), s.tools.run_all([search]))
             await bench.turn(
                 s, "And which runner does our CI use?", bench.case("turn_after_search"), check=True
+            )
+            await bench.turn(s, PASTE, bench.case("long_paste"), check=True)
+            # one more turn, so the paste is in the middle (the tail keeps the last turn)
+            await bench.turn(
+                s, "Which test failed first? Short answer.", bench.case("long_paste"), check=True
             )
             await _compress(bench, s)
             bench.prev_main = None
