@@ -1,7 +1,7 @@
 """Does the flush keep what matters through a long session? `keel eval retention`, long form.
 
-Each arm (default `off` and `memory_only`; `forced`, `background`, ... with `--arms`) replays the same lines
-into a fresh keel home through a small window and compresses for real, again and again
+Each arm (default `off` and `memory_only_chunked`, keel's default flush; `forced`,
+`background`, ... with `--arms`) replays the same lines into a fresh keel home through a small window and compresses for real, again and again
 (`--compressions`, default 3: flush, summary, reload, rebuild, a child session each time);
 after every compression it scores what the model can still see — no model call — by
 *depth* (compressions since the item was said) and by where it survived (memory, summary,
@@ -22,7 +22,7 @@ compression. The last line is
 `retention_gain <best arm − off after the last compression> ci_low <lower 95% bound>`.
 
     python benchmarks/retention_locomo.py [--facts FILE] [--compressions 3] [--window 4096]
-        [--arms off,memory_only,...] [--group 4] [--json OUT] [--resume] [--model NAME]
+        [--arms off,memory_only_chunked,...] [--group 4] [--json OUT] [--resume] [--model NAME]
 
 LoCoMo (CC BY-NC 4.0) is read at run time and never copied; `--json` keeps every per-item
 outcome (pool runs by concatenating them) and `--resume` continues a run from it.
@@ -58,7 +58,7 @@ from harness.experiments.retention.script import replay_locomo
 from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
 
-DEFAULT_ARMS = "off,memory_only"  # what fits 45 minutes on a busy 2-core CPU with the default model
+DEFAULT_ARMS = "off,memory_only_chunked"  # keel's default flush against none; what fits 45 minutes on a busy 2-core CPU with the default model
 
 
 def _replays(args: argparse.Namespace) -> list[LongReplay]:

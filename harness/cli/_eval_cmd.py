@@ -232,7 +232,7 @@ def _long_replays(args: argparse.Namespace) -> list[LongReplay]:
 async def _long(cfg: KeelConfig, args: argparse.Namespace) -> int:
     """The long-session replay: K compressions per arm, scored after each (no model answers)."""
     replays = await anyio.to_thread.run_sync(_long_replays, args)
-    arms = _long_arms(args.arms or "off,memory_only,forced,background")
+    arms = _long_arms(args.arms or "off,memory_only_chunked,forced,background")
     json_path = anyio.Path(args.json) if args.json else None
     state = None
     if args.resume and json_path is not None and await json_path.exists():
@@ -300,7 +300,7 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--arms",
-        help=f"comma-separated arms (default: off,memory_only,forced,background; with --answers all of "
+        help=f"comma-separated arms (default: off,memory_only_chunked,forced,background; with --answers all of "
         f"{', '.join(RETENTION_ARMS)}; long-session arms: {', '.join(LONG_ARMS)})",
     )
     p.add_argument("--compressions", type=int, default=3, help="compressions per arm (default 3)")

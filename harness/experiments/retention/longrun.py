@@ -3,12 +3,14 @@
 Arms (each in a fresh keel home, the same lines, the same compression points):
 
     off                  no flush: only the summaries and the kept messages remain
-    memory_only          the flush with only the memory tool (the default)
+    memory_only          the flush with only the memory tool, one request over the whole
+                         transcript (the classic design)
     cache_safe           the flush with the session's unchanged tool list
     forced               the unchanged tool list, `tool_choice` naming the memory tool
     memory_only_no_index memory_only without the identifier index in the summary
-    memory_only_chunked  memory_only over the dropped turns only, in pieces of
-                         `flush_chunk_tokens` (one request each; `flush/_pieces.py`)
+    memory_only_chunked  keel's default flush: memory_only over the dropped turns only, in
+                         pieces of `flush_chunk_tokens` (one request each, under the
+                         note-taker system prompt; `compress/pieces.py`)
     background           a memory review every N user lines, no flush at compression
     background+flush     the review and the memory_only flush
 
