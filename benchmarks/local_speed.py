@@ -34,7 +34,14 @@ second session's first turn evaluated 2,674 of 5,260 prompt tokens again (336 s 
 time against 450 s cold) and the turn after a search summary re-evaluated 2,753 of 2,758
 (174 s); after (`--turns 2`), the second session's first turn evaluated 117 (21.5 s against
 167.0 s cold: ratio 0.129), the turn after the search 18 of 2,729, and two learning turns
-lost nothing (`side_call_prefix_losses 0`).
+lost nothing (`side_call_prefix_losses 0`). 2026-11-28, `--turns 10`: cold first turn 171.3 s,
+second session's 30.0 s (ratio 0.175); ten learning turns (14 side calls) re-evaluated 4,007
+of 77,000 main prompt tokens, no loss. With `--no-learning` (the compression case): a second
+session's first turn 16.6 s against 108.8 s cold (0.153); `/compress` 191.3 s (two flush
+pieces and the summary, 4,902 tokens evaluated); the turn after it evaluated 3,227 of 3,616
+prompt tokens (132.5 s): the flush changed the memory block, which sits ~390 tokens into the
+system prompt, and everything after it — guidance, skills index, the tool list the chat
+template renders after the system text — is prefilled again.
 """
 
 from __future__ import annotations
