@@ -53,11 +53,12 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -70,6 +71,8 @@ from harness.models.base import ModelClient, ModelEvent
 from harness.models.factory import open_model
 from harness.types import ModelReply, ModelRequest, ToolCall
 from harness.wiring import SessionOptions, open_session
+
+T = TypeVar("T")
 
 TURNS = (
     "Hi, I'm Rosa. I maintain a Rust crate called tidepool and I deploy on Thursdays.",
@@ -255,20 +258,18 @@ def _row(c: Case) -> str:
     )
 
 
-async def _timed_side(bench: Bench, case: Case, work: object) -> None:
+async def _timed_side(bench: Bench, case: Case, work: Awaitable[T]) -> T:
+    """Await `work`, record it as a side case, and hand back its result."""
     bench.log.mark()
     started = time.monotonic()
-    await work  # type: ignore[misc]  # an awaitable
+    result = await work
     bench.record(case, bench.log.since(), main=False, wall_s=time.monotonic() - started, check=False)
+    return result
 
 
 async def _compress(bench: Bench, s: Session) -> None:
     """`/compress`, timed as a side case; says why when it did not compress."""
-    case = bench.case("compression")
-    bench.log.mark()
-    started = time.monotonic()
-    events = await s.compress()
-    bench.record(case, bench.log.since(), main=False, wall_s=time.monotonic() - started, check=False)
+    events = await _timed_side(bench, bench.case("compression"), s.compress())
     done = [e for e in events if isinstance(e, CompressionFinished)]
     if not done or done[0].aborted or done[0].messages_after >= done[0].messages_before:
         why = "; ".join(e.message for e in events if isinstance(e, Warning)) or "no CompressionFinished event"

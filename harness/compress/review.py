@@ -23,9 +23,10 @@ from harness.compress.flush import (
     build_flush_shape_request,
     flush_pieces,
     flush_shape,
+    flush_system,
 )
 from harness.compress.host import CompressionHost, CompressionSettings
-from harness.compress.pieces import flush_each_piece, piece_system
+from harness.compress.pieces import flush_each_piece
 from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 from prompts import load_text
@@ -65,7 +66,7 @@ async def review_memory(
     shape = flush_shape("memory_only", settings.flush_reply)
     tools = [t for t in host.tool_specs() if t.name == MEMORY_TOOL_NAME]
 
-    system = piece_system(host, settings, "memory_only")
+    system = flush_system("memory_only", in_pieces=bool(budget), session_system=host.system_prompt)
 
     def request_for(piece: Sequence[Message]) -> ModelRequest:
         return build_flush_shape_request(

@@ -23,10 +23,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.compress.flush import FlushOutcome, build_flush_request, flush_pieces, flush_shape
+from harness.compress.flush import FlushOutcome, build_flush_request, flush_pieces, flush_shape, flush_system
 from harness.compress.host import CompressionHost, CompressionSettings, Emit
 from harness.compress.identifiers import extract_identifiers
-from harness.compress.pieces import flush_each_piece, piece_system
+from harness.compress.pieces import flush_each_piece
 from harness.compress.plan import plan_cut, repair_tool_pairs, stub_bulky_tool_outputs, summary_target_tokens
 from harness.compress.summary import fallback_summary, serialize_turns, summary_message, summary_prompt
 from harness.errors import ModelAuthError, ModelError, RetryableModelError
@@ -194,7 +194,9 @@ class Compressor:
         started = time.monotonic()
         entries: list[FlushEntry] = []
 
-        system = piece_system(host, self.settings, mode)
+        system = flush_system(
+            mode, in_pieces=bool(self.settings.flush_chunk_tokens), session_system=host.system_prompt
+        )
 
         def request_for(piece: Sequence[Message]) -> ModelRequest:
             return build_flush_request(

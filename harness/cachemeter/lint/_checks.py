@@ -15,7 +15,7 @@ from typing import TypeAlias
 from pydantic import JsonValue
 
 from harness.cachemeter._request import MeterMessage, MeterRequest, MeterTool
-from harness.cachemeter.lint._diff import Hunk, changed_span, hunks, quote, value_kind
+from harness.cachemeter.lint._diff import Hunk, changed_span, hunks, quote, shared_prefix, value_kind
 from harness.cachemeter.lint._rules import HabitRule, Occurrence
 from harness.cachemeter.lint._streams import Step
 from harness.cachemeter.render import system_slots
@@ -212,11 +212,7 @@ def _history(step: Step, previous: MeterRequest) -> list[Hit]:
 def _own_system_prompt(conversation: str, flush: str) -> bool:
     """A flush's system prompt shares less than a tenth of the conversation's leading
     characters: a prompt of its own, not an edit of the conversation's."""
-    shared = 0
-    for a, b in zip(conversation, flush, strict=False):
-        if a != b:
-            break
-        shared += 1
+    shared = shared_prefix(conversation, flush)
     return bool(conversation) and shared < len(conversation) // 10
 
 

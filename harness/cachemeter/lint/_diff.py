@@ -14,7 +14,16 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-__all__ = ["Hunk", "ValueKind", "changed_span", "changed_words", "hunks", "quote", "value_kind"]
+__all__ = [
+    "Hunk",
+    "ValueKind",
+    "changed_span",
+    "changed_words",
+    "hunks",
+    "quote",
+    "shared_prefix",
+    "value_kind",
+]
 
 ValueKind: TypeAlias = Literal["clock", "random_id", "usage", "date", "counter"]
 
@@ -73,8 +82,8 @@ def changed_span(hunk: Hunk) -> tuple[int, int]:
     """The character range in the new text that actually changed: the hunk's range without the
     text its old and new lines share at either end (one character, for a pure removal)."""
     old, new = "\n".join(hunk.removed), "\n".join(hunk.added)
-    head = len(_common_prefix(old, new))
-    tail = len(_common_prefix(old[head:][::-1], new[head:][::-1]))
+    head = shared_prefix(old, new)
+    tail = shared_prefix(old[head:][::-1], new[head:][::-1])
     start = hunk.start + head
     return start, max(hunk.start + len(new) - tail, start + 1)
 
@@ -143,7 +152,7 @@ def quote(hunk: Hunk, *, max_lines: int = 6, width: int = 120) -> tuple[tuple[st
     starts_new = [0] * len(added)
     if len(removed) == len(added):
         for k, (a, b) in enumerate(zip(removed, added, strict=True)):
-            common = len(_common_prefix(a, b))
+            common = shared_prefix(a, b)
             starts_old[k] = starts_new[k] = common
     return (
         _cap([_window(x, s, width) for x, s in zip(removed, starts_old, strict=True)], max_lines),
@@ -158,13 +167,16 @@ def _content(lines: tuple[str, ...]) -> list[str]:
     return kept or list(lines)
 
 
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return a[:n]
+def shared_prefix(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share (a binary search of slice compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _cap(lines: list[str], most: int) -> tuple[str, ...]:

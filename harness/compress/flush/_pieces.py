@@ -6,7 +6,8 @@ facts in thousands of tokens of mixed conversation; measured on Qwen2.5-Coder-1.
 with the summary. With `compression.flush_chunk_tokens` set, the flush instead covers only
 the messages the compression replaces (the kept head and tail stay visible and are flushed
 when they are dropped in turn), in consecutive pieces of at most that many tokens, each
-sent as a request of its own: the same system prompt and tools, the piece, the note.
+sent as a request of its own: the note-taker system prompt (`_request.flush_system`), the
+memory tool, the piece, the note.
 
 Pieces start at a user message (a turn is never split, so a tool call stays with its
 result); a single turn over the budget is a piece of its own.

@@ -27,7 +27,15 @@ By default (`compression.flush_reply: text_list`) `memory_only` and `cache_safe`
 keep 16%); `tool_calls` is the classic `free_calls`; `forced` is always `forced_batch`.
 
 Every shape leaves `system` and `tools` exactly as the caller gives them: only the final note
-and `tool_choice` differ.
+and `tool_choice` differ. Which system prompt the caller gives is `flush_system`: the
+session's own for a whole-transcript flush or a cache-keeping mode (`cache_safe`, `forced`),
+whose prefix is cached; the note-taker's (`flush_system.md`, no memory block) for the pieces
+of a `memory_only` one. A piece starts mid-conversation, so nothing after the system prompt
+was cached anyway, and a small model shown its memory block next to a short excerpt copies
+the block back instead of reading the excerpt (measured with Qwen2.5-Coder-1.5B through
+three compressions: the second and third flush re-wrote the memory block entry for entry and
+saved no fact of their own pieces). The note-taker prompt is the same for every piece, so
+the server reads it from its cache after the first.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ __all__ = [
     "build_flush_shape_request",
     "flush_note",
     "flush_shape",
+    "flush_system",
 ]
 
 FlushShape: TypeAlias = Literal["free_calls", "forced_call", "forced_batch", "text_list"]
@@ -78,6 +87,13 @@ def flush_shape(mode: FlushMode, reply: FlushReply) -> FlushShape:
     if mode == "forced":
         return "forced_batch"
     return "text_list" if reply == "text_list" else "free_calls"
+
+
+def flush_system(mode: FlushMode, *, in_pieces: bool, session_system: str) -> str:
+    """The system prompt a flush (or memory review) of `mode` goes under (see the module)."""
+    if in_pieces and mode == "memory_only":
+        return load_text("flush_system")
+    return session_system
 
 
 def build_flush_shape_request(
