@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--compressions", type=int, default=3)
     p.add_argument(
-        "--chunk-tokens", type=int, default=1024, help="piece size of the memory_only_chunked arm's flush"
+        "--chunk-tokens", type=int, default=512, help="piece size of the memory_only_chunked arm's flush"
     )
     p.add_argument("--window", type=int, default=4096, help="context window of every arm")
     p.add_argument("--review-every", type=int, default=12, help="user lines between background reviews")

@@ -60,7 +60,7 @@ class CompressionSettings:
     identifier_index: bool = True
     summary_temperature: float | None = None
     review_interval: int = 0
-    flush_chunk_tokens: int = 1024
+    flush_chunk_tokens: int = 512
 
 
 class CompressionHost(Protocol):

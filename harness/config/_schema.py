@@ -221,7 +221,7 @@ class RecallConfig(Section):
     turn: wait at most this long for a prefetch still running."""
 
 
-DEFAULT_FLUSH_CHUNK_TOKENS = 1024
+DEFAULT_FLUSH_CHUNK_TOKENS = 512
 """The memory-only flush's piece size when the config does not set one."""
 
 

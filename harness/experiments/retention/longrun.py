@@ -79,7 +79,7 @@ class LongOptions:
     compressions: int = 3
     review_every: int = 12
     memory_chars: int | None = None
-    flush_chunk_tokens: int = 1024
+    flush_chunk_tokens: int = 512
 
 
 @dataclass(slots=True)
