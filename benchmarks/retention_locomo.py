@@ -9,7 +9,9 @@ kept messages). The engine is `harness.experiments.retention` (`longrun`), the C
 
 Sources:
 - `--facts FILE` (the `benchmarks/local_flush_conversations.yaml` format): the fact
-  conversations (`--group` per session) are said first, then LoCoMo lines as filler until
+  conversations are said first (`--group` per session; by default as few sessions as keep
+  each session's facts within half the window, so all are said before the first
+  compression and every fact is scored at every depth), then LoCoMo lines as filler until
   the compressions have happened; a fact is retained when one unit of what the model sees
   (a memory entry, a summary line, a sentence of a kept message) matches it by the
   local-flush rule. Facts the filler alone matches are left out.
@@ -35,6 +37,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -45,7 +48,7 @@ from benchmarks._util import default_data_dir
 from harness.config import KeelConfig, load_config
 from harness.experiments.locomo import load_locomo
 from harness.experiments.retention.facts import load_facts
-from harness.experiments.retention.items import LongReplay, fact_groups, questions_replay
+from harness.experiments.retention.items import LongReplay, fact_groups, group_size, questions_replay
 from harness.experiments.retention.longrun import (
     LONG_ARMS,
     LongArmName,
@@ -57,16 +60,20 @@ from harness.experiments.retention.outcomes import depth_rows, depth_table, fina
 from harness.experiments.retention.script import replay_locomo
 from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
+from harness.tokens import load_tokenizer
 
 DEFAULT_ARMS = "off,memory_only_chunked"  # keel's default flush against none; what fits 45 minutes on a busy 2-core CPU with the default model
 
 
-def _replays(args: argparse.Namespace) -> list[LongReplay]:
+def _replays(args: argparse.Namespace, count: Callable[[str], int]) -> list[LongReplay]:
     convs = load_locomo(args.data)
     if args.facts:
         filler = replay_locomo(convs[0])
         facts = load_facts(args.facts)[: args.conversations]
-        return fact_groups(args.facts.stem, facts, filler, group=args.group)
+        group = args.group
+        if group is None:
+            group = group_size(facts, count=count, budget=args.window // 2)
+        return fact_groups(args.facts.stem, facts, filler, group=group)
     return [questions_replay(replay_locomo(c)) for c in convs[: args.conversations or 1]]
 
 
@@ -76,7 +83,8 @@ def _save(path: Path | None, state: LongState) -> None:
 
 
 async def _run(cfg: KeelConfig, args: argparse.Namespace, arms: list[LongArmName]) -> LongState:
-    replays = _replays(args)
+    tokenizer = await load_tokenizer(cfg.model.tokenizer)
+    replays = _replays(args, tokenizer.count)
     for r in replays:
         print(
             f"{r.name}: {len(r.lines)} lines, {len(r.items)} items ({len(r.excluded)} left out)",
@@ -158,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--data", type=Path, default=default_data_dir() / "locomo-dev.json")
     p.add_argument("--facts", type=Path, help="a facts file (local-flush conversations format)")
-    p.add_argument("--group", type=int, default=0, help="fact conversations per session (0: all in one)")
+    p.add_argument(
+        "--group",
+        type=int,
+        help="fact conversations per session (0: all in one; default: the fewest sessions whose facts "
+        "each fit in half the window, so every fact is said before the first compression)",
+    )
     p.add_argument(
         "--conversations", type=int, help="the first N conversations (default: LoCoMo 1, facts all)"
     )

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -27,7 +28,7 @@ from harness.experiments.retention.arms import (
     run_retention,
 )
 from harness.experiments.retention.facts import load_facts
-from harness.experiments.retention.items import LongReplay, fact_groups, questions_replay
+from harness.experiments.retention.items import LongReplay, fact_groups, group_size, questions_replay
 from harness.experiments.retention.longrun import (
     LONG_ARMS,
     LongArmName,
@@ -40,6 +41,7 @@ from harness.experiments.retention.report import ArmFigures, arm_figures, retent
 from harness.experiments.retention.scores import RETENTION_SOURCES
 from harness.experiments.retention.script import load_replay
 from harness.models.factory import open_model
+from harness.tokens import load_tokenizer
 
 __all__ = ["category_table", "default_sim", "register", "retention_table"]
 
@@ -222,16 +224,21 @@ def _long_arms(text: str) -> list[LongArmName]:
     return [a for a in LONG_ARMS if a in names]
 
 
-def _long_replays(args: argparse.Namespace) -> list[LongReplay]:
+def _long_replays(args: argparse.Namespace, count: Callable[[str], int]) -> list[LongReplay]:
     replay = load_replay(args.source, data=_data(args), conversation=args.conversation)
     if args.facts:
-        return fact_groups(Path(args.facts).stem, load_facts(Path(args.facts)), replay, group=args.group)
+        facts = load_facts(Path(args.facts))
+        group = args.group
+        if group is None:
+            group = group_size(facts, count=count, budget=args.window // 2)
+        return fact_groups(Path(args.facts).stem, facts, replay, group=group)
     return [questions_replay(replay)]
 
 
 async def _long(cfg: KeelConfig, args: argparse.Namespace) -> int:
     """The long-session replay: K compressions per arm, scored after each (no model answers)."""
-    replays = await anyio.to_thread.run_sync(_long_replays, args)
+    tokenizer = await load_tokenizer(cfg.model.tokenizer)
+    replays = await anyio.to_thread.run_sync(_long_replays, args, tokenizer.count)
     arms = _long_arms(args.arms or "off,memory_only_chunked,forced,background")
     json_path = anyio.Path(args.json) if args.json else None
     state = None
@@ -307,7 +314,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--facts", metavar="FILE", help="plant these facts first (local-flush format); SOURCE is filler"
     )
-    p.add_argument("--group", type=int, default=4, help="fact conversations per session (0: all in one)")
+    p.add_argument(
+        "--group",
+        type=int,
+        help="fact conversations per session (0: all in one; default: the fewest sessions whose facts each "
+        "fit in half the window, so every fact is said before the first compression)",
+    )
     p.add_argument("--review-every", type=int, default=12, help="user lines between background reviews")
     p.add_argument("--resume", action="store_true", help="continue the run whose --json is given")
     p.add_argument(

@@ -15,7 +15,7 @@ so it is left out (`excluded`). `questions_replay` takes a LoCoMo conversation a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,7 +28,16 @@ from harness.experiments.retention.scores import (
 )
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 
-__all__ = ["Item", "ItemScore", "LongReplay", "fact_groups", "facts_replay", "questions_replay", "score_item"]
+__all__ = [
+    "Item",
+    "ItemScore",
+    "LongReplay",
+    "fact_groups",
+    "facts_replay",
+    "group_size",
+    "questions_replay",
+    "score_item",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +121,22 @@ def fact_groups(
         facts_replay(f"{name}-{n // size + 1}", conversations[n : n + size], filler)
         for n in range(0, len(conversations), size)
     ]
+
+
+def group_size(conversations: Sequence[FactConversation], *, count: Callable[[str], int], budget: int) -> int:
+    """Conversations per session (`fact_groups`' `group`) for the fewest sessions whose fact
+    conversations each fit in `budget` tokens: all said before the first compression, so
+    every fact is scored at every depth. A conversation over the budget alone is a session
+    of its own (its late facts may then be said after a compression and not scored).
+
+    Raises:
+        ValueError: `budget` is not positive.
+    """
+    if budget <= 0:
+        raise ValueError(f"a session's facts need a positive token budget, got {budget}")
+    sizes = [sum(count(text) for _role, text in conv.messages) for conv in conversations]
+    for sessions in range(1, len(sizes) + 1):
+        size = -(-len(sizes) // sessions)
+        if all(sum(sizes[n : n + size]) <= budget for n in range(0, len(sizes), size)):
+            return size
+    return 1
