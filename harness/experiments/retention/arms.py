@@ -4,7 +4,10 @@ Each arm replays the same conversation in a fresh keel home (`run.py`), compress
 once for real, and answers the questions whose evidence the compression removed:
 
     off                    no flush: only the summary (and the kept tail) remain
-    memory_only            the classic flush: the request carries only the memory tool
+    memory_only            the classic flush: one request over the whole transcript that
+                           carries only the memory tool
+    memory_only_chunked    keel's default flush: memory_only over the dropped turns only, in
+                           pieces of `compression.flush_chunk_tokens` (null: 512)
     cache_safe             the flush sends the session's unchanged tool list
     forced                 the unchanged tool list, `tool_choice` naming the memory tool
     memory_only_no_index   memory_only without the identifier index in the summary
@@ -61,10 +64,23 @@ __all__ = [
 ]
 
 RetentionArmName = Literal[
-    "off", "memory_only", "cache_safe", "forced", "memory_only_no_index", "ceiling", "floor"
+    "off",
+    "memory_only",
+    "memory_only_chunked",
+    "cache_safe",
+    "forced",
+    "memory_only_no_index",
+    "ceiling",
+    "floor",
 ]
 RETENTION_ARMS: tuple[RetentionArmName, ...] = get_args(RetentionArmName)
-FLUSH_ARMS: tuple[RetentionArmName, ...] = ("memory_only", "cache_safe", "forced", "memory_only_no_index")
+FLUSH_ARMS: tuple[RetentionArmName, ...] = (
+    "memory_only",
+    "memory_only_chunked",
+    "cache_safe",
+    "forced",
+    "memory_only_no_index",
+)
 """The arms whose flush runs (the retention gain compares the best of them with `off`)."""
 _COMPRESSING = ("off", *FLUSH_ARMS)
 EVAL_TIMEOUT_S = 1800.0
@@ -82,6 +98,7 @@ class RetentionOptions:
         answer_tokens: the output cap of each answer.
         turn_tokens: the output cap of the two real turns.
         sims: the cache simulators the costs are computed under.
+        flush_chunk_tokens: the piece size of the `memory_only_chunked` arm (keel's default).
     """
 
     window: int = 4096
@@ -90,6 +107,7 @@ class RetentionOptions:
     answer_tokens: int = 32
     turn_tokens: int = 96
     sims: tuple[SimName, ...] = ("ideal", "vllm", "llamacpp", "openai", "anthropic")
+    flush_chunk_tokens: int = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +179,10 @@ def arm_overrides(
     compression: dict[str, JsonValue] = {}
     window = options.window
     if arm in _COMPRESSING:
-        mode = "memory_only" if arm == "memory_only_no_index" else arm
+        mode = "memory_only" if arm in ("memory_only_no_index", "memory_only_chunked") else arm
         compression = {"enabled": True, "flush": mode, "identifier_index": arm != "memory_only_no_index"}
+        chunked = arm == "memory_only_chunked"
+        compression["flush_chunk_tokens"] = options.flush_chunk_tokens if chunked else 0
     else:
         compression = {"enabled": False}
         window = options.ceiling_window

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.compress.host import CompressionSettings
+from harness.config._schema import DEFAULT_FLUSH_CHUNK_TOKENS
 from harness.experiments.retention.arms import (
     RETENTION_ARMS,
     RetentionOptions,
@@ -15,12 +17,14 @@ from harness.experiments.retention.arms import (
     arm_overrides,
     run_retention,
 )
+from harness.experiments.retention.longrun import LongOptions
 from harness.experiments.retention.report import arm_figures, retention_json
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
 from harness.testing import ScriptedModel, call_tool, config, respond, say
 from harness.trace import TraceRecord, read_trace
 from harness.types import ModelRequest
+from prompts import load_text
 
 FACT = "Dana bakes sourdough bread on Sundays"
 TICKET = "JIRA-4312"
@@ -116,6 +120,11 @@ async def test_each_flush_arm_sends_its_tool_list_and_tool_choice(result: Retent
         flush = _one(_trace(result, arm), "flush")
         assert _tools(flush) == ["memory"]
         assert flush.settings["tool_choice"] == "none"  # the text_list reply shape
+    chunked = [r for r in _trace(result, "memory_only_chunked") if r.purpose == "flush"]
+    assert chunked and all(_tools(r) == ["memory"] for r in chunked)
+    # the pieces go under the note-taker's system prompt, the classic flush under the session's
+    assert {r.system for r in chunked} == {load_text("flush_system")}
+    assert _one(_trace(result, "memory_only"), "flush").system != load_text("flush_system")
     cache_safe = _one(_trace(result, "cache_safe"), "flush")
     assert _tools(cache_safe) == turn_tools
     assert cache_safe.settings["tool_choice"] == "none"
@@ -205,7 +214,21 @@ def test_arm_overrides_switch_only_what_the_arm_is_about() -> None:
     replay = _replay()
     opts = RetentionOptions(window=3000, ceiling_window=9000)
     no_index = arm_overrides("memory_only_no_index", replay, opts)["compression"]
-    assert no_index == {"enabled": True, "flush": "memory_only", "identifier_index": False}
+    assert no_index == {
+        "enabled": True,
+        "flush": "memory_only",
+        "identifier_index": False,
+        "flush_chunk_tokens": 0,
+    }
+    classic = arm_overrides("memory_only", replay, opts)["compression"]
+    assert classic == {
+        "enabled": True,
+        "flush": "memory_only",
+        "identifier_index": True,
+        "flush_chunk_tokens": 0,
+    }
+    chunked = arm_overrides("memory_only_chunked", replay, opts)["compression"]
+    assert chunked == {**classic, "flush_chunk_tokens": opts.flush_chunk_tokens}
     ceiling = arm_overrides("ceiling", replay, opts)
     assert ceiling["compression"] == {"enabled": False}
     assert ceiling["model"] == {"context_window": 9000, "max_output_tokens": 96, "temperature": 0.0}
@@ -267,3 +290,12 @@ async def test_identical_requests_are_generated_once_per_run_and_costed_as_the_o
         # Reported at what the generation cost, not at what handing out the kept reply took.
         assert later is not None and later.shared and later.wall_s is not None and later.wall_s >= 0.3
         assert (_one(_trace(result, arm), "summary").latency_s or 0) < 0.3
+
+
+def test_every_default_piece_size_is_keels() -> None:
+    assert (
+        RetentionOptions().flush_chunk_tokens
+        == LongOptions().flush_chunk_tokens
+        == CompressionSettings(True, 3000, "memory_only", None, 4096).flush_chunk_tokens
+        == DEFAULT_FLUSH_CHUNK_TOKENS
+    )
