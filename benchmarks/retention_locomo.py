@@ -10,7 +10,7 @@ kept messages). The engine is `harness.experiments.retention` (`longrun`), the C
 Sources:
 - `--facts FILE` (the `benchmarks/local_flush_conversations.yaml` format): the fact
   conversations are said first (`--group` per session; by default as few sessions as keep
-  each session's facts within half the window, so all are said before the first
+  each session's facts within a third of the window, so all are said before the first
   compression and every fact is scored at every depth), then LoCoMo lines as filler until
   the compressions have happened; a fact is retained when one unit of what the model sees
   (a memory entry, a summary line, a sentence of a kept message) matches it by the
@@ -48,7 +48,13 @@ from benchmarks._util import default_data_dir
 from harness.config import KeelConfig, load_config
 from harness.experiments.locomo import load_locomo
 from harness.experiments.retention.facts import load_facts
-from harness.experiments.retention.items import LongReplay, fact_groups, group_size, questions_replay
+from harness.experiments.retention.items import (
+    LongReplay,
+    facts_budget,
+    fact_groups,
+    group_size,
+    questions_replay,
+)
 from harness.experiments.retention.longrun import (
     LONG_ARMS,
     LongArmName,
@@ -72,7 +78,7 @@ def _replays(args: argparse.Namespace, count: Callable[[str], int]) -> list[Long
         facts = load_facts(args.facts)[: args.conversations]
         group = args.group
         if group is None:
-            group = group_size(facts, count=count, budget=args.window // 2)
+            group = group_size(facts, count=count, budget=facts_budget(args.window))
         return fact_groups(args.facts.stem, facts, filler, group=group)
     return [questions_replay(replay_locomo(c)) for c in convs[: args.conversations or 1]]
 
@@ -170,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         "--group",
         type=int,
         help="fact conversations per session (0: all in one; default: the fewest sessions whose facts "
-        "each fit in half the window, so every fact is said before the first compression)",
+        "each fit in a third of the window, so every fact is said before the first compression)",
     )
     p.add_argument(
         "--conversations", type=int, help="the first N conversations (default: LoCoMo 1, facts all)"

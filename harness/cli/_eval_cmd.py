@@ -28,7 +28,13 @@ from harness.experiments.retention.arms import (
     run_retention,
 )
 from harness.experiments.retention.facts import load_facts
-from harness.experiments.retention.items import LongReplay, fact_groups, group_size, questions_replay
+from harness.experiments.retention.items import (
+    LongReplay,
+    facts_budget,
+    fact_groups,
+    group_size,
+    questions_replay,
+)
 from harness.experiments.retention.longrun import (
     LONG_ARMS,
     LongArmName,
@@ -230,7 +236,7 @@ def _long_replays(args: argparse.Namespace, count: Callable[[str], int]) -> list
         facts = load_facts(Path(args.facts))
         group = args.group
         if group is None:
-            group = group_size(facts, count=count, budget=args.window // 2)
+            group = group_size(facts, count=count, budget=facts_budget(args.window))
         return fact_groups(Path(args.facts).stem, facts, replay, group=group)
     return [questions_replay(replay)]
 
@@ -318,7 +324,7 @@ def register(sub: Subparsers) -> None:
         "--group",
         type=int,
         help="fact conversations per session (0: all in one; default: the fewest sessions whose facts each "
-        "fit in half the window, so every fact is said before the first compression)",
+        "fit in a third of the window, so every fact is said before the first compression)",
     )
     p.add_argument("--review-every", type=int, default=12, help="user lines between background reviews")
     p.add_argument("--resume", action="store_true", help="continue the run whose --json is given")

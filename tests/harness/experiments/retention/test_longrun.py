@@ -5,13 +5,21 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harness.experiments.retention.facts import FactConversation, PlantedFact
-from harness.experiments.retention.items import LongReplay, facts_replay, questions_replay
+from harness.experiments.retention.facts import FactConversation, PlantedFact, load_facts
+from harness.experiments.retention.items import (
+    LongReplay,
+    fact_groups,
+    facts_budget,
+    facts_replay,
+    group_size,
+    questions_replay,
+)
 from harness.experiments.retention.longrun import LongOptions, LongState, run_long_retention
 from harness.experiments.retention.outcomes import depth_rows, final_gain
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
 from harness.testing import ScriptedModel, config, respond, say
+from harness.tokens import load_tiktoken
 from harness.types import ModelRequest
 
 WINDOW = 4096
@@ -145,3 +153,29 @@ async def test_locomo_questions_are_scored_by_answer_recall_after_each_compressi
     assert scored and all(o.compression > 0 and o.depth >= 1 for o in scored)
     # the scripted summary never mentions Pixel: once the line is summarized, the answer is gone
     assert scored[-1].value == 0.0
+
+
+async def test_by_default_every_fact_of_a_session_is_said_before_its_first_compression(
+    tmp_path: Path,
+) -> None:
+    """The tuning facts file, grouped as the eval groups it by default, through the eval's own
+    prompt: every fact is scored at depth 1, 2 and 3 (in one session, 20 of its 59 facts
+    came after the first compression and never reached depth 3)."""
+    facts = load_facts(Path(__file__).parents[4] / "benchmarks" / "local_flush_conversations.yaml")
+    tokenizer = await load_tiktoken()
+    size = group_size(facts, count=tokenizer.count, budget=facts_budget(WINDOW))
+    replays = fact_groups("tuning", facts, _filler(), group=size)
+    assert len(replays) > 1
+    state = await run_long_retention(
+        replays,
+        config(),
+        model=ScriptedModel([respond(_reply)] * 400),
+        root=tmp_path,
+        arms=("off",),
+        options=LongOptions(window=WINDOW, compressions=3, memory_chars=3000),
+    )
+    depths: dict[str, set[int]] = {}
+    for o in state.outcomes:
+        depths.setdefault(f"{o.replay}/{o.item}", set()).add(o.depth)
+    assert len(depths) == sum(len(r.items) for r in replays) > 50
+    assert all(d == {1, 2, 3} for d in depths.values())
