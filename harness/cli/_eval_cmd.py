@@ -30,8 +30,8 @@ from harness.experiments.retention.arms import (
 from harness.experiments.retention.facts import load_facts
 from harness.experiments.retention.items import (
     LongReplay,
-    facts_budget,
     fact_groups,
+    facts_budget,
     group_size,
     questions_replay,
 )
