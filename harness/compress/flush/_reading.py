@@ -3,7 +3,10 @@
 Tool calls to `memory` (one write or an `operations` list) and, for the `text_list` shape,
 `user: …` / `memory: …` lines become `FlushWrite`s; every other thing the reply offers is a
 `FlushRefusal` with its reason (not the memory tool, unreadable arguments, a line of another
-form, or a candidate fact that fails `_entries.check_entry`). Writes are deduplicated.
+form, or a candidate fact that fails `_entries.check_entry`). Writes are deduplicated. A
+batch call cut off by the output cap keeps every operation written out before the cut (with
+Qwen2.5-Coder-1.5B under a 288-token cap, the `forced` flush lost every fact of a session
+that way); the unfinished rest is refused as cut off.
 
 `claims_a_save` is the one check for a reply that *says* it saved something: small models
 often confirm a save they never made, and nobody may read "saved" where nothing was.
@@ -95,13 +98,48 @@ def _target(raw: JsonValue) -> Target:
     return "user" if raw == "user" else "memory"
 
 
+_OPERATIONS = re.compile(r'"operations"\s*:\s*\[')
+_TARGET = re.compile(r'"target"\s*:\s*"(user|memory)"')
+_BETWEEN = re.compile(r"\s*,?\s*")
+_CUT = "cut off before it was complete (the reply reached its output cap); the operations before it are kept"
+
+
+def _complete_operations(arguments: str) -> tuple[dict[str, JsonValue], str] | None:
+    """The arguments of a batch call that was cut off mid-way (a small model's list of facts
+    reaching the output cap): its target and every operation written out in full before the
+    cut, and the unfinished rest. None when not one operation is complete."""
+    start = _OPERATIONS.search(arguments)
+    if start is None:
+        return None
+    decoder = json.JSONDecoder()
+    items: list[JsonValue] = []
+    at = start.end()
+    while True:
+        at = _BETWEEN.match(arguments, at).end()  # type: ignore[union-attr]  # matches the empty string
+        try:
+            item, at = decoder.raw_decode(arguments, at)
+        except ValueError:
+            break
+        items.append(item)
+    if not items:
+        return None
+    target = _TARGET.search(arguments)
+    args: dict[str, JsonValue] = {"target": target.group(1) if target else "memory", "operations": items}
+    return args, arguments[at:]
+
+
 def _writes_from_call(
     arguments: str, note_words: Instructions, said: str | None
 ) -> tuple[list[FlushWrite], list[FlushRefusal]]:
+    cut: list[FlushRefusal] = []
     try:
         args: JsonValue = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
-        return [], [FlushRefusal(arguments[:500], "the memory call's arguments are not valid JSON")]
+        salvaged = _complete_operations(arguments)
+        if salvaged is None:
+            return [], [FlushRefusal(arguments[:500], "the memory call's arguments are not valid JSON")]
+        args, rest = salvaged
+        cut.append(FlushRefusal(rest.strip()[:500], _CUT))
     if not isinstance(args, dict):
         return [], [FlushRefusal(arguments[:500], "the memory call's arguments are not a JSON object")]
     target = _target(args.get("target"))
@@ -139,7 +177,7 @@ def _writes_from_call(
             writes.append(FlushWrite(target, text.strip(), "replace", old if isinstance(old, str) else None))
         else:
             writes += [FlushWrite(target, k) for k in kept]
-    return writes, refusals
+    return writes, refusals + cut
 
 
 def _from_lines(

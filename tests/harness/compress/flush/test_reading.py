@@ -39,6 +39,44 @@ def test_a_batch_call_becomes_one_write_per_operation_with_the_calls_target() ->
     assert [r.reason for r in reading.refusals] == ["empty entry"]
 
 
+def test_a_batch_call_cut_off_by_the_output_cap_keeps_the_operations_before_the_cut() -> None:
+    # as the local model's parser hands it on: the whole unfinished call, name and all
+    cut = (
+        '{"name": "memory", "arguments": {"target": "user", "operations": ['
+        '{"action": "add", "content": "Lars is the DBA for a retail inventory system."}, '
+        '{"action": "add", "content": "Lars releases builds on itch.io first."}, '
+        '{"action": "add", "content": "And I like detailed explanations, I\'m st'
+    )
+    reading = read_flush_reply("forced_batch", _reply("", ("memory", cut)))
+    assert [(w.target, w.content) for w in reading.writes] == [
+        ("user", "Lars is the DBA for a retail inventory system."),
+        ("user", "Lars releases builds on itch.io first."),
+    ]
+    assert len(reading.refusals) == 1
+    assert reading.refusals[0].reason.startswith("cut off before it was complete")
+    assert reading.refusals[0].text.startswith('{"action": "add", "content": "And I like')
+
+
+def test_a_cut_off_call_with_no_complete_operation_is_refused_whole() -> None:
+    cut = '{"target": "memory", "operations": [{"action": "add", "content": "Lars uses Mk'
+    reading = read_flush_reply("forced_batch", _reply("", ("memory", cut)))
+    assert reading.writes == ()
+    assert [(r.text, r.reason) for r in reading.refusals] == [
+        (cut, "the memory call's arguments are not valid JSON")
+    ]
+
+
+def test_operations_kept_from_a_cut_off_call_pass_the_same_checks_as_any_other() -> None:
+    cut = (
+        '{"target": "memory", "operations": [{"action": "add", "content": "quill deploys on Fridays"}, '
+        '{"action": "add", "content": ""}, {"action": "add", "content": "quill runs on'
+    )
+    reading = read_flush_reply("forced_batch", _reply("", ("memory", cut)))
+    assert [(w.target, w.content) for w in reading.writes] == [("memory", "quill deploys on Fridays")]
+    assert len(reading.refusals) == 2 and reading.refusals[0].reason == "empty entry"
+    assert reading.refusals[-1].reason.startswith("cut off")
+
+
 def test_other_tools_and_unreadable_arguments_are_refused_with_reasons() -> None:
     reply = _reply("", ("session_search", {"query": "vim"}), ("memory", "{broken"), ("memory", [1]))
     reading = read_flush_reply("free_calls", reply)
