@@ -51,8 +51,6 @@ from harness.experiments.retention.facts import load_facts
 from harness.experiments.retention.items import (
     LongReplay,
     fact_groups,
-    facts_budget,
-    group_size,
     questions_replay,
 )
 from harness.experiments.retention.longrun import (
@@ -76,10 +74,7 @@ def _replays(args: argparse.Namespace, count: Callable[[str], int]) -> list[Long
     if args.facts:
         filler = replay_locomo(convs[0])
         facts = load_facts(args.facts)[: args.conversations]
-        group = args.group
-        if group is None:
-            group = group_size(facts, count=count, budget=facts_budget(args.window))
-        return fact_groups(args.facts.stem, facts, filler, group=group)
+        return fact_groups(args.facts.stem, facts, filler, group=args.group, count=count, window=args.window)
     return [questions_replay(replay_locomo(c)) for c in convs[: args.conversations or 1]]
 
 

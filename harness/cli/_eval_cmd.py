@@ -31,8 +31,6 @@ from harness.experiments.retention.facts import load_facts
 from harness.experiments.retention.items import (
     LongReplay,
     fact_groups,
-    facts_budget,
-    group_size,
     questions_replay,
 )
 from harness.experiments.retention.longrun import (
@@ -234,10 +232,9 @@ def _long_replays(args: argparse.Namespace, count: Callable[[str], int]) -> list
     replay = load_replay(args.source, data=_data(args), conversation=args.conversation)
     if args.facts:
         facts = load_facts(Path(args.facts))
-        group = args.group
-        if group is None:
-            group = group_size(facts, count=count, budget=facts_budget(args.window))
-        return fact_groups(Path(args.facts).stem, facts, replay, group=group)
+        return fact_groups(
+            Path(args.facts).stem, facts, replay, group=args.group, count=count, window=args.window
+        )
     return [questions_replay(replay)]
 
 

@@ -16,6 +16,7 @@ result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documen
 from harness.config._loader import load_config
 from harness.config._mcp import McpConfig, McpServerConfig
 from harness.config._schema import (
+    DEFAULT_FLUSH_CHUNK_TOKENS,
     DEFAULT_LOCAL_MODEL,
     AgentConfig,
     CompressionConfig,
@@ -40,6 +41,7 @@ from harness.config._schema import (
 from harness.config._stores import SessionsConfig, StorageConfig, resolve_principal
 
 __all__ = [
+    "DEFAULT_FLUSH_CHUNK_TOKENS",
     "DEFAULT_LOCAL_MODEL",
     "AgentConfig",
     "CompressionConfig",

@@ -100,7 +100,6 @@ def _target(raw: JsonValue) -> Target:
 
 _OPERATIONS = re.compile(r'"operations"\s*:\s*\[')
 _TARGET = re.compile(r'"target"\s*:\s*"(user|memory)"')
-_BETWEEN = re.compile(r"\s*,?\s*")
 _CUT = "cut off before it was complete (the reply reached its output cap); the operations before it are kept"
 
 
@@ -115,7 +114,8 @@ def _complete_operations(arguments: str) -> tuple[dict[str, JsonValue], str] | N
     items: list[JsonValue] = []
     at = start.end()
     while True:
-        at = _BETWEEN.match(arguments, at).end()  # type: ignore[union-attr]  # matches the empty string
+        while at < len(arguments) and arguments[at] in ", \t\r\n":
+            at += 1
         try:
             item, at = decoder.raw_decode(arguments, at)
         except ValueError:

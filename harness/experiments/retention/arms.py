@@ -32,7 +32,7 @@ import anyio.to_thread
 from pydantic import JsonValue
 
 from harness.cachemeter import SimName, load_meter_tokenizer
-from harness.config import KeelConfig
+from harness.config import DEFAULT_FLUSH_CHUNK_TOKENS, KeelConfig
 from harness.experiments.retention.costs import CompressionCosts, compression_costs
 from harness.experiments.retention.run import ArmRun, ReplayPlan, run_arm
 from harness.experiments.retention.scores import (
@@ -107,7 +107,7 @@ class RetentionOptions:
     answer_tokens: int = 32
     turn_tokens: int = 96
     sims: tuple[SimName, ...] = ("ideal", "vllm", "llamacpp", "openai", "anthropic")
-    flush_chunk_tokens: int = 512
+    flush_chunk_tokens: int = DEFAULT_FLUSH_CHUNK_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +180,12 @@ def arm_overrides(
     window = options.window
     if arm in _COMPRESSING:
         mode = "memory_only" if arm in ("memory_only_no_index", "memory_only_chunked") else arm
-        compression = {"enabled": True, "flush": mode, "identifier_index": arm != "memory_only_no_index"}
-        chunked = arm == "memory_only_chunked"
-        compression["flush_chunk_tokens"] = options.flush_chunk_tokens if chunked else 0
+        compression = {
+            "enabled": True,
+            "flush": mode,
+            "identifier_index": arm != "memory_only_no_index",
+            "flush_chunk_tokens": options.flush_chunk_tokens if arm == "memory_only_chunked" else 0,
+        }
     else:
         compression = {"enabled": False}
         window = options.ceiling_window

@@ -33,6 +33,7 @@ __all__ = [
     "ItemScore",
     "LongReplay",
     "fact_groups",
+    "facts_budget",
     "facts_replay",
     "group_size",
     "questions_replay",
@@ -112,10 +113,19 @@ def questions_replay(replay: RetentionReplay) -> LongReplay:
 
 
 def fact_groups(
-    name: str, conversations: Sequence[FactConversation], filler: RetentionReplay, *, group: int
+    name: str,
+    conversations: Sequence[FactConversation],
+    filler: RetentionReplay,
+    *,
+    group: int | None,
+    count: Callable[[str], int],
+    window: int,
 ) -> list[LongReplay]:
-    """The facts file as sessions of `group` conversations each (0: all in one), each followed
-    by the same filler: the memory budget holds a few users' facts, not a dozen."""
+    """The facts file as sessions of `group` conversations each (0: all in one; None: as
+    `group_size` finds for `facts_budget(window)`, with `count` telling a text's tokens), each
+    followed by the same filler: the memory budget holds a few users' facts, not a dozen."""
+    if group is None:
+        group = group_size(conversations, count=count, budget=facts_budget(window))
     size = group or len(conversations)
     return [
         facts_replay(f"{name}-{n // size + 1}", conversations[n : n + size], filler)

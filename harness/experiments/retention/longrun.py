@@ -30,7 +30,7 @@ from typing import Literal, cast, get_args
 
 from pydantic import JsonValue
 
-from harness.config import KeelConfig
+from harness.config import DEFAULT_FLUSH_CHUNK_TOKENS, KeelConfig
 from harness.experiments.retention.items import LongReplay, score_item
 from harness.experiments.retention.long import LongPlan, Snapshot, run_long_arm
 from harness.experiments.retention.outcomes import Outcome, outcome_from_json, outcome_json
@@ -79,7 +79,7 @@ class LongOptions:
     compressions: int = 3
     review_every: int = 12
     memory_chars: int | None = None
-    flush_chunk_tokens: int = 512
+    flush_chunk_tokens: int = DEFAULT_FLUSH_CHUNK_TOKENS
 
 
 @dataclass(slots=True)

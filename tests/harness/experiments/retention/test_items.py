@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.experiments.retention.facts import FactConversation, PlantedFact
-from harness.experiments.retention.items import fact_groups, group_size
+from harness.experiments.retention.items import fact_groups, facts_budget, group_size
 from harness.experiments.retention.script import RetentionReplay, ScriptLine
 
 
@@ -31,7 +31,9 @@ def test_the_fewest_sessions_whose_facts_each_fit_in_the_budget() -> None:
     # 2 sessions of 6 hold 120 each: over 100; 3 sessions of 4 hold 80 each
     size = group_size(convs, count=_words, budget=100)
     assert size == 4
-    sessions = fact_groups("f", convs, FILLER, group=size)
+    # what the eval does by default: the budget is a third of the window
+    assert facts_budget(300) == 100
+    sessions = fact_groups("f", convs, FILLER, group=None, count=_words, window=300)
     assert [len(s.items) for s in sessions] == [4, 4, 4]
     for s in sessions:
         facts = [line for line in s.lines if line.content != "Dana: a walk in the park."]

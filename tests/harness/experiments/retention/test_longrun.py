@@ -163,9 +163,9 @@ async def test_by_default_every_fact_of_a_session_is_said_before_its_first_compr
     came after the first compression and never reached depth 3)."""
     facts = load_facts(Path(__file__).parents[4] / "benchmarks" / "local_flush_conversations.yaml")
     tokenizer = await load_tiktoken()
+    replays = fact_groups("tuning", facts, _filler(), group=None, count=tokenizer.count, window=WINDOW)
     size = group_size(facts, count=tokenizer.count, budget=facts_budget(WINDOW))
-    replays = fact_groups("tuning", facts, _filler(), group=size)
-    assert len(replays) > 1
+    assert len(replays) == -(-len(facts) // size) > 1
     state = await run_long_retention(
         replays,
         config(),
