@@ -1,0 +1,203 @@
+"""The worker side of export-on: records become OpenTelemetry SDK spans and metrics.
+
+`Exporter.drain` empties the record queue (`_record.py`) in order: each record becomes a
+`ReadableSpan` with the ids the hot path drew, handed to the SDK's span processor (batching
+and the OTLP exporter are the SDK's); a request's cache reuse is attributed (`_cache.py`) and
+its tokens counted; a turn's duration goes to the histogram. `Worker` runs `drain` on its
+own thread every `interval_s`, so this work happens while the turn loop waits for the model.
+
+This module imports the SDK; `open_telemetry` imports it only when export is on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from opentelemetry.metrics import Counter, Histogram, MeterProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from harness.telemetry import names as n
+from harness.telemetry._attrs import (
+    Attributes,
+    compression_attributes,
+    memory_attributes,
+    request_attributes,
+    step_attributes,
+    tool_attributes,
+    turn_attributes,
+)
+from harness.telemetry._record import (
+    CompressionRecord,
+    MemoryRecord,
+    RecordQueue,
+    RequestRecord,
+    SpanRecord,
+    StepRecord,
+    ToolRecord,
+    TurnRecord,
+)
+
+__all__ = ["Attribution", "Exporter", "Worker"]
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_VERSION = "0.1.0"
+
+Attribution = Callable[[RequestRecord], Attributes]
+"""The `keel.cache.*` and `keel.phase` attributes of one request, in the order requests ended."""
+
+
+class _Instruments:
+    def __init__(self, provider: MeterProvider) -> None:
+        meter = provider.get_meter("keel", _VERSION, schema_url=n.SEMCONV_SCHEMA_URL)
+        token = "{token}"
+        self.input: Counter = meter.create_counter(
+            n.METRIC_INPUT, unit=token, description="Prompt tokens sent (cache reads and writes included)"
+        )
+        self.cached: Counter = meter.create_counter(
+            n.METRIC_CACHED, unit=token, description="Prompt tokens the provider read from its cache"
+        )
+        self.written: Counter = meter.create_counter(
+            n.METRIC_WRITTEN, unit=token, description="Prompt tokens the provider wrote to its cache"
+        )
+        self.turn: Histogram = meter.create_histogram(
+            n.METRIC_TURN_DURATION, unit="s", description="Time from the user's message to the turn's end"
+        )
+        self.operation: Histogram = meter.create_histogram(
+            n.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration"
+        )
+
+
+class Exporter:
+    """Turns queued records into spans and metrics (see the module docstring).
+
+    Args:
+        queue: the records the hot path ended, oldest first.
+        processor: the SDK span processor spans go to (batching, then the OTLP exporter).
+        resource: the service's resource (`service.name`).
+        meters: where metrics go (None: no metrics).
+        attribution: the cache attribution of each request (None: no `keel.cache.*`).
+        capture: record message content.
+        alias: emit `gen_ai.usage.cache_creation.input_tokens` as well.
+    """
+
+    def __init__(
+        self,
+        queue: RecordQueue,
+        *,
+        processor: SpanProcessor,
+        resource: Resource,
+        meters: MeterProvider | None = None,
+        attribution: Attribution | None = None,
+        capture: bool = False,
+        alias: bool = False,
+    ) -> None:
+        self._queue = queue
+        self._processor = processor
+        self._resource = resource
+        self._instruments = None if meters is None else _Instruments(meters)
+        self._attribution = attribution
+        self._capture = capture
+        self._alias = alias
+        self._scope = InstrumentationScope("keel", _VERSION, n.SEMCONV_SCHEMA_URL)
+        self._lock = threading.Lock()  # the worker thread and a session's flush both drain
+
+    def drain(self) -> None:
+        """Turn every queued record into its span and metrics (blocking; any thread)."""
+        with self._lock:
+            while True:
+                try:
+                    record = self._queue.popleft()
+                except IndexError:
+                    return
+                self._processor.on_end(self._span(record))
+
+    def _span(self, r: SpanRecord) -> ReadableSpan:
+        name, kind, attributes = self._describe(r)
+        parent = None if not r.parent_id else SpanContext(r.trace_id, r.parent_id, False, _SAMPLED)
+        return ReadableSpan(
+            name=name,
+            context=SpanContext(r.trace_id, r.span_id, False, _SAMPLED),
+            parent=parent,
+            resource=self._resource,
+            attributes=attributes,
+            kind=kind,
+            status=Status(StatusCode.ERROR, r.error) if r.error else Status(StatusCode.UNSET),
+            start_time=r.start_ns,
+            end_time=r.end_ns,
+            instrumentation_scope=self._scope,
+        )
+
+    def _describe(self, r: SpanRecord) -> tuple[str, SpanKind, Attributes]:
+        if isinstance(r, RequestRecord):
+            return f"chat {r.model}", SpanKind.CLIENT, self._request(r)
+        if isinstance(r, TurnRecord):
+            if self._instruments is not None:
+                self._instruments.turn.record((r.end_ns - r.start_ns) / 1e9, {n.PROVIDER: r.provider})
+            return n.TURN_SPAN, SpanKind.INTERNAL, turn_attributes(r, alias=self._alias)
+        if isinstance(r, ToolRecord):
+            kind = SpanKind.CLIENT if r.mcp else SpanKind.INTERNAL
+            return f"execute_tool {r.call.name}", kind, tool_attributes(r, capture=self._capture)
+        if isinstance(r, MemoryRecord):
+            return r.operation, SpanKind.INTERNAL, memory_attributes(r, capture=self._capture)
+        if isinstance(r, CompressionRecord):
+            return n.COMPRESSION_SPAN, SpanKind.INTERNAL, compression_attributes(r)
+        assert isinstance(r, StepRecord)
+        return f"{n.COMPRESSION_SPAN}.{r.step}", SpanKind.INTERNAL, step_attributes(r)
+
+    def _request(self, r: RequestRecord) -> Attributes:
+        attributes = request_attributes(r, alias=self._alias, capture=self._capture)
+        if self._attribution is not None and r.reply is not None:
+            attributes.update(self._attribution(r))
+        if self._instruments is not None:
+            self._count(r, attributes)
+        return attributes
+
+    def _count(self, r: RequestRecord, attributes: Attributes) -> None:
+        assert self._instruments is not None
+        common = {n.PROVIDER: r.provider, n.REQUEST_MODEL: r.model}
+        operation = {n.OPERATION: "chat", **common}
+        if r.error is not None:
+            operation[n.ERROR_TYPE] = r.error
+        self._instruments.operation.record((r.end_ns - r.start_ns) / 1e9, operation)
+        usage = r.usage
+        if usage is None:
+            return
+        labels = {
+            **common,
+            n.KEEL_PURPOSE: r.request.purpose,
+            n.KEEL_PHASE: str(attributes.get(n.KEEL_PHASE, "unknown")),
+            n.KEEL_CACHE_MISS_CAUSE: str(attributes.get(n.KEEL_CACHE_MISS_CAUSE, "none")),
+        }
+        self._instruments.input.add(usage.input + usage.cache_read + usage.cache_write, labels)
+        self._instruments.cached.add(usage.cache_read, labels)
+        self._instruments.written.add(usage.cache_write, labels)
+
+
+class Worker:
+    """Drains the exporter every `interval_s` on a daemon thread until stopped."""
+
+    def __init__(self, exporter: Exporter, *, interval_s: float = 0.5) -> None:
+        self._exporter = exporter
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="keel-telemetry", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._exporter.drain()
+
+    def stop(self) -> None:
+        """Stop the thread (blocking), then drain what is left."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._exporter.drain()
