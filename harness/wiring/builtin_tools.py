@@ -94,7 +94,11 @@ def add_builtin_tools(
         schema = memory_tool_schema(load_text("tool_memory"))
         registry.add(
             memory_tool(
-                tool, schema, manager=manager, provenance=lambda: transcript_provenance(transcript.messages)
+                tool,
+                schema,
+                manager=manager,
+                provenance=lambda: transcript_provenance(transcript.messages),
+                telemetry=calls.telemetry,
             )
         )
     if config.session_search.enabled:

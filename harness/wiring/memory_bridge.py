@@ -25,6 +25,9 @@ from pydantic import JsonValue
 from harness.events import FlushEntry, MemoryWritten
 from harness.loop.ports import EndReason
 from harness.models.usage import usage_counts
+from harness.telemetry import NO_TELEMETRY, Telemetry
+from harness.telemetry.names import MemoryOperation
+from harness.telemetry.port import MemoryOutcome
 from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
 from harness.types import JsonObject, Message, ToolCall, ToolSpec, Usage
 from memory import (
@@ -39,6 +42,7 @@ from memory import (
     SwitchReason,
     TurnMessage,
 )
+from memory.curated.tool import MemoryToolReply
 from memory.provenance import TurnProvenance
 from memory.sessions import EndReason as StoreEndReason
 from memory.sessions import JournalledWriter, StoredUsage
@@ -130,12 +134,42 @@ class StoreMemory:
         self.tool.start_turn()
 
 
+_OPERATIONS: dict[str, MemoryOperation] = {
+    "add": "create_memory",
+    "replace": "update_memory",
+    "remove": "delete_memory",
+}
+
+
+def _write_operation(arguments: str) -> tuple[MemoryOperation, str]:
+    """The memory operation a `memory` call asks for (its first action) and the store it names,
+    for telemetry; unreadable arguments count as `create_memory` on `memory`."""
+    parsed = _parse_arguments(arguments)
+    if not isinstance(parsed, dict):
+        return "create_memory", "memory"
+    action = parsed.get("action")
+    ops = parsed.get("operations")
+    if action is None and isinstance(ops, list) and ops and isinstance(ops[0], dict):
+        action = ops[0].get("action")
+    target = parsed.get("target")
+    return _OPERATIONS.get(str(action), "create_memory"), target if isinstance(target, str) else "memory"
+
+
+def _outcome(reply: MemoryToolReply) -> tuple[MemoryOutcome, str | None]:
+    if reply.success:
+        return "saved", None
+    if reply.refused_reason == "held":
+        return "held", None
+    return "refused", reply.refused_reason
+
+
 def memory_tool(
     tool: MemoryTool,
     schema: JsonObject,
     *,
     manager: MemoryManager | None,
     provenance: Callable[[], TurnProvenance] | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> RawTool:
     """The `memory` tool: the store's handler, plus events and provider notifications.
 
@@ -143,11 +177,16 @@ def memory_tool(
     every switch: compression, a new conversation). `provenance` gives the user's own words
     and the untrusted text the model has read (`harness.loop.provenance`): a write repeating
     the latter is held or refused as `memory.untrusted_writes` says — the agent's writes and
-    the compression flush's alike, since both come through here.
+    the compression flush's alike, since both come through here. With telemetry on, each
+    call is a `create_memory`/`update_memory`/`delete_memory` span with its outcome.
     """
 
     async def run(arguments: str) -> ToolOutput:
-        reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
+        operation, store = _write_operation(arguments) if telemetry.enabled else ("create_memory", "")
+        with telemetry.memory(operation, store=store) as span:
+            reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
+            outcome, reason = _outcome(reply)
+            span.outcome(outcome, reason=reason)
         events = tuple(
             MemoryWritten(action=c.kind, target=c.target, content=c.content or c.previous or "")
             for c in reply.committed
@@ -178,10 +217,18 @@ class ManagerHooks:
     after a switch) starts one on the spot and waits up to the session's `wait_s`.
     """
 
-    def __init__(self, manager: MemoryManager, background: TaskGroup, *, warm_wait_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        manager: MemoryManager,
+        background: TaskGroup,
+        *,
+        warm_wait_s: float = 1.0,
+        telemetry: Telemetry = NO_TELEMETRY,
+    ) -> None:
         self.manager = manager
         self._tg = background
         self._warm_wait_s = warm_wait_s
+        self._telemetry = telemetry
 
     async def on_turn_start(self, turn: int, message: str) -> None:
         await self.manager.on_turn_start(turn, message)
@@ -191,9 +238,10 @@ class ManagerHooks:
         if not warm:
             # The session asks only for messages it judged worth recalling for.
             self.manager.start_prefetch(self._tg, turn=turn, query=query, trivial=False)
-        recalled = await self.manager.recall(
-            turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
-        )
+        with self._telemetry.memory("search_memory", store="providers", query=query):
+            recalled = await self.manager.recall(
+                turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
+            )
         return recalled.text
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:

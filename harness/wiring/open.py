@@ -26,6 +26,9 @@ The order is the specification (each step closes with the stack, in reverse):
    (a `subagent` or `cron` session gets no memory tool: it never writes MEMORY.md/USER.md);
 6. a task group that owns every background task, and the `Session` composed of the above;
    `session.handles` holds the parts the CLI and the experiments need.
+
+Telemetry (`open_telemetry`, off unless configured) is opened before step 1 and closed after
+everything else, so the spans of closing are exported too; a subagent shares its parent's.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
+from harness.telemetry import NO_TELEMETRY, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolRegistry
 from harness.wiring import steps
@@ -243,6 +247,7 @@ async def _build(
         counter=counter,
         warn=warnings,
     )
+    telemetry = opts.telemetry or NO_TELEMETRY
     path = call_path(
         model=model,
         summary_model=summary_model,
@@ -255,6 +260,7 @@ async def _build(
         ),
         warnings=warnings,
         tools=registry,
+        telemetry=telemetry,
     )
     context = _provider_context(config, opts, where, path.transcript.session_id)
     await steps.start_manager(
@@ -286,7 +292,7 @@ async def _build(
         settings=SessionSettings.from_config(config),
         path=path,
         tools=registry,
-        providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
+        providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=telemetry),
         background=tg,
         today=opts.today,
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
@@ -349,6 +355,11 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     await anyio.to_thread.run_sync(case_collision, home, principal)
     warnings = WarningSink()
     async with AsyncExitStack() as stack:
+        if opts.telemetry is None:
+            # closed last: what the session's close sends is exported before it shuts down
+            opts = replace(
+                opts, telemetry=await stack.enter_async_context(open_telemetry(config.telemetry, env))
+            )
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
         session = OpenedSession(parts, handles)
         if opts.resume is None:
@@ -373,5 +384,6 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
                 finally:
                     if handles.journal is not None:
                         await handles.journal.settle()
+                    await parts.path.calls.telemetry.flush()
             # Let background provider work (sync, prefetch) finish, but not forever.
             parts.background.cancel_scope.deadline = anyio.current_time() + 5.0
