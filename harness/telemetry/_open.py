@@ -9,6 +9,7 @@ import anyio
 import anyio.to_thread
 
 from harness.config import TelemetryConfig
+from harness.errors import ConfigError
 from harness.telemetry.port import NO_TELEMETRY, Telemetry
 from harness.telemetry.settings import export_settings
 
@@ -21,13 +22,20 @@ async def open_telemetry(config: TelemetryConfig, environ: Mapping[str, str]) ->
     OTLP export started for the block and, on exit, drained, exported and shut down.
 
     Raises:
-        ConfigError: the settings cannot be resolved (`harness.telemetry.settings`).
+        ConfigError: the settings cannot be resolved (`harness.telemetry.settings`), or
+            export is on and the `otel` extra is not installed.
     """
     settings = export_settings(config, environ)
     if settings is None:
         yield NO_TELEMETRY
         return
-    from harness.telemetry._export import Export  # the SDK, only now
+    try:
+        from harness.telemetry._export import Export  # the SDK, only now
+    except ImportError as exc:
+        raise ConfigError(
+            f"telemetry export is configured but OpenTelemetry is not installed ({exc}); install it "
+            "with `pip install 'keel[otel]'`, or unset telemetry.otlp_endpoint and OTEL_EXPORTER_OTLP_ENDPOINT"
+        ) from exc
 
     export = Export.start(settings)
     try:

@@ -18,7 +18,9 @@ USAGE = Usage(input=10, output=7, cache_read=80, cache_write=5)
 
 
 def _options(home: Path, model: ScriptedModel, captured: Captured) -> SessionOptions:
-    return SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), telemetry=captured.export.telemetry)
+    return SessionOptions(
+        model=model, home=home, tokenizer=FakeTokenizer(), telemetry=captured.export.telemetry
+    )
 
 
 def _attrs(span: ReadableSpan) -> dict[str, object]:
@@ -110,7 +112,11 @@ async def test_message_content_is_recorded_only_with_capture_content(home: Path)
         assert messages[-1] == {"role": "user", "parts": [{"type": "text", "content": "Hi, who are you?"}]}
         output = json.loads(str(a["gen_ai.output.messages"]))
         assert output == [
-            {"role": "assistant", "parts": [{"type": "text", "content": "Hello there."}], "finish_reason": "stop"}
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": "Hello there."}],
+                "finish_reason": "stop",
+            }
         ]
         system = json.loads(str(a["gen_ai.system_instructions"]))
         assert system[0]["type"] == "text" and system[0]["content"]
@@ -213,7 +219,9 @@ async def test_a_compression_is_a_span_with_its_steps_as_children_and_later_requ
         if purpose in ("flush", "summary"):
             assert chat.parent is not None
             assert by_id[chat.parent.span_id].name == f"keel.compression.{purpose}"
-    turns = [_attrs(s) for s in spans if s.name == "chat scripted" and _attrs(s)["keel.request.purpose"] == "turn"]
+    turns = [
+        _attrs(s) for s in spans if s.name == "chat scripted" and _attrs(s)["keel.request.purpose"] == "turn"
+    ]
     assert "gen_ai.conversation.compacted" not in turns[0]
     assert turns[-1]["gen_ai.conversation.compacted"] is True
     # the conversation keeps its id across the compression's child session

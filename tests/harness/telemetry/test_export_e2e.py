@@ -1,0 +1,86 @@
+"""End to end: a real session exports OTLP/HTTP to a real receiver in another process.
+
+The receiver (`otlp_receiver.py`) decodes the protobuf with `opentelemetry-proto`; the session
+is the `tool-session` scenario (tool calls over the project MCP server, a forced compression
+with its flush and summary), played by the scripted scenario model, configured only through
+the `telemetry` section as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.config import load_config
+from harness.experiments.runner import run_scenario
+from harness.experiments.scenarios.tool_session import tool_session
+
+RECEIVER = Path(__file__).with_name("otlp_receiver.py")
+
+
+@pytest.fixture
+def receiver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    out = tmp_path / "received.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(RECEIVER), str(out)], stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        yield f"http://127.0.0.1:{port}", out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_a_tool_session_with_a_compression_reaches_an_otlp_receiver(
+    receiver: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, out = receiver
+    cfg = load_config(
+        None,
+        environ={"KEEL_TELEMETRY__OTLP_ENDPOINT": url, "KEEL_TELEMETRY__SERVICE_NAME": "keel-e2e"},
+    )
+    result = await run_scenario(
+        tool_session(turns=8, compress_at=6), cfg, home=tmp_path / "home", label="otel"
+    )
+    assert result.compressions == 1
+    received = _lines(out)
+    spans = [r for r in received if r["signal"] == "span"]
+    names = {s["name"] for s in spans}
+    assert {"handle_conversation_turn", "chat scenario-model", "keel.compression"} <= names
+    assert {"keel.compression.flush", "keel.compression.summary", "keel.compression.reload"} <= names
+    assert all(s["service"] == "keel-e2e" for s in spans)
+
+    turns = [s for s in spans if s["name"] == "handle_conversation_turn"]
+    assert len(turns) == 8
+    assert len({t["attributes"]["gen_ai.conversation.id"] for t in turns}) == 1
+    chats = sorted((s for s in spans if s["name"] == "chat scenario-model"), key=lambda s: s["start"])
+    turn_chats = [c["attributes"] for c in chats if c["attributes"]["keel.request.purpose"] == "turn"]
+    assert all(a["gen_ai.provider.name"] == "_OTHER" or a["gen_ai.provider.name"] for a in turn_chats)
+    assert all(a["gen_ai.usage.input_tokens"] > 0 for a in turn_chats)
+    assert "gen_ai.conversation.compacted" not in turn_chats[0]
+    assert turn_chats[-1]["gen_ai.conversation.compacted"] is True
+    # every span of a turn shares the turn's trace
+    by_id = {s["span_id"]: s for s in spans}
+    for chat in chats:
+        root = chat
+        while root["parent_span_id"]:
+            root = by_id[root["parent_span_id"]]
+        assert root["name"] in ("handle_conversation_turn", "keel.compression")
+        assert root["trace_id"] == chat["trace_id"]
+
+    metrics = {m["name"] for m in received if m["signal"] == "metric"}
+    assert {"keel.tokens.input", "keel.tokens.cached", "keel.tokens.written", "keel.turn.duration"} <= metrics
