@@ -56,7 +56,8 @@ def usage_attributes(usage: Usage, *, alias: bool) -> Attributes:
     return out
 
 
-def turn_attributes(r: TurnRecord, *, alias: bool) -> Attributes:
+def turn_attributes(r: TurnRecord, *, usage: Usage, provider: str, alias: bool) -> Attributes:
+    """`usage` and `provider`: the sum and the provider of the turn's requests."""
     out: Attributes = {
         n.OPERATION: "invoke_agent",
         n.AGENT_NAME: AGENT_NAME,
@@ -64,10 +65,10 @@ def turn_attributes(r: TurnRecord, *, alias: bool) -> Attributes:
         n.KEEL_SESSION_ID: r.session_id,
         n.KEEL_TURN: r.turn,
         n.KEEL_ITERATIONS: r.iterations,
-        **usage_attributes(r.usage, alias=alias),
+        **usage_attributes(usage, alias=alias),
     }
-    if r.provider:
-        out[n.PROVIDER] = r.provider
+    if provider:
+        out[n.PROVIDER] = provider
     if r.stop_reason is not None:
         out[n.KEEL_STOP_REASON] = r.stop_reason
     return out

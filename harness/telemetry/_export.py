@@ -27,6 +27,8 @@ from harness.telemetry.settings import ExportSettings
 
 __all__ = ["Export"]
 
+_MAX_QUEUED = 1 << 16
+
 
 def _exporters(settings: ExportSettings) -> tuple[SpanExporter, MetricExporter]:
     timeout = settings.timeout_s
@@ -66,7 +68,6 @@ class Export:
         resource: the service's resource.
         attribution: computes each request's `keel.cache.*` attributes (None: none).
         capture, alias: see `telemetry.capture_content` and `telemetry.cache_creation_alias`.
-        interval_s: how often the worker drains the queue.
     """
 
     def __init__(
@@ -78,9 +79,9 @@ class Export:
         attribution: Attribution | None = None,
         capture: bool = False,
         alias: bool = False,
-        interval_s: float = 0.5,
     ) -> None:
-        self._queue: deque[SpanRecord] = deque()
+        # bounded: a loop outrunning its export for long loses the oldest records, not memory
+        self._queue: deque[SpanRecord] = deque(maxlen=_MAX_QUEUED)
         self._processor = processor
         self._meters = meters
         self.exporter = Exporter(
@@ -92,7 +93,7 @@ class Export:
             capture=capture,
             alias=alias,
         )
-        self._worker = Worker(self.exporter, interval_s=interval_s)
+        self._worker = Worker(self.exporter, self._queue)
         self.telemetry = Recording(self._queue, self.flush)
         self._closed = False
 

@@ -15,6 +15,7 @@ W3C trace context to an MCP server before its span exists anywhere else.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import deque
@@ -44,8 +45,11 @@ __all__ = [
 
 RecordQueue = deque["SpanRecord"]
 _CURRENT: ContextVar[SpanRecord | None] = ContextVar("keel_telemetry_span", default=None)
-_TURN: ContextVar[TurnRecord | None] = ContextVar("keel_telemetry_turn", default=None)
-_rand = random.SystemRandom().getrandbits  # ids must not collide across processes
+_rand = random.getrandbits  # as the SDK's own id generator: seeded from os.urandom at import
+# Span ids count up from a random start (cheaper than drawing each; unique within the process,
+# and across processes as unlikely to collide as drawn ids). Trace ids are drawn per root.
+_span_ids = itertools.count(_rand(63) | 1)
+_MASK64 = (1 << 64) - 1
 
 
 def traceparent(trace_id: int, span_id: int) -> str:
@@ -69,7 +73,7 @@ class SpanRecord:
         parent = _CURRENT.get()
         self.trace_id: int = _rand(128) if parent is None else parent.trace_id
         self.parent_id: int = 0 if parent is None else parent.span_id
-        self.span_id: int = _rand(64)
+        self.span_id: int = next(_span_ids) & _MASK64 or 1
         self._queue = queue
         self.start_ns = 0
         self.end_ns = 0
@@ -91,16 +95,7 @@ class SpanRecord:
 
 
 class TurnRecord(SpanRecord):
-    __slots__ = (
-        "_turn_token",
-        "conversation_id",
-        "iterations",
-        "provider",
-        "session_id",
-        "stop_reason",
-        "turn",
-        "usage",
-    )
+    __slots__ = ("conversation_id", "iterations", "session_id", "stop_reason", "turn")
     kind = "turn"
 
     def __init__(self, queue: RecordQueue, *, conversation_id: str, session_id: str, turn: int) -> None:
@@ -108,21 +103,8 @@ class TurnRecord(SpanRecord):
         self.conversation_id = conversation_id
         self.session_id = session_id
         self.turn = turn
-        self.usage = Usage()
-        self.provider = ""
         self.stop_reason: str | None = None
         self.iterations = 0
-        self._turn_token: Token[TurnRecord | None] | None = None
-
-    def __enter__(self) -> Self:
-        super().__enter__()
-        self._turn_token = _TURN.set(self)
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if self._turn_token is not None:
-            _TURN.reset(self._turn_token)
-        super().__exit__(exc_type, exc, tb)
 
     def ended(self, *, stop_reason: str, iterations: int) -> None:
         self.stop_reason = stop_reason
@@ -142,7 +124,6 @@ class RequestRecord(SpanRecord):
         "session_id",
         "slots",
         "stream",
-        "turn",
         "usage",
     )
     kind = "request"
@@ -167,7 +148,6 @@ class RequestRecord(SpanRecord):
         self.session_id = session_id
         self.compacted = compacted
         self.stream = stream
-        self.turn = _TURN.get()
         self.first_chunk_ns = 0
         self.reply: ModelReply | None = None
         self.usage: Usage | None = None
@@ -185,9 +165,6 @@ class RequestRecord(SpanRecord):
         self.usage = usage
         self.reported = reported
         self.slots = slots
-        if self.turn is not None:
-            self.turn.usage = self.turn.usage + usage
-            self.turn.provider = self.turn.provider or self.provider
 
 
 class ToolRecord(SpanRecord):

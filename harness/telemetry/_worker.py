@@ -4,7 +4,8 @@
 `ReadableSpan` with the ids the hot path drew, handed to the SDK's span processor (batching
 and the OTLP exporter are the SDK's); a request's cache reuse is attributed (`_cache.py`) and
 its tokens counted; a turn's duration goes to the histogram. `Worker` runs `drain` on its
-own thread every `interval_s`, so this work happens while the turn loop waits for the model.
+own thread while the turn loop is idle (waiting for the model), so the work stays off the
+turn's path.
 
 This module imports the SDK; `open_telemetry` imports it only when export is on.
 """
@@ -12,6 +13,7 @@ This module imports the SDK; `open_telemetry` imports it only when export is on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from opentelemetry.metrics import Counter, Histogram, MeterProvider
@@ -40,6 +42,7 @@ from harness.telemetry._record import (
     ToolRecord,
     TurnRecord,
 )
+from harness.types import Usage
 
 __all__ = ["Attribution", "Exporter", "Worker"]
 
@@ -103,17 +106,28 @@ class Exporter:
         self._capture = capture
         self._alias = alias
         self._scope = InstrumentationScope("keel", _VERSION, n.SEMCONV_SCHEMA_URL)
+        self._sums: dict[int, tuple[Usage, str]] = {}
+        """Usage and provider of the requests below each span not yet processed, by span id:
+        children end (and are processed) before their parents, so sums roll up to the turn."""
         self._lock = threading.Lock()  # the worker thread and a session's flush both drain
 
-    def drain(self) -> None:
-        """Turn every queued record into its span and metrics (blocking; any thread)."""
+    def drain(self, *, pause: Callable[[], bool] | None = None) -> None:
+        """Turn queued records into spans and metrics, oldest first (blocking; any thread), until
+        the queue is empty or `pause()` says to stop for now."""
         with self._lock:
-            while True:
-                try:
-                    record = self._queue.popleft()
-                except IndexError:
-                    return
-                self._processor.on_end(self._span(record))
+            while self._queue and not (pause is not None and pause()):
+                self._processor.on_end(self._span(self._queue.popleft()))
+
+    def _roll_up(self, r: SpanRecord) -> tuple[Usage, str]:
+        """The usage of `r`'s requests (itself, for a request), passed on to its parent unless `r`
+        is a turn (a subagent's turn inside a tool call keeps its own)."""
+        usage, provider = self._sums.pop(r.span_id, (Usage(), ""))
+        if isinstance(r, RequestRecord) and r.usage is not None:
+            usage, provider = usage + r.usage, r.provider
+        if r.parent_id and not isinstance(r, TurnRecord) and (provider or usage != Usage()):
+            above, above_provider = self._sums.get(r.parent_id, (Usage(), ""))
+            self._sums[r.parent_id] = (above + usage, above_provider or provider)
+        return usage, provider
 
     def _span(self, r: SpanRecord) -> ReadableSpan:
         name, kind, attributes = self._describe(r)
@@ -132,12 +146,14 @@ class Exporter:
         )
 
     def _describe(self, r: SpanRecord) -> tuple[str, SpanKind, Attributes]:
+        usage, provider = self._roll_up(r)
         if isinstance(r, RequestRecord):
             return f"chat {r.model}", SpanKind.CLIENT, self._request(r)
         if isinstance(r, TurnRecord):
             if self._instruments is not None:
-                self._instruments.turn.record((r.end_ns - r.start_ns) / 1e9, {n.PROVIDER: r.provider})
-            return n.TURN_SPAN, SpanKind.INTERNAL, turn_attributes(r, alias=self._alias)
+                self._instruments.turn.record((r.end_ns - r.start_ns) / 1e9, {n.PROVIDER: provider})
+            attributes = turn_attributes(r, usage=usage, provider=provider, alias=self._alias)
+            return n.TURN_SPAN, SpanKind.INTERNAL, attributes
         if isinstance(r, ToolRecord):
             kind = SpanKind.CLIENT if r.mcp else SpanKind.INTERNAL
             return f"execute_tool {r.call.name}", kind, tool_attributes(r, capture=self._capture)
@@ -178,21 +194,43 @@ class Exporter:
 
 
 class Worker:
-    """Drains the exporter every `interval_s` on a daemon thread until stopped."""
+    """Drains the exporter on a daemon thread, in the turn loop's idle time.
 
-    def __init__(self, exporter: Exporter, *, interval_s: float = 0.5) -> None:
+    A drain competes with the loop for the interpreter lock, so the worker waits until no
+    record has ended for `idle_s` (the loop is waiting for a model) and stops as soon as one
+    does — unless the oldest queued record has waited `max_wait_s`, when it drains anyway.
+    """
+
+    def __init__(
+        self, exporter: Exporter, queue: RecordQueue, *, idle_s: float = 0.002, max_wait_s: float = 2.0
+    ) -> None:
         self._exporter = exporter
-        self._interval_s = interval_s
+        self._queue = queue
+        self._idle_ns = int(idle_s * 1e9)
+        self._max_wait_ns = int(max_wait_s * 1e9)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def busy(self) -> bool:
+        """The loop ended a record within `idle_s`, and nothing queued is overdue."""
+        q = self._queue
+        if not q:
+            return False
+        now = time.time_ns()
+        try:
+            newest, oldest = q[-1].end_ns, q[0].end_ns
+        except IndexError:  # drained meanwhile by a flush
+            return False
+        return now - newest < self._idle_ns and now - oldest < self._max_wait_ns
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="keel-telemetry", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            self._exporter.drain()
+        while not self._stop.wait(self._idle_ns / 1e9):
+            if self._queue and not self.busy():
+                self._exporter.drain(pause=self.busy)
 
     def stop(self) -> None:
         """Stop the thread (blocking), then drain what is left."""

@@ -1,6 +1,6 @@
 """End to end: a real session exports OTLP/HTTP to a real receiver in another process.
 
-The receiver (`otlp_receiver.py`) decodes the protobuf with `opentelemetry-proto`; the session
+The receiver (`harness.testing.otlp_receiver`) decodes the protobuf with `opentelemetry-proto`; the session
 is the `tool-session` scenario (tool calls over the project MCP server, a forced compression
 with its flush and summary), played by the scripted scenario model, configured only through
 the `telemetry` section as a user would.
@@ -21,14 +21,15 @@ from harness.config import load_config
 from harness.experiments.runner import run_scenario
 from harness.experiments.scenarios.tool_session import tool_session
 
-RECEIVER = Path(__file__).with_name("otlp_receiver.py")
-
 
 @pytest.fixture
 def receiver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     out = tmp_path / "received.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, str(RECEIVER), str(out)], stdout=subprocess.PIPE, text=True, bufsize=1
+        [sys.executable, "-m", "harness.testing.otlp_receiver", str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
     )
     try:
         assert proc.stdout is not None

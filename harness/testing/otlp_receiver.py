@@ -1,6 +1,9 @@
 """A small OTLP/HTTP receiver: decodes what it is sent with `opentelemetry-proto`, writes JSON lines.
 
-    python tests/harness/telemetry/otlp_receiver.py OUT.jsonl
+    python -m harness.testing.otlp_receiver OUT.jsonl
+
+For testing what keel (or your agent built on it) exports, without a collector; it needs the
+`otel` extra. Not imported by `harness.testing` itself.
 
 It listens on 127.0.0.1 (a free port, printed as the first line of stdout), answers
 `POST /v1/traces` and `POST /v1/metrics` (gzip or plain protobuf) and appends one line per
