@@ -93,7 +93,7 @@ def _metrics(body: bytes) -> list[dict[str, Any]]:
 
 def main(out: Path) -> None:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802  # the http.server hook's name
+        def do_POST(self) -> None:  # the http.server hook's name
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             if self.headers.get("content-encoding") == "gzip":
                 body = gzip.decompress(body)

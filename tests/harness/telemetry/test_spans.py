@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -127,10 +128,8 @@ async def test_message_content_is_recorded_only_with_capture_content(home: Path)
 async def test_a_failed_request_is_an_error_span_with_its_error_type(home: Path, captured: Captured) -> None:
     opts = _options(home, ScriptedModel([fail(ModelServerError("boom", status=500))]), captured)
     async with open_session(config(model__retry__max_attempts="1"), opts) as s:
-        try:
+        with pytest.raises(ModelServerError):
             await run_turn(s, "Hi")
-        except ModelServerError:
-            pass
     chat = captured.one("chat scripted")
     turn = captured.one("handle_conversation_turn")
     assert chat.status.status_code == StatusCode.ERROR
