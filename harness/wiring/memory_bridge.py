@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from anyio.abc import TaskGroup
@@ -238,7 +238,13 @@ class ManagerHooks:
         if not warm:
             # The session asks only for messages it judged worth recalling for.
             self.manager.start_prefetch(self._tg, turn=turn, query=query, trivial=False)
-        with self._telemetry.memory("search_memory", store="providers", query=query):
+        store = self.manager.external  # the built-in layer recalls nothing: no span for it
+        span = (
+            nullcontext()
+            if store is None
+            else self._telemetry.memory("search_memory", store=store, query=query)
+        )
+        with span:
             recalled = await self.manager.recall(
                 turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
             )

@@ -237,9 +237,10 @@ async def test_provider_recall_is_a_search_memory_span_in_the_turn(home: Path, c
     assert searches, [s.name for s in captured.spans()]
     a = _attrs(searches[0])
     assert a["gen_ai.operation.name"] == "search_memory"
-    assert a["gen_ai.memory.store.id"] == "providers"
+    assert a["gen_ai.memory.store.id"] == "holographic"
     assert "gen_ai.memory.query.text" not in a  # content is opt-in
     turn_ids = {t.context.span_id for t in captured.named("handle_conversation_turn")}
+    assert len(searches) == 2  # one per turn
     assert all(s.parent is not None and s.parent.span_id in turn_ids for s in searches)
 
 
