@@ -55,8 +55,8 @@ class ModelCalls:
         self._system = system
         self.trace = trace
         self.telemetry = telemetry
-        # The sequence telemetry measures cache reuse over: this object's requests, like its trace.
-        self._stream = transcript.session_id
+        self.stream = transcript.session_id
+        """The sequence telemetry measures cache reuse over: this object's requests, like its trace."""
         self.usage_total = Usage()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
@@ -83,7 +83,7 @@ class ModelCalls:
             session_id=t.session_id,
             # after a compression the conversation goes on in a child session
             compacted=t.parent_session_id is not None,
-            stream=self._stream,
+            stream=self.stream,
         ) as span:
             started = time.monotonic()
             try:

@@ -21,6 +21,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from harness.telemetry._cache import CacheAttribution
 from harness.telemetry._record import Recording, SpanRecord
 from harness.telemetry._worker import Attribution, Exporter, Worker
 from harness.telemetry.settings import ExportSettings
@@ -94,11 +95,11 @@ class Export:
             alias=alias,
         )
         self._worker = Worker(self.exporter, self._queue)
-        self.telemetry = Recording(self._queue, self.flush)
+        self.telemetry = Recording(self._queue, self.flush, self.exporter.forget)
         self._closed = False
 
     @classmethod
-    def start(cls, settings: ExportSettings, *, attribution: Attribution | None = None) -> Export:
+    def start(cls, settings: ExportSettings) -> Export:
         """Build the OTLP pipeline `settings` describe and start its worker (no I/O yet)."""
         resource = Resource.create({"service.name": settings.service_name})
         spans, metrics = _exporters(settings)
@@ -110,7 +111,7 @@ class Export:
                 shutdown_on_exit=False,
             ),
             resource=resource,
-            attribution=attribution,
+            attribution=CacheAttribution() if settings.cache_attribution else None,
             capture=settings.capture_content,
             alias=settings.cache_creation_alias,
         )

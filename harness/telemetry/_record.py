@@ -243,13 +243,17 @@ class Recording:
         queue: where ended records go.
         drain: processes everything queued so far and exports it (blocking: it runs in a
             worker thread when a session flushes).
+        forget: drops what was kept for a closed session's stream.
     """
 
     enabled = True
 
-    def __init__(self, queue: RecordQueue, drain: Callable[[], None]) -> None:
+    def __init__(
+        self, queue: RecordQueue, drain: Callable[[], None], forget: Callable[[str], None] = lambda _: None
+    ) -> None:
         self._queue = queue
         self._drain = drain
+        self._forget = forget
 
     def turn(self, *, conversation_id: str, session_id: str, turn: int) -> TurnRecord:
         return TurnRecord(self._queue, conversation_id=conversation_id, session_id=session_id, turn=turn)
@@ -288,5 +292,10 @@ class Recording:
     def step(self, step: CompressionStep, *, piece: int | None = None) -> StepRecord:
         return StepRecord(self._queue, step, piece=piece)
 
-    async def flush(self) -> None:
-        await anyio.to_thread.run_sync(self._drain)
+    async def flush(self, *, closing: str | None = None) -> None:
+        def work() -> None:
+            self._drain()
+            if closing is not None:
+                self._forget(closing)
+
+        await anyio.to_thread.run_sync(work)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from opentelemetry.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.resources import Resource
@@ -49,8 +50,15 @@ __all__ = ["Attribution", "Exporter", "Worker"]
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _VERSION = "0.1.0"
 
-Attribution = Callable[[RequestRecord], Attributes]
-"""The `keel.cache.*` and `keel.phase` attributes of one request, in the order requests ended."""
+
+class Attribution(Protocol):
+    """The `keel.cache.*` and `keel.phase` attributes of each request, fed in the order requests ended."""
+
+    def __call__(self, r: RequestRecord) -> Attributes: ...
+
+    def forget(self, stream: str) -> None:
+        """Drop what is kept for `stream` (its session closed)."""
+        ...
 
 
 class _Instruments:
@@ -117,6 +125,12 @@ class Exporter:
         with self._lock:
             while self._queue and not (pause is not None and pause()):
                 self._processor.on_end(self._span(self._queue.popleft()))
+
+    def forget(self, stream: str) -> None:
+        """Drop the attribution's state for a closed session's stream (after a drain)."""
+        with self._lock:
+            if self._attribution is not None:
+                self._attribution.forget(stream)
 
     def _roll_up(self, r: SpanRecord) -> tuple[Usage, str]:
         """The usage of `r`'s requests (itself, for a request), passed on to its parent unless `r`

@@ -118,8 +118,9 @@ class Telemetry(Protocol):
         """One step of a compression (a flush piece, the summary, reload, rebuild)."""
         ...
 
-    async def flush(self) -> None:
-        """Export what has ended so far (a session closing)."""
+    async def flush(self, *, closing: str | None = None) -> None:
+        """Export what has ended so far; `closing`: the stream of a session that closed (what
+        was kept to measure its cache reuse is dropped)."""
         ...
 
 
@@ -197,7 +198,7 @@ class NoTelemetry:
     def step(self, step: CompressionStep, *, piece: int | None = None) -> _Nothing:
         return _NOTHING
 
-    async def flush(self) -> None:
+    async def flush(self, *, closing: str | None = None) -> None:
         return None
 
 

@@ -384,6 +384,6 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
                 finally:
                     if handles.journal is not None:
                         await handles.journal.settle()
-                    await parts.path.calls.telemetry.flush()
+                    await parts.path.calls.telemetry.flush(closing=parts.path.calls.stream)
             # Let background provider work (sync, prefetch) finish, but not forever.
             parts.background.cancel_scope.deadline = anyio.current_time() + 5.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
@@ -12,7 +12,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.cachemeter import CanonicalRenderer
+from harness.cachemeter.sim import SimName
+from harness.telemetry._cache import CacheAttribution
 from harness.telemetry._export import Export
+from harness.tokens import CharTokenizer
 
 
 @dataclass
@@ -36,12 +40,21 @@ class Captured:
         return found[0]
 
 
-def make_captured(*, capture: bool = False, alias: bool = False) -> Captured:
+def make_captured(
+    *, capture: bool = False, alias: bool = False, simulators: Mapping[str, SimName] | None = None
+) -> Captured:
+    """`simulators`: attribute cache reuse, per provider (over chars/4 tokens, no file loaded)."""
     spans = InMemorySpanExporter()
     reader = InMemoryMetricReader()
+    attribution = (
+        None
+        if simulators is None
+        else CacheAttribution(renderer=lambda: CanonicalRenderer(CharTokenizer()), simulators=simulators)
+    )
     export = Export(
         processor=SimpleSpanProcessor(spans),
         meters=MeterProvider(metric_readers=[reader]),
+        attribution=attribution,
         capture=capture,
         alias=alias,
     )

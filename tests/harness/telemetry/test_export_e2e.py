@@ -73,6 +73,14 @@ async def test_a_tool_session_with_a_compression_reaches_an_otlp_receiver(
     assert all(a["gen_ai.provider.name"] == "_OTHER" or a["gen_ai.provider.name"] for a in turn_chats)
     assert all(a["gen_ai.usage.input_tokens"] > 0 for a in turn_chats)
     assert "gen_ai.conversation.compacted" not in turn_chats[0]
+    # keel's own: the meter's verdict on each request, computed online
+    all_chats = [c["attributes"] for c in chats]
+    assert all_chats[0]["keel.cache.miss_cause"] == "cold" and all_chats[0]["keel.phase"] == "cold"
+    phases = {a["keel.phase"] for a in all_chats}
+    assert {"cold", "steady", "flush", "summary", "rewarm"} <= phases
+    assert all(isinstance(a["keel.cache.reusable_tokens"], int) for a in all_chats)
+    flushes = [a for a in all_chats if a["keel.phase"] == "flush"]
+    assert all("keel.cache.miss_cause" in a for a in flushes)
     assert turn_chats[-1]["gen_ai.conversation.compacted"] is True
     # every span of a turn shares the turn's trace
     by_id = {s["span_id"]: s for s in spans}
