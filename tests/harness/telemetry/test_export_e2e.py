@@ -93,3 +93,24 @@ async def test_a_tool_session_with_a_compression_reaches_an_otlp_receiver(
 
     metrics = {m["name"] for m in received if m["signal"] == "metric"}
     assert {"keel.tokens.input", "keel.tokens.cached", "keel.tokens.written", "keel.turn.duration"} <= metrics
+
+
+EXIT_WITHOUT_CLOSING = """
+import sys
+from harness.config import TelemetryConfig
+from harness.telemetry._export import Export
+from harness.telemetry.settings import export_settings
+
+export = Export.start(export_settings(TelemetryConfig(otlp_endpoint=sys.argv[1]), {}))
+with export.telemetry.turn(conversation_id="c1", session_id="s1", turn=1) as turn:
+    turn.ended(stop_reason="final", iterations=1)
+sys.exit(0)  # no close, no flush: the exit hook must export the queued span
+"""
+
+
+def test_spans_still_queued_when_the_process_exits_are_exported(receiver: tuple[str, Path]) -> None:
+    url, out = receiver
+    subprocess.run([sys.executable, "-c", EXIT_WITHOUT_CLOSING, url], check=True, timeout=60)
+    spans = [r for r in _lines(out) if r["signal"] == "span"]
+    assert [s["name"] for s in spans] == ["handle_conversation_turn"]
+    assert spans[0]["attributes"]["gen_ai.conversation.id"] == "c1"
