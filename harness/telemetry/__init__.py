@@ -6,6 +6,7 @@
 # metrics on a thread), `_attrs.py` (names and attributes), `_export.py` (the SDK pipeline).
 # Only `_worker.py` and `_export.py` import OpenTelemetry, and only when export is on.
 from harness.telemetry._open import open_telemetry
+from harness.telemetry._record import trace_context
 from harness.telemetry.port import NO_TELEMETRY, NoTelemetry, Telemetry
 
-__all__ = ["NO_TELEMETRY", "NoTelemetry", "Telemetry", "open_telemetry"]
+__all__ = ["NO_TELEMETRY", "NoTelemetry", "Telemetry", "open_telemetry", "trace_context"]

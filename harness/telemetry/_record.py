@@ -19,7 +19,7 @@ import itertools
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from typing import Literal, Self
 
@@ -40,6 +40,7 @@ __all__ = [
     "StepRecord",
     "ToolRecord",
     "TurnRecord",
+    "trace_context",
     "traceparent",
 ]
 
@@ -55,6 +56,14 @@ _MASK64 = (1 << 64) - 1
 def traceparent(trace_id: int, span_id: int) -> str:
     """The W3C `traceparent` value naming one sampled span."""
     return f"00-{trace_id:032x}-{span_id:016x}-01"
+
+
+def trace_context() -> dict[str, str]:
+    """The W3C trace context (`traceparent`) of the span this task is in, for a request's
+    `params._meta` (an MCP call), so the server's spans join the trace; empty when nothing
+    is traced (export off, or outside every span)."""
+    current = _CURRENT.get()
+    return {} if current is None else {"traceparent": traceparent(current.trace_id, current.span_id)}
 
 
 class SpanRecord:
@@ -181,9 +190,6 @@ class ToolRecord(SpanRecord):
     def result(self, content: str, *, is_error: bool) -> None:
         self.content = content
         self.is_error = is_error
-
-    def propagation(self) -> Mapping[str, str]:
-        return {"traceparent": traceparent(self.trace_id, self.span_id)}
 
 
 class MemoryRecord(SpanRecord):

@@ -14,7 +14,6 @@ flush and summary requests inside the compression that sent them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Literal, Protocol, TypeAlias
 
@@ -58,11 +57,6 @@ class RequestSpan(Protocol):
 
 class ToolSpan(Protocol):
     def result(self, content: str, *, is_error: bool) -> None: ...
-
-    def propagation(self) -> Mapping[str, str]:
-        """W3C trace-context fields (`traceparent`, `tracestate`) naming this span, for an MCP
-        request's `params._meta`; empty when nothing is traced."""
-        ...
 
 
 class MemorySpan(Protocol):
@@ -148,9 +142,6 @@ class _Nothing:
 
     def result(self, content: str, *, is_error: bool) -> None:
         return None
-
-    def propagation(self) -> Mapping[str, str]:
-        return {}
 
     def found(self, count: int) -> None:
         return None
