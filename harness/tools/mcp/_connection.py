@@ -32,8 +32,8 @@ from pydantic import JsonValue
 
 from harness.config import McpServerConfig
 from harness.errors import ConfigError, ToolServerError
-from harness.mcp._results import result_output
-from harness.tools import ToolOutput, error_json
+from harness.tools.mcp._results import result_output
+from harness.tools.registry import ToolOutput, error_json
 
 __all__ = ["McpConnection", "connect"]
 
