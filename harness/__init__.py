@@ -11,10 +11,10 @@
 # `experiments/` scenarios run under several configurations, and `keel demo`
 # `cli/`         the `keel` command
 # `testing/`     test doubles shipped with the library
-# `mcp/` MCP servers as tool sources; `function_tools.py` Python functions as tools;
-# `errors.py` (the KeelError tree), `events.py`
-# (what a turn streams), `types.py` (wire types), `tokens.py` (tokenizers), `tools.py`
-# (the tool registry), `trace.py` (request traces).
+# `tools/`       everything the model can call: the registry, Python functions, keel's own
+#                tools, MCP servers (`tools/mcp/`), and the one registration of a session's tools
+# `errors.py` (the KeelError tree), `events.py` (what a turn streams), `types.py` (wire
+# types), `tokens.py` (tokenizers), `trace.py` (request traces).
 from harness.config import KeelConfig, load_config
 from harness.errors import (
     ConfigError,
@@ -49,10 +49,10 @@ from harness.events import (
     UsageReported,
     Warning,
 )
-from harness.function_tools import tool
 from harness.loop import Session
 from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
+from harness.tools import tool
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 from harness.wiring import SessionOptions, open_session
 

@@ -8,7 +8,7 @@ import os
 import anyio
 
 from harness.cli._common import Subparsers, config_from_args, console
-from harness.wiring.toolset import tool_listing
+from harness.tools.listing import tool_listing
 
 __all__ = ["register"]
 

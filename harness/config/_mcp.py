@@ -1,4 +1,4 @@
-"""The `mcp` section: which MCP servers a session connects to (see `harness.mcp`)."""
+"""The `mcp` section: which MCP servers a session connects to (see `harness.tools.mcp`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 # How a session is put together from one config: the wiring, kept apart from the turn loop.
 # `open.py` (open_session: the steps in order, torn down in reverse), `options.py` (the one
 # options value and the handles returned on the session), `steps.py` (models, curated memory,
-# the memory manager and its provider, skills, traces), `builtin_tools.py` (keel's own tools),
-# `memory_bridge.py` (the `memory` package adapted to the loop's ports and the tool registry),
-# `scoped.py` (the principal's stores: who sees what), `semantic.py` (the semantic provider
-# learning through the session's model calls), `stores.py` (open_stores: every store of the
-# configured backend, files or PostgreSQL, opened once), `resume.py` (continuing a recorded
-# session on any worker), `migrate.py` (a home copied into PostgreSQL).
+# the memory manager and its provider, skills, traces), `tool_port.py` (the tools of
+# `harness.tools` joined to the session being built), `memory_bridge.py` (the `memory` package
+# adapted to the loop's ports), `scoped.py` (the principal's stores: who sees what),
+# `semantic.py` (the semantic provider learning through the session's model calls),
+# `stores.py` (open_stores: every store of the configured backend, files or PostgreSQL,
+# opened once), `resume.py` (continuing a recorded session on any worker), `migrate.py` (a
+# home copied into PostgreSQL).
 # `harness.loop` never imports this package.
 from harness.wiring.open import OpenedSession, open_session
 from harness.wiring.options import SessionHandles, SessionOptions

@@ -1,12 +1,10 @@
-"""Adapters from the `memory` layers to the turn loop's ports and tool registry.
+"""Adapters from the `memory` layers to the turn loop's ports.
 
-`memory` knows nothing of the harness: its tools are JSON-schema dicts plus handlers, its
-store returns its own value types. This module is the one place that maps them:
+`memory` knows nothing of the harness: its store returns its own value types. This module is
+the one place that maps them (the tools the memory layers offer are mapped in
+`harness.tools.builtin`):
 
 - `StoreMemory`: `MemoryStore` + `MemoryTool` as the session's `MemoryPort`;
-- `memory_tool`: the `memory` tool, emitting `MemoryWritten` events and telling external
-  providers about each write only after it committed;
-- `json_tool`: any memory-side handler (session_search, skills, provider tools) as a tool;
 - `ManagerHooks`: `MemoryManager` as the session's `ProviderHooks`;
 - `DbRecorder`: a `SessionStore` as the session's `Recorder`.
 """
@@ -15,88 +13,33 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
-from harness.events import FlushEntry, MemoryWritten
+from harness.events import FlushEntry
 from harness.loop.ports import EndReason
 from harness.models.usage import usage_counts
 from harness.telemetry import NO_TELEMETRY, Telemetry
-from harness.telemetry.names import MemoryOperation
-from harness.telemetry.port import MemoryOutcome
-from harness.tools import ArgumentsError, RawTool, ToolOutput, error_json, parse_arguments
-from harness.types import JsonObject, Message, ToolCall, ToolSpec, Usage
+from harness.types import Message, ToolCall, Usage
 from memory import (
     FlushMode,
     MemoryBlocks,
     MemoryManager,
     MemoryStore,
     MemoryTool,
-    MemoryWrite,
     SessionStore,
     StoredMessage,
     SwitchReason,
     TurnMessage,
 )
-from memory.curated.tool import MemoryToolReply
-from memory.provenance import TurnProvenance
 from memory.sessions import EndReason as StoreEndReason
 from memory.sessions import JournalledWriter, StoredUsage
 
-__all__ = [
-    "DbRecorder",
-    "ManagerHooks",
-    "StoreMemory",
-    "json_tool",
-    "memory_tool",
-    "provider_tools",
-    "restored",
-    "spec_from_schema",
-    "stored",
-]
-
-
-def spec_from_schema(schema: JsonObject) -> ToolSpec:
-    """A `ToolSpec` from an OpenAI-style function object `{name, description, parameters}`."""
-    name = schema.get("name")
-    description = schema.get("description", "")
-    parameters = schema.get("parameters", {})
-    if not isinstance(name, str) or not isinstance(description, str) or not isinstance(parameters, dict):
-        raise ValueError(f"not a function schema: {json.dumps(schema)[:200]}")
-    return ToolSpec(name=name, description=description, parameters=parameters)
-
-
-def _parse_arguments(arguments: str) -> JsonValue | ArgumentsError:
-    """The model's argument text as JSON (bounded in size and depth), or why it is unusable."""
-    try:
-        return parse_arguments(arguments)
-    except ArgumentsError as exc:
-        return exc
-
-
-def _success(text: str) -> bool:
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError:
-        return True
-    return not (isinstance(payload, dict) and payload.get("success") is False)
-
-
-def json_tool(schema: JsonObject, handler: Callable[[JsonValue], Awaitable[str]]) -> RawTool:
-    """Wrap a handler that takes parsed JSON arguments and returns a JSON reply."""
-
-    async def run(arguments: str) -> ToolOutput:
-        parsed = _parse_arguments(arguments)
-        if isinstance(parsed, ArgumentsError):
-            return ToolOutput(error_json(str(parsed)), True)
-        text = await handler(parsed)
-        return ToolOutput(text, is_error=not _success(text))
-
-    return RawTool(spec_from_schema(schema), run)
+__all__ = ["DbRecorder", "ManagerHooks", "StoreMemory", "restored", "stored"]
 
 
 class StoreMemory:
@@ -132,80 +75,6 @@ class StoreMemory:
 
     def start_turn(self) -> None:
         self.tool.start_turn()
-
-
-_OPERATIONS: dict[str, MemoryOperation] = {
-    "add": "create_memory",
-    "replace": "update_memory",
-    "remove": "delete_memory",
-}
-
-
-def _write_operation(arguments: str) -> tuple[MemoryOperation, str]:
-    """The memory operation a `memory` call asks for (its first action) and the store it names,
-    for telemetry; unreadable arguments count as `create_memory` on `memory`."""
-    parsed = _parse_arguments(arguments)
-    if not isinstance(parsed, dict):
-        return "create_memory", "memory"
-    action = parsed.get("action")
-    ops = parsed.get("operations")
-    if action is None and isinstance(ops, list) and ops and isinstance(ops[0], dict):
-        action = ops[0].get("action")
-    target = parsed.get("target")
-    return _OPERATIONS.get(str(action), "create_memory"), target if isinstance(target, str) else "memory"
-
-
-def _outcome(reply: MemoryToolReply) -> tuple[MemoryOutcome, str | None]:
-    if reply.success:
-        return "saved", None
-    if reply.refused_reason == "held":
-        return "held", None
-    return "refused", reply.refused_reason
-
-
-def memory_tool(
-    tool: MemoryTool,
-    schema: JsonObject,
-    *,
-    manager: MemoryManager | None,
-    provenance: Callable[[], TurnProvenance] | None = None,
-    telemetry: Telemetry = NO_TELEMETRY,
-) -> RawTool:
-    """The `memory` tool: the store's handler, plus events and provider notifications.
-
-    A write is told to the providers against the manager's current session id (it follows
-    every switch: compression, a new conversation). `provenance` gives the user's own words
-    and the untrusted text the model has read (`harness.loop.provenance`): a write repeating
-    the latter is held or refused as `memory.untrusted_writes` says — the agent's writes and
-    the compression flush's alike, since both come through here. With telemetry on, each
-    call is a `create_memory`/`update_memory`/`delete_memory` span with its outcome.
-    """
-
-    async def run(arguments: str) -> ToolOutput:
-        operation, store = _write_operation(arguments) if telemetry.enabled else ("create_memory", "")
-        with telemetry.memory(operation, store=store) as span:
-            reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
-            outcome, reason = _outcome(reply)
-            span.outcome(outcome, reason=reason)
-        events = tuple(
-            MemoryWritten(action=c.kind, target=c.target, content=c.content or c.previous or "")
-            for c in reply.committed
-        )
-        if manager is not None:
-            for c in reply.committed:
-                await manager.notify_memory_write(
-                    MemoryWrite(
-                        action=c.kind,
-                        target=c.target,
-                        content=c.content or "",
-                        old_text=c.old_text,
-                        previous_content=c.previous,
-                        session_id=manager.session_id,
-                    )
-                )
-        return ToolOutput(reply.text, is_error=not reply.success, events=events)
-
-    return RawTool(spec_from_schema(schema), run)
 
 
 class ManagerHooks:
@@ -471,23 +340,3 @@ class DbRecorder:
             refused=[row(e) for e in entries if not e.saved],
             reply=reply_text,
         )
-
-
-def provider_tools(manager: MemoryManager) -> list[RawTool]:
-    """The external provider's tools, routed through the manager."""
-
-    def one(schema: JsonObject) -> RawTool:
-        spec = spec_from_schema(schema)
-
-        async def run(arguments: str) -> ToolOutput:
-            parsed = _parse_arguments(arguments)
-            if isinstance(parsed, ArgumentsError):
-                return ToolOutput(error_json(str(parsed)), True)
-            if not isinstance(parsed, dict):
-                return ToolOutput(error_json("arguments must be one JSON object"), True)
-            text = await manager.handle_tool_call(spec.name, parsed)
-            return ToolOutput(text, is_error=not _success(text))
-
-        return RawTool(spec, run)
-
-    return [one(s) for s in manager.tool_schemas()]

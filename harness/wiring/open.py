@@ -45,7 +45,6 @@ import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
-from harness.function_tools import ToolFunction
 from harness.loop._groups import single_error
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
@@ -55,15 +54,14 @@ from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
-from harness.tools import ToolRegistry
+from harness.tools import ToolFunction, ToolRegistry
 from harness.wiring import steps
-from harness.wiring.builtin_tools import add_builtin_tools
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.resume import catch_up_from, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
 from harness.wiring.stores import Stores, open_stores
-from harness.wiring.user_tools import add_mcp_servers, add_tools, user_tools
+from harness.wiring.tool_port import add_session_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
 from memory.scope import case_collision
 from memory.sessions import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
@@ -235,7 +233,8 @@ async def _build(
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     stores, db = await _stores(stack, config, opts, where)
     journal = await _journal(db, where, warnings)
-    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
+    telemetry = opts.telemetry or NO_TELEMETRY
+    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=telemetry)
     mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
@@ -247,7 +246,6 @@ async def _build(
         counter=counter,
         warn=warnings,
     )
-    telemetry = opts.telemetry or NO_TELEMETRY
     path = call_path(
         model=model,
         summary_model=summary_model,
@@ -273,7 +271,8 @@ async def _build(
         stores=stores,
         warn=warnings,
     )
-    add_builtin_tools(
+    await add_session_tools(
+        stack,
         registry,
         config,
         tool=_writer_tool(mem, opts),
@@ -284,9 +283,9 @@ async def _build(
         calls=path.calls,
         transcript=path.transcript,
         principal=where.principal,
+        functions=opts.tools,
+        environ=env_of(opts),
     )
-    add_tools(registry, await user_tools(config, opts.tools), source="your tools")
-    await add_mcp_servers(stack, registry, config, environ=env_of(opts))
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
         settings=SessionSettings.from_config(config),

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from harness.function_tools import ToolFunction
 from harness.models.base import ModelClient
 from harness.telemetry import Telemetry
 from harness.tokens import Tokenizer
+from harness.tools import ToolFunction
 from harness.wiring.stores import Stores
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
 from memory.sessions import JournalledWriter
@@ -50,7 +50,7 @@ class SessionOptions:
             sessions of one process (a server); the caller opens and closes it. Default: the
             session opens the configured store itself.
         tools: the user's Python functions, registered after keel's tools and the config's
-            (see `harness.function_tools`).
+            (see `harness.tools.functions`).
         stores: every store of the configured backend, opened once by the caller and shared
             by many sessions of one process (`harness.wiring.stores.open_stores`); it gives the
             session store, the curated backend and the session lease. Default: the session

@@ -94,7 +94,7 @@ async def test_whatever_the_real_model_sends_to_the_memory_tool_becomes_a_result
     store = MemoryStore(tmp_path / "memories")
     tool = MemoryTool(store)
     schema = memory_tool_schema(load_text("tool_memory"))
-    from harness.wiring.memory_bridge import memory_tool
+    from harness.tools.builtin import memory_tool
 
     registry = ToolRegistry()
     registry.add(memory_tool(tool, schema, manager=None))

@@ -64,6 +64,8 @@ async def test_a_tool_session_with_a_compression_reaches_an_otlp_receiver(
     assert {"handle_conversation_turn", "chat scenario-model", "keel.compression"} <= names
     assert {"keel.compression.flush", "keel.compression.summary", "keel.compression.reload"} <= names
     assert all(s["service"] == "keel-e2e" for s in spans)
+    tools = [s for s in spans if s["name"].startswith("execute_tool proj__")]
+    assert tools and all(t["attributes"]["mcp.method.name"] == "tools/call" for t in tools)
 
     turns = [s for s in spans if s["name"] == "handle_conversation_turn"]
     assert len(turns) == 8

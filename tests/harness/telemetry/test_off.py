@@ -1,4 +1,5 @@
-"""Export off costs nothing: a whole session runs without loading any OpenTelemetry code."""
+"""Export off costs nothing: a whole session (a memory write, provider recall, a compression)
+runs without importing any OpenTelemetry code."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def test_a_session_with_export_off_loads_no_opentelemetry_sdk_and_no_export_code() -> None:
+def test_a_session_with_export_off_loads_no_opentelemetry_at_all() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     done = subprocess.run(
         [sys.executable, "-c", SESSION_WITHOUT_EXPORT], env=env, capture_output=True, text=True, timeout=120
@@ -39,8 +40,9 @@ def test_a_session_with_export_off_loads_no_opentelemetry_sdk_and_no_export_code
     assert done.returncode == 0, done.stderr
     modules = json.loads(done.stdout.strip().splitlines()[-1])
     assert "harness.telemetry" in modules  # the port is there: the guard below means something
-    loaded = [m for m in modules if m.startswith(("opentelemetry.sdk", "opentelemetry.exporter"))]
-    assert loaded == []
+    # not the SDK, not the exporters, not even the API (which the MCP SDK loads: no MCP server
+    # is configured here, so it is never imported)
+    assert [m for m in modules if m == "opentelemetry" or m.startswith("opentelemetry.")] == []
     ours = [
         m
         for m in modules

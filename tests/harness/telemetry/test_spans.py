@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
+from harness.config import McpConfig, McpServerConfig
 from harness.errors import ModelServerError
-from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, fail, respond, run_turn, say
+from harness.events import ToolResultReady
+from harness.testing import (
+    FakeTokenizer,
+    ScriptedModel,
+    call_tool,
+    calls,
+    config,
+    fail,
+    respond,
+    run_turn,
+    say,
+    tool_call,
+)
 from harness.types import ModelRequest, Usage
 from harness.wiring import SessionOptions, open_session
 from tests.harness.telemetry.conftest import Captured, make_captured
@@ -265,3 +279,68 @@ async def test_metrics_count_tokens_by_phase_and_record_turn_latency(home: Path,
     assert sum(getattr(p, "count", 0) for p in turn_points) == 2
     labels = {k for p in points["keel.tokens.input"] for k in (getattr(p, "attributes", None) or {})}
     assert {"keel.phase", "keel.cache.miss_cause", "gen_ai.request.model"} <= labels
+
+
+async def test_tool_calls_are_execute_tool_spans_inside_their_turn(home: Path, captured: Captured) -> None:
+    def stock(item: str) -> str:
+        """How many of `item` are in stock."""
+        return f"{item}: 42"
+
+    model = ScriptedModel(
+        [
+            calls(tool_call("stock", {"item": "oolong"}), tool_call("stock", {"item": "sencha"})),
+            call_tool("stock", {"nope": 1}),
+            say("Both are in stock."),
+        ]
+    )
+    async with open_session(config(), _options(home, model, captured), tools=[stock]) as s:
+        await run_turn(s, "How much tea is in stock?")
+    spans = captured.named("execute_tool stock")
+    assert len(spans) == 3
+    turn = captured.one("handle_conversation_turn")
+    assert all(s.parent is not None and s.parent.span_id == turn.context.span_id for s in spans)
+    ok = [_attrs(s) for s in spans if "error.type" not in _attrs(s)]
+    assert {a["gen_ai.tool.call.id"] for a in ok} == {"call_1", "call_2"}
+    assert all(a["gen_ai.tool.type"] == "function" and a["gen_ai.tool.name"] == "stock" for a in ok)
+    assert all("mcp.method.name" not in a for a in ok)
+    bad = [_attrs(s) for s in spans if "error.type" in _attrs(s)]
+    assert [a["error.type"] for a in bad] == ["tool_error"]  # invalid arguments: the model reads why
+    assert "gen_ai.tool.call.arguments" not in ok[0]  # content is opt-in
+
+
+async def test_an_mcp_call_carries_its_span_as_trace_context_to_the_server(
+    home: Path, captured: Captured
+) -> None:
+    server = McpServerConfig(
+        name="proj", command=sys.executable, args=("-m", "harness.testing.project_server", "--meta")
+    )
+    cfg = config().model_copy(update={"mcp": McpConfig(servers=(server,))})
+    model = ScriptedModel([call_tool("proj__request_meta", {}), say("Done.")])
+    async with open_session(cfg, _options(home, model, captured)) as s:
+        events = await run_turn(s, "What did the server receive?")
+    span = captured.one("execute_tool proj__request_meta")
+    a = _attrs(span)
+    assert a["gen_ai.tool.type"] == "extension"
+    assert a["mcp.method.name"] == "tools/call"
+    assert span.kind == SpanKind.CLIENT
+    received = json.loads(next(e.content for e in events if isinstance(e, ToolResultReady)))
+    trace_id = format(span.context.trace_id, "032x")
+    span_id = format(span.context.span_id, "016x")
+    assert received["traceparent"] == f"00-{trace_id}-{span_id}-01"
+
+
+async def test_session_search_is_a_search_memory_span_with_its_result_count(
+    home: Path, captured: Captured
+) -> None:
+    model = ScriptedModel(
+        [say("Oolong it is."), call_tool("session_search", {"query": "oolong"}), say("You chose oolong.")]
+    )
+    async with open_session(config(), _options(home, model, captured)) as s:
+        await run_turn(s, "I will brew oolong tonight.")
+        await s.new_conversation()
+        await run_turn(s, "What tea did I pick last time?")
+    a = _attrs(captured.one("search_memory"))
+    assert a["gen_ai.operation.name"] == "search_memory"
+    assert a["gen_ai.memory.store.id"] == "sessions"
+    assert a["gen_ai.memory.record.count"] == 1
+    assert captured.one("search_memory").parent is not None

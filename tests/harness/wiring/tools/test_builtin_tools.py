@@ -13,7 +13,7 @@ from harness.loop.system_prompt import PromptAssembler
 from harness.testing import FakeTokenizer, RecordingRecorder, ScriptedModel, config, say
 from harness.tokens import TokenCounter
 from harness.wiring import SessionOptions, open_session
-from harness.wiring.builtin_tools import _session_search
+from harness.wiring.tool_port import _session_search
 from memory import Principal, StoredMessage, open_session_db
 from memory.providers import CORE_TOOL_NAMES
 

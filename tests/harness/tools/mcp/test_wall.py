@@ -1,12 +1,12 @@
-"""The MCP SDK stays behind `harness/mcp/`: the rest of keel sees tool sources, never the SDK."""
+"""The MCP SDK stays behind `harness/tools/mcp/`: the rest of keel sees tool sources, never the SDK."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
-ALLOWED = ("harness/mcp/", "harness/testing/project_server.py")
+REPO = Path(__file__).resolve().parents[4]
+ALLOWED = ("harness/tools/mcp/", "harness/testing/project_server.py")
 
 
 def _imports_mcp(path: Path) -> bool:
@@ -30,4 +30,4 @@ def test_only_the_mcp_package_and_the_test_server_import_the_sdk() -> None:
         if _imports_mcp(p) and not str(p.relative_to(REPO)).startswith(ALLOWED)
     ]
     assert offenders == []
-    assert _imports_mcp(REPO / "harness/mcp/_connection.py")  # the check sees a real import
+    assert _imports_mcp(REPO / "harness/tools/mcp/_connection.py")  # the check sees a real import

@@ -14,8 +14,9 @@ from mcp import types
 from pydantic import JsonValue
 
 from harness.errors import ToolServerError
-from harness.mcp._connection import McpConnection
-from harness.tools import ArgumentsError, RawTool, Tool, ToolOutput, error_json, parse_arguments
+from harness.tools.arguments import ArgumentsError, parse_arguments
+from harness.tools.mcp._connection import McpConnection
+from harness.tools.registry import RawTool, Tool, ToolOutput, error_json
 from harness.types import JsonObject, ToolSpec
 
 __all__ = ["McpToolSource", "tool_name"]

@@ -43,17 +43,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
 from harness.errors import ConfigError
-from harness.tools import (
-    ArgumentsError,
-    ToolOutput,
-    describe_validation,
-    error_json,
-    model_schema,
-    parse_arguments,
-)
+from harness.tools.arguments import ArgumentsError, describe_validation, model_schema, parse_arguments
+from harness.tools.cut import cap_text
+from harness.tools.registry import ToolOutput, error_json
 from harness.types import JsonObject, ToolSpec
 
-__all__ = ["PythonTool", "ToolFunction", "cap_text", "import_tool", "python_tool", "python_tools", "tool"]
+__all__ = ["PythonTool", "ToolFunction", "import_tool", "python_tool", "python_tools", "tool"]
 
 ToolFunction = Callable[..., object]
 """A plain function, sync or async, whose parameters are all annotated."""
@@ -93,16 +88,6 @@ def tool(
         return fn
 
     return mark
-
-
-def cap_text(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters (head and tail kept), with a marker saying how much went."""
-    if len(text) <= limit:
-        return text
-    head = limit * 3 // 4
-    tail = limit - head
-    dropped = len(text) - head - tail
-    return f"{text[:head]}\n[... {dropped:,} characters cut; the tool returned {len(text):,} ...]\n{text[-tail:] if tail else ''}"
 
 
 def _description(fn: ToolFunction) -> str:
@@ -158,7 +143,7 @@ def _as_text(value: object) -> str:
 
 
 class PythonTool:
-    """A Python function as a `harness.tools.Tool`."""
+    """A Python function as a `Tool` (`harness.tools.registry`)."""
 
     def __init__(self, fn: ToolFunction, *, timeout_s: float, max_output_chars: int) -> None:
         options: _Options = getattr(fn, _OPTIONS_ATTR, _Options(None, None, None, None))

@@ -8,16 +8,9 @@ import anyio
 import pytest
 from pydantic import BaseModel, Field
 
-from harness.tools import (
-    MAX_ARGUMENT_DEPTH,
-    ArgumentsError,
-    FunctionTool,
-    RawTool,
-    ToolOutput,
-    ToolRegistry,
-    capped_result,
-    parse_arguments,
-)
+from harness.tools.arguments import MAX_ARGUMENT_DEPTH, ArgumentsError, parse_arguments
+from harness.tools.cut import capped_result
+from harness.tools.registry import FunctionTool, RawTool, ToolOutput, ToolRegistry
 from harness.types import ToolCall, ToolSpec
 
 

@@ -12,8 +12,8 @@ import json
 
 from mcp import types
 
-from harness.function_tools import cap_text
-from harness.tools import ToolOutput
+from harness.tools.cut import cap_text
+from harness.tools.registry import ToolOutput
 
 __all__ = ["result_output"]
 

@@ -3,7 +3,7 @@
 # start, initialize, list, call, stop; failures after the start become tool errors),
 # `_tools.py` (a server's tools as `<server>__<tool>` registry tools), `_results.py` (a call
 # result as text: images as placeholders, structured content as JSON, capped).
-from harness.mcp._connection import connect
-from harness.mcp._tools import McpToolSource
+from harness.tools.mcp._connection import connect
+from harness.tools.mcp._tools import McpToolSource
 
 __all__ = ["McpToolSource", "connect"]

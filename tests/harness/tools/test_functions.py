@@ -1,4 +1,4 @@
-"""`harness.function_tools`: a typed Python function as a tool the model can call."""
+"""`harness.tools.functions`: a typed Python function as a tool the model can call."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 from pydantic import Field
 
 from harness.errors import ConfigError
-from harness.function_tools import cap_text, import_tool, python_tool, tool
+from harness.tools.cut import cap_text
+from harness.tools.functions import import_tool, python_tool, tool
 
 
 def search_tickets(

@@ -6,7 +6,7 @@ import sys
 
 from harness.config import McpServerConfig
 from harness.testing import config
-from harness.wiring.toolset import tool_listing
+from harness.tools.listing import tool_listing
 
 
 def ping(host: str) -> str:
