@@ -233,8 +233,7 @@ async def _build(
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     stores, db = await _stores(stack, config, opts, where)
     journal = await _journal(db, where, warnings)
-    telemetry = opts.telemetry or NO_TELEMETRY
-    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=telemetry)
+    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=opts.telemetry or NO_TELEMETRY)
     mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
@@ -258,7 +257,7 @@ async def _build(
         ),
         warnings=warnings,
         tools=registry,
-        telemetry=telemetry,
+        telemetry=registry.telemetry,
     )
     context = _provider_context(config, opts, where, path.transcript.session_id)
     await steps.start_manager(
@@ -291,7 +290,9 @@ async def _build(
         settings=SessionSettings.from_config(config),
         path=path,
         tools=registry,
-        providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=telemetry),
+        providers=ManagerHooks(
+            mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=registry.telemetry
+        ),
         background=tg,
         today=opts.today,
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
