@@ -52,7 +52,7 @@ from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
-from harness.telemetry import NO_TELEMETRY, open_telemetry
+from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolFunction, ToolRegistry
 from harness.wiring import steps
@@ -221,6 +221,11 @@ async def _journal(db: SessionStore, where: _Where, warnings: WarningSink) -> Jo
     return JournalledWriter(db, journal_dir, warn=warnings)
 
 
+def _hooks(config: KeelConfig, mem: _Memory, tg: anyio.abc.TaskGroup, telemetry: Telemetry) -> ManagerHooks:
+    """The manager as the session's provider hooks (recall is a `search_memory` span)."""
+    return ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=telemetry)
+
+
 async def _build(
     stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
 ) -> tuple[SessionParts, SessionHandles]:
@@ -290,9 +295,7 @@ async def _build(
         settings=SessionSettings.from_config(config),
         path=path,
         tools=registry,
-        providers=ManagerHooks(
-            mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=registry.telemetry
-        ),
+        providers=_hooks(config, mem, tg, registry.telemetry),
         background=tg,
         today=opts.today,
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
