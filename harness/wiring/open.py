@@ -27,8 +27,9 @@ The order is the specification (each step closes with the stack, in reverse):
 6. a task group that owns every background task, and the `Session` composed of the above;
    `session.handles` holds the parts the CLI and the experiments need.
 
-Telemetry (`open_telemetry`, off unless configured) is opened before step 1 and closed after
-everything else, so the spans of closing are exported too; a subagent shares its parent's.
+Telemetry (`open_telemetry`, off unless configured) is the first thing on the exit stack, so
+it closes after everything else and the spans of closing are exported too; a subagent shares
+its parent's.
 """
 
 from __future__ import annotations

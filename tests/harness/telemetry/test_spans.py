@@ -56,13 +56,18 @@ def _by_purpose(turn_replies: list[str]) -> ScriptedModel:
     return ScriptedModel([respond(answer)] * 50)
 
 
-async def test_a_turn_is_one_handle_conversation_turn_span_holding_its_chat_span(
-    home: Path, captured: Captured
-) -> None:
+async def _hello(home: Path, captured: Captured) -> str:
+    """One turn answered with `USAGE`; returns the session id (the conversation's root)."""
     model = ScriptedModel([say("Hello.", usage=USAGE)])
     async with open_session(config(), _options(home, model, captured)) as s:
         await run_turn(s, "Hi")
-        root = s.session_id
+        return s.session_id
+
+
+async def test_a_turn_is_one_handle_conversation_turn_span_holding_its_chat_span(
+    home: Path, captured: Captured
+) -> None:
+    root = await _hello(home, captured)
     turn = captured.one("handle_conversation_turn")
     chat = captured.one("chat scripted")
     a = _attrs(turn)
@@ -80,10 +85,7 @@ async def test_a_turn_is_one_handle_conversation_turn_span_holding_its_chat_span
 async def test_a_chat_span_carries_the_conventions_request_response_and_usage_attributes(
     home: Path, captured: Captured
 ) -> None:
-    model = ScriptedModel([say("Hello.", usage=USAGE)])
-    async with open_session(config(), _options(home, model, captured)) as s:
-        await run_turn(s, "Hi")
-        root = s.session_id
+    root = await _hello(home, captured)
     a = _attrs(captured.one("chat scripted"))
     assert a["gen_ai.operation.name"] == "chat"
     assert a["gen_ai.provider.name"] == "keel.scripted"
