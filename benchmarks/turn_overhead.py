@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -29,6 +30,7 @@ from harness.loop.ports import NoProviders, NullRecorder
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.testing import ScriptedModel, say
 from harness.tokens import TokenCounter, load_tiktoken
 from harness.tools import ToolRegistry
@@ -60,16 +62,17 @@ def history(n: int) -> list[Message]:
     return out[:n]
 
 
-async def measure(n: int, turns: int) -> list[float]:
+@asynccontextmanager
+async def bench_session(n: int, turns: int, *, telemetry: Telemetry = NO_TELEMETRY) -> AsyncIterator[Session]:
+    """A started session over `n` history messages whose scripted model answers `turns` turns."""
     # a window so large that no history size here triggers a compression
     cfg = load_config(None, environ={"KEEL_MODEL__CONTEXT_WINDOW": "10000000"})
     tokenizer = await load_tiktoken()
-    model = ScriptedModel([say("ok", usage=Usage(input=1, output=1))] * (turns + 1))
+    model = ScriptedModel([say("ok", usage=Usage(input=1, output=1))] * (turns + 1), record=False)
 
     async def static() -> Mapping[SlotId, str]:
         return {"identity": "You are a benchmark.", "session": "Conversation started: today"}
 
-    samples: list[float] = []
     async with anyio.create_task_group() as tg:
         path = call_path(
             model=model,
@@ -77,6 +80,7 @@ async def measure(n: int, turns: int) -> list[float]:
             counter=TokenCounter(tokenizer),
             assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
             memory=None,
+            telemetry=telemetry,
         )
         session = Session(
             SessionParts(
@@ -89,13 +93,25 @@ async def measure(n: int, turns: int) -> list[float]:
         )
         await session.start()
         session.replace_transcript(history(n))
+        yield session
+
+
+async def timed_turn(session: Session, text: str) -> float:
+    """One turn's wall time in seconds, its events consumed."""
+    started = time.perf_counter()
+    async with session.run_turn(text) as events:
+        async for _ in events:
+            pass
+    return time.perf_counter() - started
+
+
+async def measure(n: int, turns: int) -> list[float]:
+    samples: list[float] = []
+    async with bench_session(n, turns) as session:
         for turn in range(turns + 1):
-            started = time.perf_counter()
-            async with session.run_turn(f"next question {turn}") as events:
-                async for _ in events:
-                    pass
+            took = await timed_turn(session, f"next question {turn}")
             if turn:  # the first turn counts every history message once (cold cache)
-                samples.append(time.perf_counter() - started)
+                samples.append(took)
     return samples
 
 

@@ -7,6 +7,7 @@
 # `compress/`    compression with the memory flush, behind its CompressionHost protocol
 # `models/`      model clients (OpenAI-compatible, Anthropic, scripted, the embedded model)
 # `cachemeter/`  prefix-cache simulation and miss attribution over request traces
+# `telemetry/`   OpenTelemetry export (GenAI spans, keel's cache metrics) behind a port
 # `experiments/` scenarios run under several configurations, and `keel demo`
 # `cli/`         the `keel` command
 # `testing/`     test doubles shipped with the library

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from harness.models.usage import usage_counts
 from harness.types import Message, ModelRequest, Purpose, ToolSpec, Usage
+from prompts.slots import SlotSpan
 
 __all__ = [
     "TraceBreakpoint",
@@ -41,6 +42,7 @@ __all__ = [
     "TraceWriter",
     "read_trace",
     "record_for_request",
+    "trace_slots",
 ]
 
 
@@ -124,6 +126,14 @@ def _message(m: Message) -> TraceMessage:
         tool_call_id=m.tool_call_id,
         name=m.name,
     )
+
+
+def trace_slots(slots: Sequence[SlotSpan]) -> list[TraceSlot]:
+    """A system prompt's slot map as the trace records it."""
+    return [
+        TraceSlot(name=s.name, start=s.start, end=s.end, token_start=s.token_start, token_end=s.token_end)
+        for s in slots
+    ]
 
 
 def _tool(t: ToolSpec) -> TraceTool:

@@ -13,6 +13,7 @@ Which system prompt the pieces go under is `flush.flush_system` (the note-taker'
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from harness.compress.flush import FlushOutcome, FlushShape, execute_flush_reply
@@ -43,13 +44,14 @@ async def flush_each_piece(
     tool: Tool,
     mode: FlushMode,
     on_piece: Callable[[FlushOutcome, UsageReported], Awaitable[None]] | None = None,
+    span: Callable[[int], AbstractContextManager[object]] | None = None,
 ) -> PiecesRun:
     """Send each piece in turn (see the module); `on_piece` hears each outcome with its usage
-    once it is logged."""
+    once it is logged; `span(i)` wraps piece `i` (1-based) for telemetry."""
     outcomes: list[FlushOutcome] = []
-    for piece in pieces:
+    for i, piece in enumerate(pieces, 1):
         request = request_for(piece)
-        with host.flushing():
+        with span(i) if span is not None else nullcontext(), host.flushing():
             try:
                 reply, usage = await host.call(request)
             except ModelError as exc:

@@ -14,7 +14,9 @@
 
 `Compressor` owns the compression state of one session (how many ran, the previous
 summary, anti-thrash and back-off) and talks to the session only through
-`CompressionHost`.
+`CompressionHost`. With telemetry on, a compression is a `keel.compression` span whose
+children are its steps: one `keel.compression.flush` per flush piece, the summary, and
+(from the host) reload and rebuild; the model requests nest inside their steps.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from harness.errors import ModelAuthError, ModelError, RetryableModelError
 from harness.events import (
     CompressionFinished,
     CompressionStarted,
+    Event,
     FlushCompleted,
     FlushEntry,
     UsageReported,
     Warning,
 )
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.types import Message, ModelRequest
 from memory import MEMORY_TOOL_NAME
 
@@ -59,8 +63,9 @@ class _Summary:
 class Compressor:
     """Runs the compressions of one session and keeps their state."""
 
-    def __init__(self, settings: CompressionSettings) -> None:
+    def __init__(self, settings: CompressionSettings, *, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self.settings = settings
+        self._telemetry = telemetry
         self.reset()
 
     def reset(self) -> None:
@@ -103,6 +108,19 @@ class Compressor:
 
     async def compress(self, host: CompressionHost, emit: Emit, *, manual: bool, focus: str | None) -> None:
         """Run one compression of `host`, emitting progress events."""
+        with self._telemetry.compression(manual=manual) as span:
+
+            async def emit_and_trace(ev: Event) -> None:
+                if isinstance(ev, CompressionFinished):
+                    outcome = "aborted" if ev.aborted else "compressed" if ev.new_session_id else "skipped"
+                    span.finished(
+                        outcome=outcome, tokens_before=ev.tokens_before, tokens_after=ev.tokens_after
+                    )
+                await emit(ev)
+
+            await self._compress(host, emit_and_trace, manual=manual, focus=focus)
+
+    async def _compress(self, host: CompressionHost, emit: Emit, *, manual: bool, focus: str | None) -> None:
         if manual:
             self.blocked = False
             self.ineffective = 0
@@ -224,6 +242,7 @@ class Compressor:
             tool=tool,
             mode=mode,
             on_piece=on_piece,
+            span=lambda piece: self._telemetry.step("flush", piece=piece),
         )
         if run.error is not None:
             exc = run.error
@@ -262,7 +281,8 @@ class Compressor:
             temperature=self.settings.summary_temperature,
         )
         try:
-            reply, usage = await host.call(request, summary=True)
+            with self._telemetry.step("summary"):
+                reply, usage = await host.call(request, summary=True)
         except _ABORT as exc:
             await emit(
                 Warning(

@@ -39,6 +39,7 @@ from harness.config._schema import (
     default_home,
 )
 from harness.config._stores import SessionsConfig, StorageConfig, resolve_principal
+from harness.config._telemetry import TelemetryConfig
 
 __all__ = [
     "DEFAULT_FLUSH_CHUNK_TOKENS",
@@ -64,6 +65,7 @@ __all__ = [
     "SessionsConfig",
     "SkillsConfig",
     "StorageConfig",
+    "TelemetryConfig",
     "TracesConfig",
     "default_home",
     "load_config",

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from harness.config._mcp import McpConfig
 from harness.config._section import Section
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
+from harness.config._telemetry import TelemetryConfig
 from memory import FlushMode, check_scope_id
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
@@ -379,6 +380,7 @@ class KeelConfig(Section):
     storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()

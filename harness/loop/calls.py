@@ -1,9 +1,10 @@
 """One model-call path for every purpose: turn, flush, summary and search.
 
 Each call is streamed, traced (one JSONL line per request, with the system prompt's slot
-map when the request carries the session's prefix), and accounted: the reply's usage —
-reported, or estimated when the provider reports none — is added to the session's totals
-and its row in the session store. A reported turn usage also anchors the size estimate.
+map when the request carries the session's prefix), told to telemetry (a `chat` span; a
+no-op when export is off), and accounted: the reply's usage — reported, or estimated when
+the provider reports none — is added to the session's totals and its row in the session
+store. A reported turn usage also anchors the size estimate.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
-from harness.models.base import ModelClient, ModelTextDelta, ReplyDone
+from harness.models.base import ModelClient, ModelTextDelta, ReplyDone, provider_name
 from harness.models.usage import usage_counts
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from memory import MemoryLayerError
+from prompts.slots import SlotSpan
 
 __all__ = ["ModelCalls"]
 
@@ -40,6 +43,7 @@ class ModelCalls:
         system: PromptState,
         trace: TraceWriter | None,
         warn: Callable[[str], None],
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.model = model
         self._warn = warn
@@ -50,6 +54,9 @@ class ModelCalls:
         self._transcript = transcript
         self._system = system
         self.trace = trace
+        self.telemetry = telemetry
+        self.stream = transcript.session_id
+        """The sequence telemetry measures cache reuse over: this object's requests, like its trace."""
         self.usage_total = Usage()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
@@ -67,18 +74,30 @@ class ModelCalls:
             ModelError: the call failed (after the client's retries).
         """
         client = self.summary_model if summary else self.model
-        started = time.monotonic()
-        try:
-            reply = await _stream(client, request, on_text)
-        except ModelError as exc:
-            await self._trace(
-                request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        latency = time.monotonic() - started
-        self.requests_sent += 1
-        reported = reply.usage is not None
-        usage = reply.usage or self.estimator.usage_for(request, reply.message)
+        t = self._transcript
+        with self.telemetry.request(
+            request,
+            model=client.model_name,
+            provider=provider_name(client),
+            conversation_id=t.lineage_root,
+            session_id=t.session_id,
+            # after a compression the conversation goes on in a child session
+            compacted=t.parent_session_id is not None,
+            stream=self.stream,
+        ) as span:
+            started = time.monotonic()
+            try:
+                reply = await _stream(client, request, on_text, span.first_chunk)
+            except ModelError as exc:
+                await self._trace(
+                    request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
+                )
+                raise
+            latency = time.monotonic() - started
+            self.requests_sent += 1
+            reported = reply.usage is not None
+            usage = reply.usage or self.estimator.usage_for(request, reply.message)
+            span.replied(reply, usage, reported=reported, slots=self._slots(request))
         self.usage_total = self.usage_total + usage
         await self._save_usage(usage)
         await self._trace(request, client, reply, latency, None)
@@ -87,6 +106,10 @@ class ModelCalls:
         return reply, UsageReported(
             purpose=request.purpose, **usage_counts(usage), reported=reported, latency_s=latency
         )
+
+    def _slots(self, request: ModelRequest) -> tuple[SlotSpan, ...]:
+        """The slot map, when the request carries the session's prefix (the same test as the trace's)."""
+        return self._system.prompt.slots if request.system == self._system.text else ()
 
     async def _save_usage(self, usage: Usage) -> None:
         # A store that refuses the counters (locked by another process) must not end the
@@ -132,11 +155,18 @@ class ModelCalls:
 
 
 async def _stream(
-    client: ModelClient, request: ModelRequest, on_text: Callable[[str], Awaitable[None]] | None
+    client: ModelClient,
+    request: ModelRequest,
+    on_text: Callable[[str], Awaitable[None]] | None,
+    on_first: Callable[[], None],
 ) -> ModelReply:
     reply: ModelReply | None = None
+    first = True
     async with client.stream(request) as events:
         async for ev in events:
+            if first:
+                first = False
+                on_first()
             if isinstance(ev, ModelTextDelta):
                 if on_text is not None:
                     await on_text(ev.text)

@@ -109,7 +109,13 @@ class SessionHost:
         return await self._providers.on_pre_compress(middle)
 
     async def reload_memory(self) -> None:
-        await self._system.rebuild(reload_memory=True)
+        # the same work as `rebuild(reload_memory=True)`, as two telemetry steps
+        telemetry = self._calls.telemetry
+        if self._system.memory is not None:
+            with telemetry.step("reload"):
+                await self._system.memory.load()
+        with telemetry.step("rebuild"):
+            await self._system.rebuild(reload_memory=False)
 
     async def continue_as_child(self, messages: Sequence[Message]) -> None:
         ended = self._transcript.messages

@@ -23,6 +23,7 @@ from harness.loop.system_prompt import PromptAssembler, PromptState
 from harness.loop.transcript import Transcript, new_session_id
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.tokens import TokenCounter
 from harness.tools import ToolRegistry
 from harness.trace import TraceWriter
@@ -64,6 +65,7 @@ def call_path(
     new_id: Callable[[], str] = new_session_id,
     warnings: WarningSink | None = None,
     tools: ToolRegistry | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> CallPath:
     """Build the core in order: warnings, transcript, prompt state, model calls.
 
@@ -71,6 +73,7 @@ def call_path(
         trace: the trace writer for the first session id (None: no trace).
         warnings: a sink that already holds warnings (default: a new one).
         tools: the registry whose tool sources are refreshed at each prompt rebuild.
+        telemetry: where spans go (default: nowhere).
     """
     sink = WarningSink() if warnings is None else warnings
     transcript = Transcript(
@@ -86,6 +89,7 @@ def call_path(
         system=system,
         trace=trace(transcript.session_id),
         warn=sink,
+        telemetry=telemetry,
     )
     return CallPath(sink, transcript, system, calls)
 

@@ -67,7 +67,7 @@ class Session:
         self._background = parts.background
         self._busy = False
         self._transcript = path.transcript
-        self.compressor = Compressor(parts.settings.compression)
+        self.compressor = Compressor(parts.settings.compression, telemetry=path.calls.telemetry)
         self._host = SessionHost(
             transcript=path.transcript,
             system=path.system,
@@ -280,8 +280,18 @@ class Session:
             self.estimator.invalidate()
 
     async def _turn(self, text: str, send: MemoryObjectSendStream[Event]) -> None:
+        """One turn, as a `handle_conversation_turn` span when telemetry is on."""
+        t = self._transcript
+        t.begin_turn()
+        with self.calls.telemetry.turn(
+            conversation_id=t.lineage_root, session_id=t.session_id, turn=t.turn
+        ) as span:
+            ended = await self._answer(text, send)
+            span.ended(stop_reason=ended.stop_reason, iterations=ended.iterations)
+        send.send_nowait(ended)
+
+    async def _answer(self, text: str, send: MemoryObjectSendStream[Event]) -> TurnEnded:
         """Recall, the model/tool loop, then background sync and the next turn's prefetch."""
-        self._transcript.begin_turn()
         for pending in self.warn.take_pending():
             send.send_nowait(Warning(pending))
         if self.memory is not None:
@@ -312,7 +322,7 @@ class Session:
         if interval and self.turn % interval == 0:
             # Off the hot path: the review reads this turn's transcript while the user reads the answer.
             self._background.start_soon(self._review_in_background)
-        send.send_nowait(TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop))
+        return TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop)
 
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
         if not self.settings.recall:

@@ -20,7 +20,7 @@ from harness.config import KeelConfig
 from harness.loop.ports import MemoryBlocks, MemoryPort
 from harness.tokens import Tokenizer
 from harness.tools import ToolRegistry
-from harness.trace import TraceSlot
+from harness.trace import TraceSlot, trace_slots
 from memory import MemoryManager, scan
 from memory.skills import SkillLibrary, load_skills_index
 from prompts import (
@@ -117,10 +117,7 @@ class PromptState:
 
     def trace_slots(self) -> list[TraceSlot]:
         """The slot map as the trace records it."""
-        return [
-            TraceSlot(name=s.name, start=s.start, end=s.end, token_start=s.token_start, token_end=s.token_end)
-            for s in self.prompt.slots
-        ]
+        return trace_slots(self.prompt.slots)
 
     async def _blocks_now(self) -> MemoryBlocks:
         return await self._memory.prompt_blocks() if self._memory is not None else MemoryBlocks("", "")

@@ -9,7 +9,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from harness.types import ModelReply, ModelRequest
 
-__all__ = ["ModelClient", "ModelEvent", "ModelTextDelta", "ReplyDone"]
+__all__ = ["ModelClient", "ModelEvent", "ModelTextDelta", "ReplyDone", "provider_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +50,10 @@ class ModelClient(Protocol):
     def stream(self, request: ModelRequest) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
         """Send one request and stream the reply as events."""
         ...
+
+
+def provider_name(client: object) -> str:
+    """A client's `gen_ai.provider.name` for telemetry: its `provider_name` attribute (keel's
+    clients have one; it is not part of `ModelClient`), else `_OTHER`."""
+    name = getattr(client, "provider_name", None)
+    return name if isinstance(name, str) else "_OTHER"

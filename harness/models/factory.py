@@ -140,7 +140,9 @@ def local_client(
     """The client for keel's embedded model server (or any llama.cpp-style local server):
     plain OpenAI chat completions — native `role: tool` results, streaming with tools.
     `api_key`: the embedded server's bearer token (`LocalModel.api_key`)."""
-    return OpenAIClient(http, base_url=base_url, model=model, timeout_s=timeout_s, api_key=api_key)
+    return OpenAIClient(
+        http, base_url=base_url, model=model, timeout_s=timeout_s, api_key=api_key, provider_name="llama.cpp"
+    )
 
 
 @asynccontextmanager

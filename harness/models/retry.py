@@ -18,7 +18,7 @@ from typing import Literal
 import anyio
 
 from harness.errors import ModelRateLimitError, ModelResponseError, ModelServerError, RetryableModelError
-from harness.models.base import ModelClient, ModelEvent
+from harness.models.base import ModelClient, ModelEvent, provider_name
 from harness.types import ModelReply, ModelRequest
 
 __all__ = ["RetryAttempt", "RetryingClient"]
@@ -95,6 +95,11 @@ class RetryingClient:
     @property
     def model_name(self) -> str:
         return self.inner.model_name
+
+    @property
+    def provider_name(self) -> str:
+        """The wrapped client's, for telemetry."""
+        return provider_name(self.inner)
 
     def delay_for(self, attempt: int, error: RetryableModelError) -> float | None:
         """Seconds to wait after failed attempt `attempt`, or None to give up and raise."""

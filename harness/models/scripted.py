@@ -178,6 +178,9 @@ class ScriptedModel:
     def model_name(self) -> str:
         return self._name
 
+    provider_name = "keel.scripted"
+    """What telemetry reports as `gen_ai.provider.name`."""
+
     @property
     def remaining(self) -> int:
         """Steps not yet played."""

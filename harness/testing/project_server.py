@@ -4,6 +4,7 @@
 python -m harness.testing.project_server              # stdio
 python -m harness.testing.project_server --http 8765  # streamable HTTP on 127.0.0.1:8765/mcp
 python -m harness.testing.project_server --faults     # also the tools tests use to break things
+python -m harness.testing.project_server --meta       # also request_meta (echoes a call's _meta)
 ```
 
 The project (`inventory/`, a dozen Python modules and their tests) is generated from fixed
@@ -11,13 +12,15 @@ text, so every run lists, reads and greps the same bytes. `run_tests` prints a l
 like log — the big tool outputs real coding sessions are full of. With `--faults` the server
 also offers `crash` (the process exits), `hang` (never answers), `huge` (a 5 MB result),
 `picture` (an image block), `report` (structured content only), `refuse` (a tool error)
-and `grow` (adds a tool and sends `notifications/tools/list_changed`).
+and `grow` (adds a tool and sends `notifications/tools/list_changed`). With `--meta`,
+`request_meta` answers with the `_meta` its call carried (the trace context a client passed).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import re
 import sys
@@ -98,8 +101,8 @@ def _test_log() -> str:
     return "\n".join(out)
 
 
-def build_server(*, faults: bool = False) -> MCPServer:
-    """The MCP server, with the fault tools when asked."""
+def build_server(*, faults: bool = False, meta: bool = False) -> MCPServer:
+    """The MCP server, with the fault tools and the `request_meta` tool when asked."""
     server = MCPServer("keel-project", instructions="A small made-up project to read, search and test.")
 
     @server.tool()
@@ -136,6 +139,13 @@ def build_server(*, faults: bool = False) -> MCPServer:
 
     if faults:
         _fault_tools(server)
+    if meta:
+
+        @server.tool()
+        def request_meta(ctx: Context) -> str:
+            """Return the `_meta` of this request as JSON (what a client propagated: trace context)."""
+            return json.dumps(dict(ctx.request_context.meta or {}), sort_keys=True)
+
     return server
 
 
@@ -192,8 +202,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="project_server", description=__doc__.splitlines()[0])
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--faults", action="store_true", help="also offer the fault tools")
+    parser.add_argument("--meta", action="store_true", help="also offer request_meta (echoes a call's _meta)")
     args = parser.parse_args(argv)
-    server = build_server(faults=args.faults)
+    server = build_server(faults=args.faults, meta=args.meta)
     if args.http is None:
         server.run("stdio")
     else:

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from harness.events import MemoryWritten
+from harness.telemetry import NO_TELEMETRY, Telemetry
+from harness.telemetry.names import MemoryOperation
+from harness.telemetry.port import MemoryOutcome
 from harness.tools.arguments import ArgumentsError, parse_arguments
 from harness.tools.registry import RawTool, Tool, ToolOutput, error_json
 from harness.types import JsonObject, ToolSpec
@@ -27,6 +30,7 @@ from memory import (
     memory_tool_schema,
     session_search_schema,
 )
+from memory.curated.tool import MemoryToolReply
 from memory.provenance import TurnProvenance
 from memory.skills import skill_manage_schema, skill_view_schema, skills_list_schema
 from prompts import load_text
@@ -88,11 +92,41 @@ def json_tool(schema: JsonObject, handler: JsonHandler) -> RawTool:
     return RawTool(spec_from_schema(schema), run)
 
 
+_OPERATIONS: dict[str, MemoryOperation] = {
+    "add": "create_memory",
+    "replace": "update_memory",
+    "remove": "delete_memory",
+}
+
+
+def _write_operation(arguments: str) -> tuple[MemoryOperation, str]:
+    """The memory operation a `memory` call asks for (its first action) and the store it names,
+    for telemetry; unreadable arguments count as `create_memory` on `memory`."""
+    parsed = _parse_arguments(arguments)
+    if not isinstance(parsed, dict):
+        return "create_memory", "memory"
+    action = parsed.get("action")
+    ops = parsed.get("operations")
+    if action is None and isinstance(ops, list) and ops and isinstance(ops[0], dict):
+        action = ops[0].get("action")
+    target = parsed.get("target")
+    return _OPERATIONS.get(str(action), "create_memory"), target if isinstance(target, str) else "memory"
+
+
+def _outcome(reply: MemoryToolReply) -> tuple[MemoryOutcome, str | None]:
+    if reply.success:
+        return "saved", None
+    if reply.refused_reason == "held":
+        return "held", None
+    return "refused", reply.refused_reason
+
+
 def memory_handler(
     tool: MemoryTool,
     *,
     manager: MemoryManager | None,
     provenance: Callable[[], TurnProvenance] | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> RawHandler:
     """The `memory` tool's handler: the store's, plus events and provider notifications.
 
@@ -100,11 +134,16 @@ def memory_handler(
     every switch: compression, a new conversation). `provenance` gives the user's own words
     and the untrusted text the model has read (`harness.loop.provenance`): a write repeating
     the latter is held or refused as `memory.untrusted_writes` says — the agent's writes and
-    the compression flush's alike, since both come through here.
+    the compression flush's alike, since both come through here. With telemetry on, each
+    call is a `create_memory`/`update_memory`/`delete_memory` span with its outcome.
     """
 
     async def run(arguments: str) -> ToolOutput:
-        reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
+        operation, store = _write_operation(arguments) if telemetry.enabled else ("create_memory", "")
+        with telemetry.memory(operation, store=store) as span:
+            reply = await tool.handle(arguments, provenance=None if provenance is None else provenance())
+            outcome, reason = _outcome(reply)
+            span.outcome(outcome, reason=reason)
         events = tuple(
             MemoryWritten(action=c.kind, target=c.target, content=c.content or c.previous or "")
             for c in reply.committed

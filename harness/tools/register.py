@@ -18,7 +18,6 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.tools.builtin import BuiltinHandlers, builtin_tools
 from harness.tools.functions import ToolFunction, import_tool, python_tools
-from harness.tools.mcp import McpToolSource, connect
 from harness.tools.registry import Tool, ToolRegistry
 
 __all__ = ["add_mcp_servers", "add_tools", "register_tools", "user_tools"]
@@ -87,6 +86,12 @@ async def add_mcp_servers(
             are stopped as `stack` unwinds, so nothing is left running.
         ConfigError: a server's tool has the name of a tool already registered.
     """
+    if not config.mcp.servers:
+        return
+    # Imported only when a server is configured: the MCP SDK loads the OpenTelemetry API at
+    # import, and a session without MCP (or telemetry) should load neither.
+    from harness.tools.mcp import McpToolSource, connect
+
     for server in config.mcp.servers:
         connection = await stack.enter_async_context(
             connect(server, environ=environ, max_output_chars=config.limits.tool_output_chars)

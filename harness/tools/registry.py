@@ -22,6 +22,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from harness.events import Event
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.tools.arguments import ArgumentsError, describe_validation, model_schema, parse_arguments
 from harness.types import ToolCall, ToolResult, ToolSpec
 from prompts import strip_fence_tags
@@ -136,11 +137,15 @@ class ToolRegistry:
     `refresh`, which the session runs when it rebuilds the system prompt — never between.
     """
 
-    def __init__(self, *, timeout_s: float = 60.0) -> None:
+    def __init__(self, *, timeout_s: float = 60.0, telemetry: Telemetry = NO_TELEMETRY) -> None:
         self._tools: dict[str, Tool] = {}
         self._slots: list[Tool | _Group] = []
         self._origins: dict[str, str] = {}
+        self._sourced: set[str] = set()
+        """Names of the tools a source (an MCP server) gave: their calls are MCP `tools/call`s."""
         self.timeout_s = timeout_s
+        self.telemetry = telemetry
+        """Each call is an `execute_tool {name}` span (a no-op unless export is on)."""
 
     def add(self, tool: Tool, *, origin: str = "") -> None:
         """Register `tool`; `origin` says where it comes from (for `keel tools list`)."""
@@ -157,6 +162,7 @@ class ToolRegistry:
         self._check(tools, source, replacing=())
         self._slots.append(_Group(source, tools))
         self._tools.update((t.spec.name, t) for t in tools)
+        self._sourced.update(t.spec.name for t in tools)
 
     def _check(self, tools: Sequence[Tool], source: ToolSource, *, replacing: Sequence[Tool]) -> None:
         ours = {t.spec.name for t in replacing}
@@ -187,12 +193,15 @@ class ToolRegistry:
             notes.append(f"{slot.source.name}: the tool list changed ({len(slot.tools)} → {len(new)} tools)")
             slot.tools = list(new)
         tools: dict[str, Tool] = {}
+        sourced: set[str] = set()
         for slot in self._slots:
             if isinstance(slot, _Group):
                 tools.update((t.spec.name, t) for t in slot.tools)
+                sourced.update(t.spec.name for t in slot.tools)
             else:
                 tools[slot.spec.name] = slot
         self._tools = tools
+        self._sourced = sourced
         return notes
 
     def get(self, name: str) -> Tool | None:
@@ -223,12 +232,14 @@ class ToolRegistry:
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""
         tool = self._tools.get(call.name)
-        if tool is None:
-            known = ", ".join(self._tools) or "none"
-            out = ToolOutput(error_json(f"unknown tool {call.name!r}; available tools: {known}"), True)
-        else:
-            out = await self._run_guarded(tool, call)
-        content = strip_fence_tags(out.content)
+        with self.telemetry.tool(call, mcp=call.name in self._sourced) as span:
+            if tool is None:
+                known = ", ".join(self._tools) or "none"
+                out = ToolOutput(error_json(f"unknown tool {call.name!r}; available tools: {known}"), True)
+            else:
+                out = await self._run_guarded(tool, call)
+            content = strip_fence_tags(out.content)
+            span.result(content, is_error=out.is_error)
         return ToolResult(call.id, call.name, content, out.is_error), out
 
     async def _run_guarded(self, tool: Tool, call: ToolCall) -> ToolOutput:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from anyio.abc import TaskGroup
@@ -23,6 +23,7 @@ from pydantic import JsonValue
 from harness.events import FlushEntry
 from harness.loop.ports import EndReason
 from harness.models.usage import usage_counts
+from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.types import Message, ToolCall, Usage
 from memory import (
     FlushMode,
@@ -85,10 +86,18 @@ class ManagerHooks:
     after a switch) starts one on the spot and waits up to the session's `wait_s`.
     """
 
-    def __init__(self, manager: MemoryManager, background: TaskGroup, *, warm_wait_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        manager: MemoryManager,
+        background: TaskGroup,
+        *,
+        warm_wait_s: float = 1.0,
+        telemetry: Telemetry = NO_TELEMETRY,
+    ) -> None:
         self.manager = manager
         self._tg = background
         self._warm_wait_s = warm_wait_s
+        self._telemetry = telemetry
 
     async def on_turn_start(self, turn: int, message: str) -> None:
         await self.manager.on_turn_start(turn, message)
@@ -98,9 +107,16 @@ class ManagerHooks:
         if not warm:
             # The session asks only for messages it judged worth recalling for.
             self.manager.start_prefetch(self._tg, turn=turn, query=query, trivial=False)
-        recalled = await self.manager.recall(
-            turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
+        store = self.manager.external  # the built-in layer recalls nothing: no span for it
+        span = (
+            nullcontext()
+            if store is None
+            else self._telemetry.memory("search_memory", store=store, query=query)
         )
+        with span:
+            recalled = await self.manager.recall(
+                turn=turn, wait_s=min(self._warm_wait_s, wait_s) if warm else wait_s
+            )
         return recalled.text
 
     def after_turn(self, tg: TaskGroup, *, turn: int, user: str, assistant: str, trivial: bool) -> None:

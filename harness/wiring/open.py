@@ -26,6 +26,10 @@ The order is the specification (each step closes with the stack, in reverse):
    (a `subagent` or `cron` session gets no memory tool: it never writes MEMORY.md/USER.md);
 6. a task group that owns every background task, and the `Session` composed of the above;
    `session.handles` holds the parts the CLI and the experiments need.
+
+Telemetry (`open_telemetry`, off unless configured) is the first thing on the exit stack, so
+it closes after everything else and the spans of closing are exported too; a subagent shares
+its parent's.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from harness.loop.settings import SessionSettings
 from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
+from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolFunction, ToolRegistry
 from harness.wiring import steps
@@ -217,6 +222,11 @@ async def _journal(db: SessionStore, where: _Where, warnings: WarningSink) -> Jo
     return JournalledWriter(db, journal_dir, warn=warnings)
 
 
+def _hooks(config: KeelConfig, mem: _Memory, tg: anyio.abc.TaskGroup, telemetry: Telemetry) -> ManagerHooks:
+    """The manager as the session's provider hooks (recall is a `search_memory` span)."""
+    return ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s, telemetry=telemetry)
+
+
 async def _build(
     stack: AsyncExitStack, config: KeelConfig, opts: SessionOptions, where: _Where, warnings: WarningSink
 ) -> tuple[SessionParts, SessionHandles]:
@@ -229,7 +239,7 @@ async def _build(
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     stores, db = await _stores(stack, config, opts, where)
     journal = await _journal(db, where, warnings)
-    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s)
+    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=opts.telemetry or NO_TELEMETRY)
     mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
@@ -253,6 +263,7 @@ async def _build(
         ),
         warnings=warnings,
         tools=registry,
+        telemetry=registry.telemetry,
     )
     context = _provider_context(config, opts, where, path.transcript.session_id)
     await steps.start_manager(
@@ -285,7 +296,7 @@ async def _build(
         settings=SessionSettings.from_config(config),
         path=path,
         tools=registry,
-        providers=ManagerHooks(mem.manager, tg, warm_wait_s=config.recall.warm_wait_s),
+        providers=_hooks(config, mem, tg, registry.telemetry),
         background=tg,
         today=opts.today,
         spawn=_spawner(config, opts, where, model=model, db=db, counter=counter, stores=stores),
@@ -348,6 +359,11 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
     await anyio.to_thread.run_sync(case_collision, home, principal)
     warnings = WarningSink()
     async with AsyncExitStack() as stack:
+        if opts.telemetry is None:
+            # closed last: what the session's close sends is exported before it shuts down
+            opts = replace(
+                opts, telemetry=await stack.enter_async_context(open_telemetry(config.telemetry, env))
+            )
         parts, handles = await _build(stack, config, opts, _Where(home, principal), warnings)
         session = OpenedSession(parts, handles)
         if opts.resume is None:
@@ -372,5 +388,6 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
                 finally:
                     if handles.journal is not None:
                         await handles.journal.settle()
+                    await parts.path.calls.telemetry.flush(closing=parts.path.calls.stream)
             # Let background provider work (sync, prefetch) finish, but not forever.
             parts.background.cancel_scope.deadline = anyio.current_time() + 5.0

@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 
 from harness.models.base import ModelClient
+from harness.telemetry import Telemetry
 from harness.tokens import Tokenizer
 from harness.tools import ToolFunction
 from harness.wiring.stores import Stores
@@ -56,6 +57,10 @@ class SessionOptions:
             opens them itself (or uses `session_store` with the home's files and no lease).
         resume: continue this recorded session (its own user's; maybe started on another
             worker) instead of starting a new one; the prompt is rebuilt byte for byte.
+        telemetry: where spans and metrics go, shared by many sessions of one process (a
+            subagent gets its parent's); the caller opens and closes it. Default: the session
+            opens what the `telemetry` config section asks for (nothing, unless an endpoint
+            is configured) and closes it with itself.
     """
 
     model: ModelClient | None = None
@@ -74,6 +79,7 @@ class SessionOptions:
     tools: tuple[ToolFunction, ...] = ()
     stores: Stores | None = None
     resume: str | None = None
+    telemetry: Telemetry | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,19 @@ listing, `listing_manager` builds the manager with the configured provider and n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
+
+from pydantic import JsonValue
 
 from harness.config import KeelConfig
 from harness.loop.calls import ModelCalls
 from harness.loop.provenance import transcript_provenance
 from harness.loop.transcript import Transcript
+from harness.telemetry import Telemetry
 from harness.tools import ToolFunction, ToolRegistry
-from harness.tools.builtin import BuiltinHandlers, memory_handler
+from harness.tools.builtin import BuiltinHandlers, JsonHandler, memory_handler
 from harness.tools.register import register_tools
 from harness.types import Message, ModelRequest
 from harness.wiring.scoped import session_user_ids
@@ -56,6 +60,32 @@ def _session_search(
     )
 
 
+def _traced_search(handler: JsonHandler, telemetry: Telemetry) -> JsonHandler:
+    """`session_search` as a `search_memory` span over the `sessions` store (with the number
+    of results it found)."""
+
+    async def run(arguments: JsonValue) -> str:
+        query = arguments.get("query") if isinstance(arguments, dict) else None
+        with telemetry.memory(
+            "search_memory", store="sessions", query=query if isinstance(query, str) else None
+        ) as span:
+            reply = await handler(arguments)
+            if telemetry.enabled:
+                span.found(_result_count(reply))
+        return reply
+
+    return run
+
+
+def _result_count(reply: str) -> int:
+    try:
+        payload = json.loads(reply)
+    except json.JSONDecodeError:
+        return 0
+    count = payload.get("count") if isinstance(payload, dict) else None
+    return count if isinstance(count, int) else 0
+
+
 async def add_session_tools(
     stack: AsyncExitStack,
     registry: ToolRegistry,
@@ -82,9 +112,12 @@ async def add_session_tools(
         memory=None
         if tool is None
         else memory_handler(
-            tool, manager=manager, provenance=lambda: transcript_provenance(transcript.messages)
+            tool,
+            manager=manager,
+            provenance=lambda: transcript_provenance(transcript.messages),
+            telemetry=calls.telemetry,
         ),
-        session_search=None if search is None else search.handle,
+        session_search=None if search is None else _traced_search(search.handle, calls.telemetry),
         skills=None
         if skills is None
         else (

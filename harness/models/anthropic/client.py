@@ -59,6 +59,8 @@ class AnthropicClient:
     ) -> None:
         headers = {**(extra_headers or {}), "x-api-key": api_key, "anthropic-version": anthropic_version}
         self._model = model
+        self.provider_name = "anthropic"
+        """What telemetry reports as `gen_ai.provider.name`."""
         self._ttl: CacheTTL = cache_ttl
         self._default_max_tokens = default_max_tokens
         self._timeout_s = timeout_s

@@ -44,6 +44,8 @@ class OpenAIClient:
             them as user messages naming the call. llama-cpp-python's chatml-function-calling
             template drops `tool` messages entirely, so the local model needs `as_user` to
             see its results at all.
+        provider_name: what telemetry reports as `gen_ai.provider.name` (the API's flavour,
+            `openai`, unless the caller knows the server: `llama.cpp` for keel's own).
     """
 
     def __init__(
@@ -59,11 +61,13 @@ class OpenAIClient:
         clock: Callable[[], float] = time.time,
         stream_with_tools: bool = True,
         tool_results: ToolResultStyle = "native",
+        provider_name: str = "openai",
     ) -> None:
         headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
         self._model = model
+        self.provider_name = provider_name
         self._timeout_s = timeout_s
         self._stream_with_tools = stream_with_tools
         self._tool_results: ToolResultStyle = tool_results

@@ -9,6 +9,9 @@ After the start nothing a server does ends the session: a call that fails, hangs
 `timeout_s`, or finds the server gone becomes a tool error the model reads. A
 `notifications/tools/list_changed` only marks the tool list stale; the session re-lists at
 its next prompt rebuild (`relist`), so the cached prefix never changes mid-conversation.
+
+With telemetry on, a call carries the W3C trace context of its `execute_tool` span in the
+request's `params._meta` (`traceparent`), so an instrumented server's spans join keel's trace.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import TextIO, cast
 
 import anyio
@@ -27,17 +30,37 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED
+from mcp.types import CONNECTION_CLOSED, RequestParamsMeta
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
 from pydantic import JsonValue
 
 from harness.config import McpServerConfig
 from harness.errors import ConfigError, ToolServerError
+from harness.telemetry import trace_context
 from harness.tools.mcp._results import result_output
 from harness.tools.registry import ToolOutput, error_json
 
 __all__ = ["McpConnection", "connect"]
 
 _STDERR_TAIL = 2000
+
+
+@contextmanager
+def _ambient(trace: Mapping[str, str]) -> Iterator[None]:
+    """keel's span as the ambient OpenTelemetry context during a call (nothing when untraced).
+
+    The MCP SDK records a client span of its own when the host process installed a global
+    tracer provider, and writes *its* trace context into `_meta`; as a child of keel's span
+    it keeps the server in keel's trace. (The SDK already loads the OpenTelemetry API.)"""
+    if not trace:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(trace))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 class McpConnection:
@@ -114,8 +137,11 @@ class McpConnection:
             return ToolOutput(error_json(self._gone_text()), True)
         result: types.CallToolResult | None = None
         try:
-            with anyio.move_on_after(self.config.timeout_s):
-                result = await self._session.call_tool(tool, arguments)
+            trace = trace_context()
+            with anyio.move_on_after(self.config.timeout_s), _ambient(trace):
+                result = await self._session.call_tool(
+                    tool, arguments, meta=cast(RequestParamsMeta, trace) if trace else None
+                )
         except Exception as exc:
             if _closed(exc):
                 self.gone = "it stopped (the connection closed)"

@@ -23,8 +23,8 @@ async def _echo(args: EchoArgs) -> str:
     return args.text * args.times
 
 
-def _registry(**kw: float) -> ToolRegistry:
-    reg = ToolRegistry(**kw)
+def _registry(*, timeout_s: float = 60.0) -> ToolRegistry:
+    reg = ToolRegistry(timeout_s=timeout_s)
     reg.add(FunctionTool("echo", "Repeat text.", EchoArgs, _echo))
     return reg
 
