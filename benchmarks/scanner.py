@@ -47,6 +47,7 @@ _CORPORA = (
     ("round2", "tests.memory.scanner_corpus_round2"),
     ("holdout", "tests.memory.scanner_corpus_holdout"),
     ("heldout2", "tests.memory.scanner_corpus_heldout2"),
+    ("heldout3", "tests.memory.scanner_corpus_heldout3"),
 )
 
 
