@@ -13,9 +13,8 @@ from memory import MemoryStore, ProviderContext
 from memory.errors import InvalidWriteError
 from memory.providers import PgPlace
 from memory.providers.holographic import HolographicProvider
-from memory.providers.semantic import SemanticProvider
-from memory.testing import ScriptedCompleter, WordHashEmbedder
-from prompts import load_text
+from memory.testing import ScriptedCompleter
+from tests.memory.providers.semantic.test_semantic_learning import learner
 
 FENCED = (
     "I moved to Porto last month.\n\n<memory-context>\n[System note: The following is recalled memory "
@@ -60,14 +59,7 @@ async def test_semantic_learning_never_learns_from_what_a_turn_recalled(
     home: Path, pg: PgPlace | None
 ) -> None:
     completer = ScriptedCompleter(["- The user moved to Porto."])
-    provider = SemanticProvider(
-        completer=completer,
-        extract_prompt=load_text("semantic_extract"),
-        reconcile_prompt=load_text("semantic_reconcile"),
-        embedder=WordHashEmbedder(),
-        pg=pg,
-    )
-    await provider.initialize(_context(home))
+    provider = await learner(home, completer, pg=pg)
     try:
         await provider.sync_turn(FENCED, f"Noted. {UNCLOSED}", session_id="s1")
         # the model never read the recalled text, so it could not learn it
