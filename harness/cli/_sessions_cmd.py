@@ -20,7 +20,6 @@ from rich.text import Text
 
 from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
 from harness.errors import CommandError
-from harness.wiring.migrate import migrate_home
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.stores import open_sessions
 from memory import (
@@ -238,6 +237,9 @@ def _storage_migrate(args: argparse.Namespace) -> int:
             "no PostgreSQL server to migrate to: give --url postgresql://USER@HOST:PORT/DATABASE, or set "
             "storage.url (or $KEEL_STORAGE__URL)"
         )
+    # Here, not at import: the copy reads every provider's store (the semantic one brings numpy).
+    from harness.wiring.migrate import migrate_home
+
     try:
         report = anyio.run(lambda: migrate_home(home, url, schema=schema))
     except MemoryLayerError as exc:
