@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sessions": ("_sessions_cmd", "list, show and search past sessions"),
     "skills": ("_skills_cmd", "list and read saved skills"),
-    "storage": ("_sessions_cmd:register_storage", "where state lives; move a home into PostgreSQL"),
+    "storage": ("_storage_cmd", "where state lives, how big it is; prune it; move a home into PostgreSQL"),
     "tools": ("_tools_cmd", "list the tools the agent gets (keel's, yours, MCP servers')"),
     "cache": ("cache", "measure prompt-cache reuse in request traces"),
     "config": ("_config_cmd", "check the configuration"),
