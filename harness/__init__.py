@@ -43,6 +43,7 @@ from harness.events import (
     FlushCompleted,
     FlushEntry,
     MemoryWritten,
+    PrefillProgress,
     RecallAttached,
     StopReason,
     TextDelta,
@@ -56,7 +57,7 @@ from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec,
 
 if typing.TYPE_CHECKING:
     from harness.loop import Session
-    from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
+    from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, PromptProgress, ReplyDone
     from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
     from harness.tools import tool
     from harness.wiring import SessionOptions, open_session
@@ -67,7 +68,7 @@ __getattr__ = _lazy_names(
     globals(),
     {
         "harness.loop": ("Session",),
-        "harness.models.base": ("ModelClient", "ModelEvent", "ModelTextDelta", "ReplyDone"),
+        "harness.models.base": ("ModelClient", "ModelEvent", "ModelTextDelta", "PromptProgress", "ReplyDone"),
         "harness.tokens": ("CharTokenizer", "TiktokenTokenizer", "Tokenizer", "load_tiktoken"),
         "harness.tools": ("tool",),
         "harness.wiring": ("SessionOptions", "open_session"),
@@ -101,6 +102,8 @@ __all__ = [
     "ModelServerError",
     "ModelTextDelta",
     "ModelTimeoutError",
+    "PrefillProgress",
+    "PromptProgress",
     "RecallAttached",
     "ReplyDone",
     "RetryableModelError",
