@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config._mcp import McpConfig
+from harness.config._retention import RetentionConfig
 from harness.config._section import Section
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from harness.config._telemetry import TelemetryConfig
@@ -380,6 +381,7 @@ class KeelConfig(Section):
     storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
+    retention: RetentionConfig = RetentionConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
