@@ -156,7 +156,12 @@ def _assembler(
         cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
         warn=warn,
     )
-    return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+    return PromptAssembler(
+        order=config.prompt.slot_order,
+        static=gather,
+        tokenizer=counter.tokenizer,
+        memory_after_tools=config.memory_after_tools,
+    )
 
 
 def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
