@@ -33,8 +33,7 @@ import numpy as np
 
 from harness.cachemeter.sim import AnthropicSimulator, OpenAISimulator, SimRequest, Simulator
 from harness.config import KeelConfig
-from harness.lifecycle.economics import CacheEconomics, economics_for
-from harness.lifecycle.policy import LifecycleSettings, WaitReason, next_action
+from harness.lifecycle import CacheEconomics, LifecycleSettings, WaitReason, economics_for, next_action
 
 SYSTEM, USER, CALL, RESULT, ANSWER = 6_000, 150, 80, 1_500, 300
 SUMMARY_PROMPT, SUMMARY_OUT = 200, 1_500
@@ -96,10 +95,6 @@ class Conversation:
             yield s, start
             start += s
 
-    def add(self, size: int) -> None:
-        self.sizes.append(size)
-        self.base += 0  # ids are unique per session through `base`
-
     def request(self, model: str, at: float, ttl: Literal["5m", "1h"] | None) -> SimRequest:
         tokens, ends = self.tokens()
         breakpoints = (ends[0], *ends[1:][-3:])
@@ -120,11 +115,9 @@ def bill(sim: Simulator, econ: CacheEconomics, request: SimRequest, output: int,
     return n
 
 
-def replay(
-    session: list[Step], index: int, make: type[Simulator] | None, provider: str, settings: LifecycleSettings
-) -> Totals:
-    """One session through a fresh simulator, the controller deciding in every gap."""
-    del make
+def replay(session: list[Step], index: int, provider: str, settings: LifecycleSettings) -> Totals:
+    """One session through a fresh simulator, the controller deciding in every gap (ids are
+    unique per session through `Conversation.base`)."""
     econ, model, ttl, sim = PROVIDERS[provider]()
     totals = Totals()
     convo = Conversation(base=1_000_000 * (index + 1))
@@ -152,7 +145,7 @@ def replay(
             break
         now = wait_started + step.gap_s
         for size in step.adds:
-            convo.add(size)
+            convo.sizes.append(size)
         previous = convo.request(model, now, ttl)
         prefix = bill(sim, econ, previous, step.output, totals)
         last_use = now
@@ -205,7 +198,7 @@ def main() -> None:
         for arm, settings in ARMS.items():
             t = Totals()
             for i, session in enumerate(sessions):
-                one = replay(session, i, None, provider, settings)
+                one = replay(session, i, provider, settings)
                 t.cost += one.cost
                 t.prompt += one.prompt
                 t.cached += one.cached

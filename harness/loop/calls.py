@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from harness.errors import ModelError, SessionError
 from harness.events import UsageReported
-from harness.lifecycle.controller import CachedPrefix
+from harness.lifecycle import CachedPrefix
 from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState

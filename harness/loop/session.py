@@ -33,8 +33,7 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
-from harness.lifecycle.controller import CachedPrefix, CacheKeeper
-from harness.lifecycle.policy import Plan
+from harness.lifecycle import CachedPrefix, CacheKeeper, Plan
 from harness.loop._stream import produced_events
 from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost

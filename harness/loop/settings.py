@@ -12,8 +12,7 @@ from typing import Literal
 from harness.compress.host import CompressionSettings
 from harness.compress.plan import effective_threshold
 from harness.config import KeelConfig
-from harness.lifecycle.economics import CacheEconomics, economics_for
-from harness.lifecycle.policy import LifecycleSettings
+from harness.lifecycle import CacheEconomics, LifecycleSettings, economics_for
 
 __all__ = ["SessionSettings"]
 

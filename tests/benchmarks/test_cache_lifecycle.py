@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.benchmarks.script import run_benchmark
 
 
 def test_the_controller_cuts_cost_and_re_writes_on_the_gap_heavy_replay(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "cache_lifecycle.py"), "--sessions", "4", "--turns", "6"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        cwd=tmp_path,
-        timeout=280,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
+    out = run_benchmark("cache_lifecycle.py", "--sessions", "4", "--turns", "6", cwd=tmp_path)
+    lines = out.strip().splitlines()
     rows = {
         (m.group(1), m.group(2)): m
         for line in lines

@@ -3,33 +3,14 @@ remove the same half, on both backends."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.benchmarks.script import run_benchmark
 
 
 def test_the_prune_benchmark_removes_the_old_half_on_both_backends(tmp_path: Path, postgres_url: str) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "benchmarks" / "storage_prune.py"),
-            "--messages",
-            "4000",
-            "--url",
-            postgres_url,
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        cwd=tmp_path,
-        timeout=280,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_benchmark("storage_prune.py", "--messages", "4000", "--url", postgres_url, cwd=tmp_path)
     for backend in ("sqlite", "postgres"):
         assert f"[{backend}] keel storage prune --dry-run" in out
         dry = re.search(rf"\[{backend}\] keel storage prune --dry-run: .*would remove (\d+) messages", out)

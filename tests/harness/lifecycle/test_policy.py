@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from harness.config import KeelConfig
 from harness.lifecycle.economics import CacheEconomics, economics_for
 from harness.lifecycle.policy import LifecycleSettings, next_action
@@ -9,10 +11,10 @@ from harness.lifecycle.policy import LifecycleSettings, next_action
 PREFIX = 50_000
 
 
-def sonnet(ttl: str = "5m") -> CacheEconomics:
+def sonnet(ttl: Literal["5m", "1h"] = "5m") -> CacheEconomics:
     return economics_for(
         "anthropic", model="claude-sonnet-4-5-20250929", cache_ttl=ttl, prices=KeelConfig().prices
-    )  # type: ignore[arg-type]  # the literal is checked by the function
+    )
 
 
 def refreshes_in(
