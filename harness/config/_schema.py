@@ -85,6 +85,12 @@ class ModelConfig(Section):
     max_output_tokens: int = Field(512, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     timeout_s: float = Field(120.0, gt=0)
+    """Seconds a call may take; for the embedded model, seconds it may stay silent."""
+    stream: bool = True
+    """False: send every request unstreamed (for a server that refuses to stream)."""
+    tool_results: Literal["native", "as_user"] = "native"
+    """OpenAI-compatible servers: `as_user` sends tool results as user messages (for chat
+    templates that drop `role: tool` messages, such as llama-cpp-python's function calling)."""
     retry: RetryConfig = RetryConfig()
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
