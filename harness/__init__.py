@@ -40,6 +40,7 @@ from harness.events import (
     FlushCompleted,
     FlushEntry,
     MemoryWritten,
+    PrefillProgress,
     RecallAttached,
     StopReason,
     TextDelta,
@@ -50,7 +51,7 @@ from harness.events import (
     Warning,
 )
 from harness.loop import Session
-from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
+from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, PromptProgress, ReplyDone
 from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
 from harness.tools import tool
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
@@ -83,6 +84,8 @@ __all__ = [
     "ModelServerError",
     "ModelTextDelta",
     "ModelTimeoutError",
+    "PrefillProgress",
+    "PromptProgress",
     "RecallAttached",
     "ReplyDone",
     "RetryableModelError",

@@ -32,6 +32,7 @@ def _registrars() -> list[Registrar]:
         _models_cmd,
         _sessions_cmd,
         _skills_cmd,
+        _storage_cmd,
         _tools_cmd,
         cache,
     )
@@ -44,7 +45,7 @@ def _registrars() -> list[Registrar]:
         _memory_cmd.register,
         _sessions_cmd.register,
         _skills_cmd.register,
-        _sessions_cmd.register_storage,
+        _storage_cmd.register,
         _tools_cmd.register,
         cache.register,
         _config_cmd.register,
