@@ -30,6 +30,7 @@ def _registrars() -> list[Registrar]:
         _experiment_cmd,
         _memory_cmd,
         _models_cmd,
+        _serve_cmd,
         _sessions_cmd,
         _skills_cmd,
         _tools_cmd,
@@ -49,6 +50,7 @@ def _registrars() -> list[Registrar]:
         cache.register,
         _config_cmd.register,
         _models_cmd.register,
+        _serve_cmd.register,
     ]
 
 

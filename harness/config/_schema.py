@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.config._mcp import McpConfig
 from harness.config._section import Section
+from harness.config._serve import ServeConfig
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from harness.config._telemetry import TelemetryConfig
 from memory import FlushMode, check_scope_id
@@ -381,6 +382,7 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    serve: ServeConfig = ServeConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()
