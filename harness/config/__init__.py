@@ -1,6 +1,6 @@
 # The one validated configuration model, and how it is loaded.
-# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_stores.py` (where
-# the stores live and the principal a session runs for), `_serve.py` (`keel serve`: keys, runs), `_loader.py` (`load_config`: the bounded
+# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_retention.py` (how long stores keep data), `_stores.py` (where
+# the stores live and the principal a session runs for), `_serve.py` (`keel serve`), `_loader.py` (`load_config`: the bounded
 # YAML reader and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
 # Config validates and describes; it opens nothing (the stores are opened in `harness.wiring`).
 # Library code receives a `KeelConfig`; it never reads files or the environment itself.
@@ -15,6 +15,7 @@ result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documen
 
 from harness.config._loader import load_config
 from harness.config._mcp import McpConfig, McpServerConfig
+from harness.config._retention import RetentionConfig
 from harness.config._schema import (
     DEFAULT_FLUSH_CHUNK_TOKENS,
     DEFAULT_LOCAL_MODEL,
@@ -59,6 +60,7 @@ __all__ = [
     "PriceConfig",
     "PromptConfig",
     "RecallConfig",
+    "RetentionConfig",
     "RetryConfig",
     "ScopeConfig",
     "SemanticConfig",

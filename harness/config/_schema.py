@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config._mcp import McpConfig
+from harness.config._retention import RetentionConfig
 from harness.config._section import Section
 from harness.config._serve import ServeConfig
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
@@ -84,6 +85,12 @@ class ModelConfig(Section):
     max_output_tokens: int = Field(512, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     timeout_s: float = Field(120.0, gt=0)
+    """Seconds a call may take; for the embedded model, seconds it may stay silent."""
+    stream: bool = True
+    """False: send every request unstreamed (for a server that refuses to stream)."""
+    tool_results: Literal["native", "as_user"] = "native"
+    """OpenAI-compatible servers: `as_user` sends tool results as user messages (for chat
+    templates that drop `role: tool` messages, such as llama-cpp-python's function calling)."""
     retry: RetryConfig = RetryConfig()
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
@@ -381,6 +388,7 @@ class KeelConfig(Section):
     storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
+    retention: RetentionConfig = RetentionConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     serve: ServeConfig = ServeConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
