@@ -10,6 +10,7 @@ offsets — and `PromptState` holds the current one for the session.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from prompts import (
     session_line,
 )
 
-__all__ = ["PromptAssembler", "PromptState", "StaticSlots", "static_slot_gatherer"]
+__all__ = ["PromptAssembler", "PromptState", "SkillsPin", "StaticSlots", "static_slot_gatherer"]
 
 StaticSlots = Callable[[], Awaitable[Mapping[SlotId, str]]]
 """Gathers the non-memory slot texts (may do file I/O; runs at build time only)."""
@@ -148,6 +149,20 @@ def _read_identity(soul: Path, refuse: Callable[[str, str], None]) -> tuple[str,
     return load_text("identity"), False
 
 
+@dataclass(slots=True)
+class SkillsPin:
+    """The skills slot across a resume, as the curated pin is for memory: what the latest
+    build showed (`shown`, which the session row records) and what the next build shows
+    instead of today's index (`pinned`, once: a resumed session's recorded slot)."""
+
+    shown: str | None = None
+    pinned: str | None = None
+
+    def take(self) -> str | None:
+        text, self.pinned = self.pinned, None
+        return text
+
+
 def static_slot_gatherer(
     config: KeelConfig,
     *,
@@ -160,10 +175,12 @@ def static_slot_gatherer(
     today: Callable[[], date],
     cwd: Path,
     warn: Callable[[str], None] = lambda _message: None,
+    skills_pin: SkillsPin | None = None,
 ) -> StaticSlots:
     """The function that gathers every non-memory slot (runs at each prompt build).
 
     `warn` hears (once each) about a SOUL.md or context file that was refused (a symbolic link).
+    `skills_pin` hears what the skills slot showed, and gives a resumed session its recorded one.
     """
     warned: set[str] = set()
 
@@ -195,9 +212,15 @@ def static_slot_gatherer(
                 if f.refused is not None:
                     refuse(str(cwd / f.label), f.refused)
             context = render_context_files(files)
-        skills_index = ""
-        if skills is not None and "skill_view" in tools:
-            skills_index = await load_skills_index(skills, load_text("skills_index"), shared=shared_skills)
+        skills_index = None if skills_pin is None else skills_pin.take()
+        if skills_index is None:
+            skills_index = ""
+            if skills is not None and "skill_view" in tools:
+                skills_index = await load_skills_index(
+                    skills, load_text("skills_index"), shared=shared_skills
+                )
+        if skills_pin is not None:
+            skills_pin.shown = skills_index
         return {
             "identity": identity,
             "tool_guidance": "\n\n".join(guidance),

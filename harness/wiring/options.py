@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from harness.loop.system_prompt import SkillsPin
 from harness.models.base import ModelClient
 from harness.telemetry import Telemetry
 from harness.tokens import Tokenizer
@@ -95,3 +96,5 @@ class SessionHandles:
     trace_path: Path | None
     journal: JournalledWriter | None = None
     """Session-store writes the store refused, kept on disk; `left_after_settle` once closed."""
+    skills_pin: SkillsPin | None = None
+    """What the skills slot showed (recorded on each session row; a resume shows it again)."""
