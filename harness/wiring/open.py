@@ -306,12 +306,17 @@ async def _build(
         lease=None if stores is None else stores.lease,
         catch_up=None if stores is None else catch_up_from(db),
     )
-    store = None if mem.curated is None else mem.curated[0]
     trace = None if path.calls.trace is None else path.calls.trace.path
-    handles = SessionHandles(
+    return parts, _handles(where, mem, db, trace, journal)
+
+
+def _handles(
+    where: _Where, mem: _Memory, db: SessionStore, trace: Path | None, journal: JournalledWriter | None
+) -> SessionHandles:
+    store = None if mem.curated is None else mem.curated[0]
+    return SessionHandles(
         where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal, mem.skills_pin
     )
-    return parts, handles
 
 
 def _spawner(
