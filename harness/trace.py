@@ -27,8 +27,8 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from harness.models.usage import usage_counts
 from harness.types import Message, ModelRequest, Purpose, ToolSpec, Usage
+from harness.usage import usage_counts
 from prompts.slots import SlotSpan
 
 __all__ = [

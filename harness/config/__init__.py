@@ -38,8 +38,9 @@ from harness.config._schema import (
     SkillsConfig,
     TracesConfig,
     default_home,
+    resolve_principal,
 )
-from harness.config._stores import SessionsConfig, StorageConfig, resolve_principal
+from harness.config._stores import SessionsConfig, StorageConfig
 from harness.config._telemetry import TelemetryConfig
 
 __all__ = [

@@ -19,10 +19,10 @@ from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
-from harness.models.usage import usage_counts
 from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
+from harness.usage import usage_counts
 from memory import MemoryLayerError
 from prompts.slots import SlotSpan
 

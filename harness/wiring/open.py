@@ -46,11 +46,11 @@ import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
-from harness.loop._groups import single_error
+from harness.loop.groups import single_error
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, SkillsPin, static_slot_gatherer
+from harness.loop.system_prompt import PromptAssembler
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
@@ -61,6 +61,7 @@ from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.resume import catch_up_from, prompt_pin, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.slots import SkillsPin, static_slot_gatherer
 from harness.wiring.stores import Stores, open_stores
 from harness.wiring.tool_port import add_session_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
@@ -123,9 +124,8 @@ class _Memory:
 
 def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
     skills = steps.skills(config, where.home, where.principal, stores=stores)
-    backend = None if stores is None else stores.curated(where.principal)
     return _Memory(
-        curated=steps.curated(config, where.home, where.principal, backend=backend),
+        curated=steps.curated(config, where.home, where.principal, place=stores),
         manager=steps.new_manager(config),
         skills=skills,
         shared_skills=None
@@ -173,10 +173,13 @@ def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
     return mem.curated[1]
 
 
-def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
+def _memory_port(
+    config: KeelConfig, where: _Where, mem: _Memory, stores: Stores | None
+) -> StoreMemory | None:
     if mem.curated is None:
         return None
-    return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
+    shared = shared_memory_store(config, where.home, where.principal, stores=stores)
+    return StoreMemory(*mem.curated, shared=shared)
 
 
 def _recorder(
@@ -260,7 +263,7 @@ async def _build(
         recorder=_recorder(db, opts, where, mem, journal),
         counter=counter,
         assembler=assembler,
-        memory=_memory_port(config, where, mem),
+        memory=_memory_port(config, where, mem, stores),
         trace=lambda session_id: steps.trace_writer(
             config, where.home, where.principal, opts.trace_path, session_id
         ),

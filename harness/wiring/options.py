@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from harness.loop.system_prompt import SkillsPin
 from harness.models.base import ModelClient
 from harness.telemetry import Telemetry
 from harness.tokens import Tokenizer
 from harness.tools import ToolFunction
+from harness.wiring.slots import SkillsPin
 from harness.wiring.stores import Stores
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
 from memory.sessions import JournalledWriter

@@ -24,9 +24,9 @@ from pydantic import JsonValue
 from harness.errors import SessionError
 from harness.loop.parts import CatchUp
 from harness.loop.session import Session
-from harness.loop.system_prompt import SkillsPin
 from harness.types import Message
 from harness.wiring.memory_bridge import StoreMemory, restored
+from harness.wiring.slots import SkillsPin
 from memory import MemoryStore, Principal, SessionStore
 
 __all__ = ["catch_up_from", "newest_continuation", "prompt_pin", "resume_session"]
