@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.config._lifecycle import CacheLifecycleConfig
 from harness.config._mcp import McpConfig
 from harness.config._retention import RetentionConfig
 from harness.config._section import Section
@@ -391,6 +392,7 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     retention: RetentionConfig = RetentionConfig()
+    cache_lifecycle: CacheLifecycleConfig = CacheLifecycleConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     serve: ServeConfig = ServeConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
