@@ -138,7 +138,15 @@ class ToolRegistry:
     `refresh`, which the session runs when it rebuilds the system prompt — never between.
     """
 
-    def __init__(self, *, timeout_s: float = 60.0, telemetry: Telemetry = NO_TELEMETRY) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 60.0,
+        telemetry: Telemetry = NO_TELEMETRY,
+        profile: Callable[[ToolSpec], ToolSpec | None] | None = None,
+    ) -> None:
+        self.profile = profile
+        """What the model is shown of each tool (`harness.tools.profile`; None: the spec as is)."""
         self._tools: dict[str, Tool] = {}
         self._slots: list[Tool | _Group] = []
         self._origins: dict[str, str] = {}
@@ -227,8 +235,12 @@ class ToolRegistry:
         return tuple(out)
 
     def specs(self, only: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
-        """Specs of all tools (or of those named in `only`), in registration order."""
-        return tuple(t.spec for n, t in self._tools.items() if only is None or n in only)
+        """Specs of all tools (or of those named in `only`), in registration order, as the
+        profile shows them (a tool it hides is left out; calls to it still run)."""
+        chosen = (t.spec for n, t in self._tools.items() if only is None or n in only)
+        if self.profile is None:
+            return tuple(chosen)
+        return tuple(s for s in map(self.profile, chosen) if s is not None)
 
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""

@@ -56,6 +56,7 @@ from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolFunction, ToolRegistry
+from harness.tools.profile import profile_for
 from harness.wiring import steps
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
@@ -166,6 +167,15 @@ def _assembler(
     )
 
 
+def _registry(config: KeelConfig, opts: SessionOptions) -> ToolRegistry:
+    """The session's tools, shown through the configured profile (compact for a local model keel runs)."""
+    return ToolRegistry(
+        timeout_s=config.limits.tool_timeout_s,
+        telemetry=opts.telemetry or NO_TELEMETRY,
+        profile=profile_for(config.tool_profile(own_model=opts.model is None)),
+    )
+
+
 def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
     """The memory tool, for a primary session only.
 
@@ -250,7 +260,7 @@ async def _build(
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     stores, db = await _stores(stack, config, opts, where)
     journal = await _journal(db, where, warnings)
-    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=opts.telemetry or NO_TELEMETRY)
+    registry = _registry(config, opts)
     mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
