@@ -47,6 +47,7 @@ import anyio.to_thread
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
 from harness.loop._groups import single_error
+from harness.loop.calls import ModelCalls
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
@@ -290,6 +291,7 @@ async def _build(
         principal=where.principal,
         functions=opts.tools,
         environ=env_of(opts),
+        warn=warnings,
     )
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
@@ -303,10 +305,15 @@ async def _build(
         lease=None if stores is None else stores.lease,
         catch_up=None if stores is None else catch_up_from(db),
     )
+    return parts, _handles(where, mem, db, path.calls, journal)
+
+
+def _handles(
+    where: _Where, mem: _Memory, db: SessionStore, calls: ModelCalls, journal: JournalledWriter
+) -> SessionHandles:
     store = None if mem.curated is None else mem.curated[0]
-    trace = None if path.calls.trace is None else path.calls.trace.path
-    handles = SessionHandles(where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal)
-    return parts, handles
+    trace = None if calls.trace is None else calls.trace.path
+    return SessionHandles(where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal)
 
 
 def _spawner(
