@@ -4,6 +4,6 @@
 # queries), `_search.py` (tsvector / pg_trgm / ILIKE search), `_stats.py` (term statistics
 # for IDF). Never imports the SQLite backend.
 from memory.sessions.postgres._conn import PgTarget, redact_url
-from memory.sessions.postgres.store import PgSessionStore
+from memory.sessions.postgres.store import PgSessionStore, migrate_schema
 
-__all__ = ["PgSessionStore", "PgTarget", "redact_url"]
+__all__ = ["PgSessionStore", "PgTarget", "migrate_schema", "redact_url"]
