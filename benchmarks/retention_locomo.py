@@ -58,9 +58,9 @@ from harness.experiments.retention.longrun import (
     LongArmName,
     LongOptions,
     LongState,
+    report_lines,
     run_long_retention,
 )
-from harness.experiments.retention.outcomes import depth_rows, depth_table, final_gain
 from harness.experiments.retention.script import replay_locomo
 from harness.experiments.runner import apply_overrides
 from harness.models.factory import open_model
@@ -149,18 +149,8 @@ async def _run(cfg: KeelConfig, args: argparse.Namespace, arms: list[LongArmName
 
 
 def report(state: LongState, arms: list[LongArmName]) -> list[str]:
-    """The per-depth table, the best arm, and the headline as the last line."""
-    rows = depth_rows(state.outcomes, arms)
-    lines = depth_table(rows)
-    best = final_gain(rows)
-    if best is None:
-        return [*lines, "retention_gain - ci_low -"]
-    arm, gain = best
-    return [
-        *lines,
-        f"best arm after the last compression: {arm} (n={gain.n}, 95% CI [{gain.low:+.4f}, {gain.high:+.4f}])",
-        f"retention_gain {gain.mean:.4f} ci_low {gain.low:.4f}",
-    ]
+    """The per-depth table, wrong memories, the best arm, and the headline as the last line."""
+    return report_lines(state, arms)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,7 @@ _CORPORA = (
     ("round2", "tests.memory.scanner_corpus_round2"),
     ("holdout", "tests.memory.scanner_corpus_holdout"),
     ("heldout2", "tests.memory.scanner_corpus_heldout2"),
+    ("heldout3", "tests.memory.scanner_corpus_heldout3"),
 )
 
 
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     round2 = _load("tests.memory.scanner_corpus_round2")
     _locomo(args.data or default_data_dir() / "locomo-dev.json", meaning)
     print(
-        f"\nmeaning check: threshold {meaning.threshold}; rules and probe tuned on original, disguised, round2"
+        f"\nmeaning check: threshold {meaning.threshold}; rules tuned on original, disguised, round2; probe trained on those, holdout and heldout2"
     )
     for name, rules, _ in table:
         print(rules.line(name, "rules"))

@@ -3,18 +3,22 @@
     python benchmarks/scanner_probe.py [--write]
 
 Both options read the local embedder's vectors (all-MiniLM-L6-v2 int8, the `semantic`
-extra). Each is trained on two of the three tuning corpora (tests/memory/scanner_corpus.py,
-scanner_corpus_disguised.py, scanner_corpus_round2.py) and tested on the third, so every
-number is on texts it never saw:
+extra). Each is trained on four of the five older corpora (tests/memory/scanner_corpus.py,
+scanner_corpus_disguised.py, scanner_corpus_round2.py, scanner_corpus_holdout.py,
+scanner_corpus_heldout2.py) and tested on the fifth, so every number is on texts it never saw:
 
 - knn: a text is an attack when its nearest labelled attack is at least `tau` close and
   closer than its nearest harmless text by `margin`;
 - probe: logistic regression on the vector (L2 1.0, full-batch gradient descent from zero:
   deterministic), reported at a score threshold.
 
-The held-out corpora (scanner_corpus_holdout.py, scanner_corpus_heldout2.py) are never read
-here. With `--write` the probe is trained on all three tuning corpora and written to
-memory/scanner/meaning_probe.json. The last line is `probe <threshold> catch <worst> fp <worst>`.
+Until issue 43 the probe was trained on the first three only; the two held-out corpora of
+issues 16 and 28 joined the training set once a third one was written
+(scanner_corpus_heldout3.py), which is never read here. Leave-one-corpus-out over the five
+kept L2 1.0 and the 0.9 threshold: the only setting whose mean false-positive rate on the
+unseen corpus stayed under 0.05 (0.039) with the best catch. With `--write` the probe is
+trained on all five and written to memory/scanner/meaning_probe.json. The last line is
+`probe <threshold> catch <worst> fp <worst>`.
 """
 
 from __future__ import annotations
@@ -32,13 +36,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere: this checkout's packages win
 
 from memory.providers.semantic import MiniLmEmbedder  # noqa: E402
-from tests.memory import scanner_corpus, scanner_corpus_disguised, scanner_corpus_round2  # noqa: E402
+from tests.memory import (  # noqa: E402
+    scanner_corpus,
+    scanner_corpus_disguised,
+    scanner_corpus_heldout2,
+    scanner_corpus_holdout,
+    scanner_corpus_round2,
+)
 
 Matrix = NDArray[np.float64]
 _CORPORA = {
     "original": scanner_corpus,
     "disguised": scanner_corpus_disguised,
     "round2": scanner_corpus_round2,
+    "holdout": scanner_corpus_holdout,
+    "heldout2": scanner_corpus_heldout2,
 }
 _SCALE = 4.0  # unit vectors have tiny coordinates; scaling makes plain gradient descent converge
 _OUT = REPO / "memory" / "scanner" / "meaning_probe.json"
@@ -65,9 +77,7 @@ def _sigmoid(z: Matrix) -> Matrix:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--write", action="store_true", help=f"write the probe trained on all three to {_OUT}"
-    )
+    parser.add_argument("--write", action="store_true", help=f"write the probe trained on all five to {_OUT}")
     args = parser.parse_args(argv)
     embedder = MiniLmEmbedder(threads=2)
     vectors: dict[str, tuple[Matrix, Matrix]] = {}

@@ -15,6 +15,9 @@
 #                tools, MCP servers (`tools/mcp/`), and the one registration of a session's tools
 # `errors.py` (the KeelError tree), `events.py` (what a turn streams), `types.py` (wire
 # types), `tokens.py` (tokenizers), `trace.py` (request traces).
+import typing
+
+from harness._lazy import lazy_names as _lazy_names
 from harness.config import KeelConfig, load_config
 from harness.errors import (
     ConfigError,
@@ -40,6 +43,7 @@ from harness.events import (
     FlushCompleted,
     FlushEntry,
     MemoryWritten,
+    PrefillProgress,
     RecallAttached,
     StopReason,
     TextDelta,
@@ -49,12 +53,27 @@ from harness.events import (
     UsageReported,
     Warning,
 )
-from harness.loop import Session
-from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
-from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
-from harness.tools import tool
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
-from harness.wiring import SessionOptions, open_session
+
+if typing.TYPE_CHECKING:
+    from harness.loop import Session
+    from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, PromptProgress, ReplyDone
+    from harness.tokens import CharTokenizer, TiktokenTokenizer, Tokenizer, load_tiktoken
+    from harness.tools import tool
+    from harness.wiring import SessionOptions, open_session
+
+# The loop, the model clients, the tokenizers, the tools and the wiring are imported when a
+# name is first read (`harness._lazy`): a CLI command that needs none of them stays cheap.
+__getattr__ = _lazy_names(
+    globals(),
+    {
+        "harness.loop": ("Session",),
+        "harness.models.base": ("ModelClient", "ModelEvent", "ModelTextDelta", "PromptProgress", "ReplyDone"),
+        "harness.tokens": ("CharTokenizer", "TiktokenTokenizer", "Tokenizer", "load_tiktoken"),
+        "harness.tools": ("tool",),
+        "harness.wiring": ("SessionOptions", "open_session"),
+    },
+)
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -83,6 +102,8 @@ __all__ = [
     "ModelServerError",
     "ModelTextDelta",
     "ModelTimeoutError",
+    "PrefillProgress",
+    "PromptProgress",
     "RecallAttached",
     "ReplyDone",
     "RetryableModelError",

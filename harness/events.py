@@ -23,6 +23,7 @@ __all__ = [
     "FlushCompleted",
     "FlushEntry",
     "MemoryWritten",
+    "PrefillProgress",
     "RecallAttached",
     "StopReason",
     "TextDelta",
@@ -40,6 +41,16 @@ class TextDelta:
 
     text: str
     kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """The model is still reading its prompt: `done` of `total` tokens (the embedded model
+    reports this during a long prefill; other endpoints never do)."""
+
+    done: int
+    total: int
+    kind: Literal["prefill"] = "prefill"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +164,7 @@ class TurnEnded:
 
 Event: TypeAlias = Annotated[
     TextDelta
+    | PrefillProgress
     | ToolCallStarted
     | ToolResultReady
     | MemoryWritten

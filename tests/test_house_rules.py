@@ -92,7 +92,7 @@ FACADES = {
         "FlushCompleted FlushEntry KeelConfig KeelError LocalModelError MemoryWritten Message "
         "ModelAuthError ModelClient ModelConnectionError ModelError ModelEvent "
         "ModelRateLimitError ModelReply ModelRequest ModelRequestError ModelResponseError "
-        "ModelServerError ModelTextDelta ModelTimeoutError RecallAttached ReplyDone "
+        "ModelServerError ModelTextDelta ModelTimeoutError PrefillProgress PromptProgress RecallAttached ReplyDone "
         "RetryableModelError Session SessionError SessionOptions StopReason TextDelta "
         "TiktokenTokenizer Tokenizer ToolCall ToolCallStarted ToolResultReady ToolServerError "
         "ToolSpec TurnEnded Usage UsageReported Warning load_config load_tiktoken open_session "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import threading
@@ -16,43 +17,73 @@ from memory.errors import MemoryLayerError
 
 __all__ = ["build_parser", "main"]
 
-Registrar = Callable[[Subparsers], None]
+# Every noun: the module of `harness.cli` that registers it (`module:function` when the
+# function is not `register`) and its one-line help for `keel --help`. Only the module of
+# the noun being run is imported (`_selected`): `keel memory path` must not pay for the model
+# clients, MCP or the meter that `keel chat` and `keel cache` need. A module that registers
+# several nouns lists each of them. `tests/harness/cli/test_startup.py` checks this table
+# against the modules.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("_demo_cmd", "the main job: frozen vs live memory on the embedded model, then a compression"),
+    "chat": ("_chat_cmd", "talk to the agent interactively (embedded model unless configured)"),
+    "run": ("_experiment_cmd", "play a scenario's user turns through a session"),
+    "scenario": ("_experiment_cmd", "list, show or build scenarios"),
+    "experiment": ("_experiment_cmd", "one scenario under several configurations, metered side by side"),
+    "eval": ("_eval_cmd", "evaluations on the configured model"),
+    "memory": (
+        "_memory_cmd",
+        "list, show, add or remove curated memory entries; confirm or discard held writes",
+    ),
+    "sessions": ("_sessions_cmd", "list, show and search past sessions"),
+    "skills": ("_skills_cmd", "list and read saved skills"),
+    "storage": ("_storage_cmd", "where state lives, how big it is; prune it; move a home into PostgreSQL"),
+    "tools": ("_tools_cmd", "list the tools the agent gets (keel's, yours, MCP servers')"),
+    "cache": ("cache", "measure prompt-cache reuse in request traces"),
+    "config": ("_config_cmd", "check the configuration"),
+    "models": ("_models_cmd", "the embedded local models: which is in use, where its weights came from"),
+}
+
+# Top-level options that take a value: the noun is the first argument that is not one of
+# these options (or its value).
+_VALUED = frozenset({"--config", "--home", "--user", "--workspace"})
 
 
-def _registrars() -> list[Registrar]:
-    # Imported here, not at module import, so `keel --help` stays fast and a broken
-    # optional command cannot break the others.
-    from harness.cli import (
-        _chat_cmd,
-        _config_cmd,
-        _demo_cmd,
-        _eval_cmd,
-        _experiment_cmd,
-        _memory_cmd,
-        _models_cmd,
-        _sessions_cmd,
-        _skills_cmd,
-        _tools_cmd,
-        cache,
-    )
-
-    return [
-        _demo_cmd.register,
-        _chat_cmd.register,
-        _experiment_cmd.register,
-        _eval_cmd.register,
-        _memory_cmd.register,
-        _sessions_cmd.register,
-        _skills_cmd.register,
-        _sessions_cmd.register_storage,
-        _tools_cmd.register,
-        cache.register,
-        _config_cmd.register,
-        _models_cmd.register,
-    ]
+def _selected(argv: Sequence[str]) -> str | None:
+    """The noun `argv` runs, or None (no noun, `--help`, or an unknown word argparse rejects)."""
+    args = iter(argv)
+    for arg in args:
+        if arg in _VALUED:
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+        elif arg in {"-h", "--help"}:
+            return None
+    return None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _register(sub: Subparsers, argv: Sequence[str] | None) -> None:
+    """Every noun's full parser (`argv` None), or the selected noun's and the others' names."""
+    selected = None if argv is None else _selected(argv)
+    done: set[str] = set()
+    for noun, (where, help_text) in COMMANDS.items():
+        if where in done:
+            continue
+        if argv is None or (selected is not None and COMMANDS[selected][0] == where):
+            # Imported here, not at module import: a broken optional command cannot break
+            # the others, and a command pays only for what it uses.
+            module, _, function = where.partition(":")
+            register: Callable[[Subparsers], None] = getattr(
+                importlib.import_module(f"harness.cli.{module}"), function or "register"
+            )
+            register(sub)
+            done.add(where)
+        else:
+            sub.add_parser(noun, help=help_text)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `keel` parser; with `argv`, only the noun it runs is fully registered (the others
+    are listed by name and help)."""
     parser = argparse.ArgumentParser(
         prog="keel",
         description="keel — an agent harness with durable memory and a cache-stable prompt.",
@@ -74,8 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the workspace to act in: its MEMORY.md and skills (default: config scope.workspace)",
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for register in _registrars():
-        register(sub)
+    _register(sub, argv)
     return parser
 
 
@@ -88,7 +118,8 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:

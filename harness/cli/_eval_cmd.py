@@ -38,9 +38,9 @@ from harness.experiments.retention.longrun import (
     LongArmName,
     LongOptions,
     LongState,
+    report_lines,
     run_long_retention,
 )
-from harness.experiments.retention.outcomes import depth_rows, depth_table, final_gain
 from harness.experiments.retention.report import ArmFigures, arm_figures, retention_json
 from harness.experiments.retention.scores import RETENTION_SOURCES
 from harness.experiments.retention.script import load_replay
@@ -278,12 +278,9 @@ async def _long(cfg: KeelConfig, args: argparse.Namespace) -> int:
             if json_path is not None and saving:
                 await json_path.write_text(saving[-1], encoding="utf-8")
     assert state is not None
-    rows = depth_rows(state.outcomes, arms)
-    console.print("\n".join(escape(line) for line in depth_table(rows)))
-    best = final_gain(rows)
-    if best is not None:
-        console.print(f"retention_gain {best[1].mean:.4f} ci_low {best[1].low:.4f} (best arm: {best[0]})")
+    lines = report_lines(state, arms)
     console.print(f"[dim]homes and traces under {escape(str(root))}[/]")
+    console.print("\n".join(escape(line) for line in lines))
     return 0
 
 

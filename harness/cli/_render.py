@@ -13,6 +13,7 @@ from harness.events import (
     Event,
     FlushCompleted,
     MemoryWritten,
+    PrefillProgress,
     RecallAttached,
     TextDelta,
     ToolCallStarted,
@@ -22,7 +23,10 @@ from harness.events import (
     Warning,
 )
 
-__all__ = ["EventPrinter", "short_result"]
+__all__ = ["PREFILL_SHOWN_FROM", "EventPrinter", "short_result"]
+
+PREFILL_SHOWN_FROM = 1024
+"""Prompt tokens left to read from which a prefill's progress is shown."""
 
 
 def _short(text: str, n: int = 100) -> str:
@@ -51,6 +55,16 @@ class EventPrinter:
         self.console = console
         self.show_usage = show_usage
         self._mid_text = False
+        self._prefill_shown = -1  # the last quarter of a prefill shown (-1: none yet)
+
+    def _prefill(self, ev: PrefillProgress) -> None:
+        """A long prefill shows where it is: at its start, then at each quarter."""
+        if self._prefill_shown < 0 and ev.total - ev.done < PREFILL_SHOWN_FROM:
+            return  # a short prefill (most of the prompt was cached): nothing to show
+        quarter = 4 * ev.done // max(ev.total, 1)
+        if quarter > self._prefill_shown:
+            self._prefill_shown = quarter
+            self._note(f"reading the prompt: {ev.done:,} of {ev.total:,} tokens…")
 
     def _note(self, text: str, style: str = "dim") -> None:
         if self._mid_text:
@@ -96,9 +110,12 @@ class EventPrinter:
                     + (" (fallback summary)" if ev.summary_fallback else ""),
                     "yellow",
                 )
+        elif isinstance(ev, PrefillProgress):
+            self._prefill(ev)
         elif isinstance(ev, Warning):
             self._note(f"warning: {escape(ev.message)}", "bold yellow")
         elif isinstance(ev, UsageReported):
+            self._prefill_shown = -1  # the call is over; the next one's prefill starts afresh
             if self.show_usage:
                 src = "reported" if ev.reported else "estimated"
                 self._note(

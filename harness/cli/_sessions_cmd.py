@@ -1,6 +1,5 @@
 """`keel sessions list|show|search|reindex|path`: look through the episodic history (`<home>/state.db`,
-or the PostgreSQL server `sessions.url` names); `keel storage migrate|path`: where the stores
-live, and a home copied into PostgreSQL (`harness.wiring.migrate`).
+or the PostgreSQL server `sessions.url` names). `keel storage` is `_storage_cmd.py`.
 
 Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
 `scope.shared_users`): another user's session id is answered like a missing one.
@@ -23,12 +22,10 @@ from harness.cli._common import Subparsers, config_from_args, console, principal
 from harness.config import KeelConfig
 from harness.errors import CommandError
 from harness.wiring.dense import dense_choice, dense_index
-from harness.wiring.migrate import migrate_home
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.stores import open_sessions
 from memory import (
     STATE_DB_NAME,
-    MemoryLayerError,
     MessageRecord,
     SessionRecord,
     SessionSearchTool,
@@ -37,7 +34,7 @@ from memory import (
 )
 from memory.sessions import DenseIndex, route_query
 
-__all__ = ["register", "register_storage"]
+__all__ = ["register"]
 
 T = TypeVar("T")
 
@@ -301,62 +298,3 @@ def register(sub: Subparsers) -> None:
 
     path = verbs.add_parser("path", help="print where the session store lives")
     path.set_defaults(handler=_path)
-
-
-# ------------------------------------------------------------------ storage
-
-
-def _storage_migrate(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    home = config.resolved_home(os.environ)
-    url = args.url or config.storage.url or config.sessions.url
-    schema = args.schema or config.storage.pg_schema
-    if not url:
-        raise CommandError(
-            "no PostgreSQL server to migrate to: give --url postgresql://USER@HOST:PORT/DATABASE, or set "
-            "storage.url (or $KEEL_STORAGE__URL)"
-        )
-    try:
-        report = anyio.run(lambda: migrate_home(home, url, schema=schema))
-    except MemoryLayerError as exc:
-        raise CommandError(f"migration stopped, nothing at {str(home)!r} was changed: {exc}") from exc
-    console.print(f"copied {len(report.copied)}, already there {len(report.skipped)}", markup=False)
-    for item in report.conflicts:
-        console.print(f"conflict (left alone, nothing overwritten): {item}", markup=False)
-    for item in report.left_in_place:
-        console.print(f"not copied, left in place: {item}", markup=False)
-    if not report.verified:
-        raise CommandError("a copy did not verify (count or hash); run the migration again and report it")
-    if report.conflicts:
-        raise CommandError("some data on the server differs from the home; resolve the conflicts above")
-    console.print(
-        "verified. Set storage.backend: postgres (and storage.url) to use it; the home was not changed.",
-        markup=False,
-    )
-    return 0
-
-
-def _storage_path(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    if config.storage.backend == "postgres":
-        console.print(
-            f"{config.sessions.location(config.resolved_home(os.environ))}", markup=False, soft_wrap=True
-        )
-    else:
-        console.print(str(config.resolved_home(os.environ)), markup=False, soft_wrap=True)
-    return 0
-
-
-def register_storage(sub: Subparsers) -> None:
-    p = sub.add_parser("storage", help="where state lives; move a home into PostgreSQL")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
-    mig = verbs.add_parser(
-        "migrate", help="copy this home into PostgreSQL, verified; the home is not changed"
-    )
-    mig.add_argument("--to", choices=["postgres"], required=True, help="the backend to copy to")
-    mig.add_argument(
-        "--url", default=None, help="postgresql://USER@HOST:PORT/DATABASE (default: storage.url)"
-    )
-    mig.add_argument("--schema", default=None, help="the schema (default: storage.pg_schema)")
-    mig.set_defaults(handler=_storage_migrate)
-    verbs.add_parser("path", help="print where every store lives").set_defaults(handler=_storage_path)

@@ -1,5 +1,5 @@
 # The one validated configuration model, and how it is loaded.
-# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_stores.py` (where
+# `_schema.py` (the sections and `KeelConfig`), `_mcp.py` (the MCP servers), `_retention.py` (how long stores keep data), `_stores.py` (where
 # the stores live and the principal a session runs for), `_loader.py` (`load_config`: the bounded
 # YAML reader and `KEEL_*` environment overrides), `_section.py` (the frozen, extra-forbidding base).
 # Config validates and describes; it opens nothing (the stores are opened in `harness.wiring`).
@@ -15,6 +15,7 @@ result into a frozen `KeelConfig`. Unknown keys are errors. Every key is documen
 
 from harness.config._loader import load_config
 from harness.config._mcp import McpConfig, McpServerConfig
+from harness.config._retention import RetentionConfig
 from harness.config._schema import (
     DEFAULT_FLUSH_CHUNK_TOKENS,
     DEFAULT_LOCAL_MODEL,
@@ -58,6 +59,7 @@ __all__ = [
     "PriceConfig",
     "PromptConfig",
     "RecallConfig",
+    "RetentionConfig",
     "RetryConfig",
     "ScopeConfig",
     "SemanticConfig",

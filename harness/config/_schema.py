@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config._mcp import McpConfig
+from harness.config._retention import RetentionConfig
 from harness.config._section import Section
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from harness.config._telemetry import TelemetryConfig
@@ -83,6 +84,9 @@ class ModelConfig(Section):
     max_output_tokens: int = Field(512, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     timeout_s: float = Field(120.0, gt=0)
+    """Seconds a call may take; for the embedded model, seconds it may stay silent."""
+    stream: bool = True
+    """False: send every request unstreamed (for a server that refuses to stream)."""
     retry: RetryConfig = RetryConfig()
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""
@@ -386,6 +390,7 @@ class KeelConfig(Section):
     storage: StorageConfig = StorageConfig()
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
+    retention: RetentionConfig = RetentionConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()

@@ -18,7 +18,7 @@ from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
-from harness.models.base import ModelClient, ModelTextDelta, ReplyDone, provider_name
+from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
 from harness.models.usage import usage_counts
 from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
@@ -67,8 +67,10 @@ class ModelCalls:
         *,
         summary: bool = False,
         on_text: Callable[[str], Awaitable[None]] | None = None,
+        on_progress: Callable[[PromptProgress], None] | None = None,
     ) -> tuple[ModelReply, UsageReported]:
-        """Send one request (streamed), trace it, account its usage.
+        """Send one request (streamed), trace it, account its usage. `on_progress` hears
+        the server's prefill progress, when it reports any.
 
         Raises:
             ModelError: the call failed (after the client's retries).
@@ -87,7 +89,7 @@ class ModelCalls:
         ) as span:
             started = time.monotonic()
             try:
-                reply = await _stream(client, request, on_text, span.first_chunk)
+                reply = await _stream(client, request, on_text, on_progress, span.first_chunk)
             except ModelError as exc:
                 await self._trace(
                     request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
@@ -158,12 +160,17 @@ async def _stream(
     client: ModelClient,
     request: ModelRequest,
     on_text: Callable[[str], Awaitable[None]] | None,
+    on_progress: Callable[[PromptProgress], None] | None,
     on_first: Callable[[], None],
 ) -> ModelReply:
     reply: ModelReply | None = None
     first = True
     async with client.stream(request) as events:
         async for ev in events:
+            if isinstance(ev, PromptProgress):
+                if on_progress is not None:
+                    on_progress(ev)
+                continue  # not the reply's first chunk: the prompt is still being read
             if first:
                 first = False
                 on_first()

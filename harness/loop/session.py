@@ -25,6 +25,7 @@ from harness.compress.run import Compressor
 from harness.errors import SessionError
 from harness.events import (
     Event,
+    PrefillProgress,
     RecallAttached,
     StopReason,
     TextDelta,
@@ -37,6 +38,7 @@ from harness.loop._stream import produced_events
 from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
+from harness.models.base import PromptProgress
 from harness.tools import error_json
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult
 from memory import MemoryLayerError, is_trivial
@@ -360,7 +362,10 @@ class Session:
             if text := held.feed(delta):
                 send.send_nowait(TextDelta(text))
 
-        reply, usage = await self.calls.send(request, on_text=show)
+        def progress(ev: PromptProgress) -> None:
+            send.send_nowait(PrefillProgress(ev.done, ev.total))
+
+        reply, usage = await self.calls.send(request, on_text=show, on_progress=progress)
         send.send_nowait(usage)
         return reply, held
 

@@ -6,7 +6,7 @@
 # normalizes provider usage shapes, `scripted` is the deterministic test model (its
 # data form for scenario files is in `_script_data`).
 from harness.models.anthropic import AnthropicClient
-from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, ReplyDone
+from harness.models.base import ModelClient, ModelEvent, ModelTextDelta, PromptProgress, ReplyDone
 from harness.models.openai import OpenAIClient
 from harness.models.retry import RetryAttempt, RetryingClient
 
@@ -16,6 +16,7 @@ __all__ = [
     "ModelEvent",
     "ModelTextDelta",
     "OpenAIClient",
+    "PromptProgress",
     "ReplyDone",
     "RetryAttempt",
     "RetryingClient",

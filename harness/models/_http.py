@@ -62,17 +62,26 @@ def snippet(text: str, limit: int = 200) -> str:
 
 
 class Deadline:
-    """An absolute deadline for one model call, shared by every read of that call.
+    """The deadline of one model call, shared by every read of that call.
 
     Args:
-        seconds: Time allowed for the whole call, from construction.
+        seconds: Time allowed for the whole call, from construction; with `silence`, time
+            allowed without any sign of progress (each `touch` starts it again).
         what: Names the call in error messages (e.g. `"OpenAI POST http://…/chat/completions"`).
+        silence: Measure silence, not the whole call: a reply that keeps arriving (text,
+            keep-alive bytes, progress comments of a long prefill) is never cut off.
     """
 
-    def __init__(self, seconds: float, *, what: str) -> None:
+    def __init__(self, seconds: float, *, what: str, silence: bool = False) -> None:
         self.seconds = seconds
         self.what = what
+        self.silence = silence
         self._at = anyio.current_time() + seconds
+
+    def touch(self) -> None:
+        """Something arrived: with `silence`, the full time is allowed again from now."""
+        if self.silence:
+            self._at = anyio.current_time() + self.seconds
 
     @contextmanager
     def scope(self) -> Iterator[None]:
@@ -82,9 +91,13 @@ class Deadline:
             with anyio.fail_after(remaining):
                 yield
         except TimeoutError as exc:
+            said = (
+                f"was silent for {self.seconds:g} s (no text, progress or keep-alive)"
+                if self.silence
+                else f"gave no complete answer within {self.seconds:g} s"
+            )
             raise ModelTimeoutError(
-                f"{self.what} gave no complete answer within {self.seconds:g} s; "
-                "raise model.timeout_s if the endpoint is just slow"
+                f"{self.what} {said}; raise model.timeout_s if the endpoint is just slow"
             ) from exc
         except httpx.TimeoutException as exc:
             raise ModelTimeoutError(f"{self.what} timed out: {type(exc).__name__}: {exc}") from exc
@@ -203,8 +216,13 @@ def parse_json_object(text: str, *, what: str) -> JsonObject:
     return data
 
 
-async def read_capped(response: httpx.Response, *, limit: int, what: str, truncate: bool = False) -> str:
+async def read_capped(
+    response: httpx.Response, *, limit: int, what: str, deadline: Deadline, truncate: bool = False
+) -> str:
     """The body of a streamed `response`, read chunk by chunk and never past `limit` bytes.
+
+    Each chunk is read under `deadline` (and touches it: leading keep-alive whitespace a
+    server sends while it works keeps a silence deadline from firing).
 
     Raises:
         ModelResponseError: the body is larger than `limit` (unless `truncate`: then its
@@ -219,7 +237,13 @@ async def read_capped(response: httpx.Response, *, limit: int, what: str, trunca
         raise ModelResponseError(too_big)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    source = response.aiter_bytes()
+    while True:
+        with deadline.scope():
+            chunk = await anext(source, None)
+        if chunk is None:
+            break
+        deadline.touch()
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
@@ -286,15 +310,14 @@ class Endpoint:
         it as a JSON object."""
         with deadline.scope():
             response = await self.http.send(self._request(body, stream=False), stream=True)
+        deadline.touch()
         try:
             if not response.is_success:
-                with deadline.scope():
-                    error = await read_capped(
-                        response, limit=MAX_ERROR_BODY_BYTES, what=self.what, truncate=True
-                    )
+                error = await read_capped(
+                    response, limit=MAX_ERROR_BODY_BYTES, what=self.what, deadline=deadline, truncate=True
+                )
                 self._raise_for_status(response, error)
-            with deadline.scope():
-                text = await read_capped(response, limit=MAX_BODY_BYTES, what=self.what)
+            text = await read_capped(response, limit=MAX_BODY_BYTES, what=self.what, deadline=deadline)
         finally:
             with anyio.move_on_after(5, shield=True):
                 await response.aclose()
@@ -307,11 +330,11 @@ class Endpoint:
             response = await self.http.send(self._request(body, stream=True), stream=True)
         try:
             if not response.is_success:
-                with deadline.scope():
-                    error = await read_capped(
-                        response, limit=MAX_ERROR_BODY_BYTES, what=self.what, truncate=True
-                    )
+                error = await read_capped(
+                    response, limit=MAX_ERROR_BODY_BYTES, what=self.what, deadline=deadline, truncate=True
+                )
                 self._raise_for_status(response, error)
+            deadline.touch()
             yield response
         finally:
             # Shielded so a cancelled caller still hands the connection back; bounded so a

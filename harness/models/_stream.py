@@ -10,6 +10,7 @@ the response and no cancel scope spans the consumer's code.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -17,12 +18,14 @@ from typing import Protocol
 
 from harness.errors import ModelResponseError
 from harness.models._http import Deadline, snippet
-from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
+from harness.models.base import ModelEvent, ModelTextDelta, PromptProgress, ReplyDone
 from harness.types import Message, ModelReply, ToolCall
 
 __all__ = [
     "MAX_EVENT_CHARS",
+    "MAX_LINE_CHARS",
     "MAX_REPLY_CHARS",
+    "PROGRESS_COMMENT",
     "ReplyBudget",
     "SSEDecoder",
     "SSEEvent",
@@ -30,7 +33,9 @@ __all__ = [
     "StaticEvents",
     "StreamAccumulator",
     "cap_reply",
+    "progress_event",
     "split_text",
+    "sse_lines",
 ]
 
 MAX_REPLY_CHARS = 1_000_000
@@ -43,7 +48,58 @@ so nothing unbounded reaches the transcript, the trace or state.db.
 MAX_EVENT_CHARS = 8_000_000
 """The most characters one server-sent event may carry before the stream is refused."""
 
+MAX_LINE_CHARS = MAX_EVENT_CHARS
+"""The longest line of a stream that is read; a longer one is refused, never buffered whole."""
+PROGRESS_COMMENT = ": keel-progress "
+"""How keel's embedded server reports prefill progress: an SSE comment (which every other
+client ignores) followed by `{"done": N, "total": M}` in prompt tokens."""
+
 _FIELDS = frozenset({"data", "event", "id", "retry"})
+
+
+async def sse_lines(
+    chunks: AsyncIterator[str], *, what: str, limit: int = MAX_LINE_CHARS
+) -> AsyncIterator[str]:
+    """The lines of a text stream (ended by CRLF, LF or CR, as SSE allows), without their endings.
+
+    Unlike `httpx.Response.aiter_lines`, a line that runs on past `limit` characters without
+    ending is refused (`ModelResponseError`) instead of being buffered until memory runs out.
+    """
+    buf = ""
+    async for chunk in chunks:
+        buf += chunk
+        start = 0
+        while True:
+            cr, lf = buf.find("\r", start), buf.find("\n", start)
+            end = min(i for i in (cr, lf) if i >= 0) if cr >= 0 or lf >= 0 else -1
+            if end < 0 or (end == cr and cr == len(buf) - 1):
+                break  # no line end yet, or a CR that may be the first half of a CRLF
+            yield buf[start:end]
+            start = end + (2 if buf.startswith("\r\n", end) else 1)
+        buf = buf[start:]
+        if len(buf) > limit:
+            raise ModelResponseError(
+                f"{what} sent a stream line longer than {limit:,} characters without ending; the stream "
+                "was refused (check model.base_url points at a chat-completions server)"
+            )
+    if buf.endswith("\r"):
+        buf = buf[:-1]
+    if buf:
+        yield buf
+
+
+def progress_event(line: str) -> PromptProgress | None:
+    """The prefill progress a keel comment line carries (None for any other line)."""
+    if not line.startswith(PROGRESS_COMMENT):
+        return None
+    try:
+        data = json.loads(line[len(PROGRESS_COMMENT) :])
+    except ValueError:
+        return None
+    done, total = (data.get("done"), data.get("total")) if isinstance(data, dict) else (None, None)
+    if isinstance(done, int) and isinstance(total, int):
+        return PromptProgress(done, total)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +223,11 @@ class StreamAccumulator(Protocol):
 class SSEReplyStream:
     """Iterates a streamed reply as `ModelTextDelta`s then one `ReplyDone`.
 
+    Every line read touches the deadline (a silence deadline then starts again), and keel's
+    prefill-progress comments become `PromptProgress` events.
+
     Args:
-        lines: The response's line iterator (`httpx.Response.aiter_lines()`).
+        lines: The response's lines (`sse_lines(response.aiter_text(), ...)`).
         accumulator: The provider's stream parser.
         deadline: The call's deadline; every read runs inside its scope.
     """
@@ -204,7 +263,11 @@ class SSEReplyStream:
                 self._eof = True
                 event = self._decoder.close()
             else:
+                self._deadline.touch()
                 event = self._decoder.feed(line)
+                progress = progress_event(line)
+                if progress is not None:
+                    self._pending.append(progress)
         if event is not None:
             self._pending.extend(ModelTextDelta(text) for text in self._acc.feed(event) if text)
 

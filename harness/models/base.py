@@ -9,7 +9,7 @@ from typing import Literal, Protocol, TypeAlias
 
 from harness.types import ModelReply, ModelRequest
 
-__all__ = ["ModelClient", "ModelEvent", "ModelTextDelta", "ReplyDone", "provider_name"]
+__all__ = ["ModelClient", "ModelEvent", "ModelTextDelta", "PromptProgress", "ReplyDone", "provider_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,13 +28,24 @@ class ReplyDone:
     kind: Literal["reply_done"] = "reply_done"
 
 
-ModelEvent: TypeAlias = ModelTextDelta | ReplyDone
+@dataclass(frozen=True, slots=True)
+class PromptProgress:
+    """The server is still reading the prompt: `done` of `total` prompt tokens are in its
+    state (keel's embedded server reports this during a long prefill; others never do)."""
+
+    done: int
+    total: int
+    kind: Literal["prompt_progress"] = "prompt_progress"
+
+
+ModelEvent: TypeAlias = ModelTextDelta | PromptProgress | ReplyDone
 
 
 class ModelClient(Protocol):
     """A chat model endpoint.
 
-    `stream` yields zero or more `ModelTextDelta`s and then exactly one `ReplyDone`; errors are
+    `stream` yields zero or more `ModelTextDelta`s (and `PromptProgress`es, before the text)
+    and then exactly one `ReplyDone`; errors are
     raised as `harness.errors.ModelError` subclasses, never as third-party exceptions.
     """
 

@@ -67,7 +67,9 @@ async def open_model(
             if m.base_url:
                 # An already-running llama.cpp-style server: talk to it, do not start one.
                 yield _retrying(
-                    local_client(client, m.base_url, m.name or "local", m.timeout_s), config, on_retry
+                    local_client(client, m.base_url, m.name or "local", m.timeout_s, streaming=m.stream),
+                    config,
+                    on_retry,
                 )
                 return
             async with start_local_model(
@@ -84,40 +86,48 @@ async def open_model(
                 server=_server_options(config, home),
             ) as lm:
                 yield _retrying(
-                    local_client(client, lm.base_url, lm.model, m.timeout_s, api_key=lm.api_key),
+                    local_client(
+                        client, lm.base_url, lm.model, m.timeout_s, api_key=lm.api_key, streaming=m.stream
+                    ),
                     config,
                     on_retry,
                 )
             return
-        key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
-        key = env.get(key_env)
-        if not m.name:
-            raise ConfigError(
-                f"model.name is required for provider {m.provider!r}; set it in the config file"
-            )
-        if m.provider == "anthropic":
-            if not key:
-                raise ConfigError(f"no Anthropic API key: set the environment variable {key_env}")
-            inner: ModelClient = AnthropicClient(
-                client,
-                base_url=m.base_url or _DEFAULT_URL["anthropic"],
-                model=m.name,
-                api_key=key,
-                cache_ttl=m.cache_ttl,
-                default_max_tokens=m.max_output_tokens,
-                timeout_s=m.timeout_s,
-                api_key_env=key_env,
-            )
-        else:
-            inner = OpenAIClient(
-                client,
-                base_url=m.base_url or _DEFAULT_URL["openai"],
-                model=m.name,
-                api_key=key,
-                timeout_s=m.timeout_s,
-                api_key_env=key_env,
-            )
-        yield _retrying(inner, config, on_retry)
+        yield _retrying(_remote(client, config, env), config, on_retry)
+
+
+def _remote(client: httpx.AsyncClient, config: KeelConfig, env: Mapping[str, str]) -> ModelClient:
+    """The client of a remote provider (`openai` or `anthropic`), its key read from `env`."""
+    m = config.model
+    key_env = m.api_key_env or _DEFAULT_KEY_ENV[m.provider]
+    key = env.get(key_env)
+    if not m.name:
+        raise ConfigError(f"model.name is required for provider {m.provider!r}; set it in the config file")
+    if m.provider == "anthropic":
+        if not key:
+            raise ConfigError(f"no Anthropic API key: set the environment variable {key_env}")
+        inner: ModelClient = AnthropicClient(
+            client,
+            base_url=m.base_url or _DEFAULT_URL["anthropic"],
+            model=m.name,
+            api_key=key,
+            cache_ttl=m.cache_ttl,
+            default_max_tokens=m.max_output_tokens,
+            timeout_s=m.timeout_s,
+            api_key_env=key_env,
+            streaming=m.stream,
+        )
+    else:
+        inner = OpenAIClient(
+            client,
+            base_url=m.base_url or _DEFAULT_URL["openai"],
+            model=m.name,
+            api_key=key,
+            timeout_s=m.timeout_s,
+            api_key_env=key_env,
+            streaming=m.stream,
+        )
+    return inner
 
 
 def _server_options(config: KeelConfig, home: Path) -> ServerOptions:
@@ -135,13 +145,28 @@ def _server_options(config: KeelConfig, home: Path) -> ServerOptions:
 
 
 def local_client(
-    http: httpx.AsyncClient, base_url: str, model: str, timeout_s: float, *, api_key: str | None = None
+    http: httpx.AsyncClient,
+    base_url: str,
+    model: str,
+    timeout_s: float,
+    *,
+    api_key: str | None = None,
+    streaming: bool = True,
 ) -> OpenAIClient:
     """The client for keel's embedded model server (or any llama.cpp-style local server):
     plain OpenAI chat completions — native `role: tool` results, streaming with tools.
-    `api_key`: the embedded server's bearer token (`LocalModel.api_key`)."""
+    `api_key`: the embedded server's bearer token (`LocalModel.api_key`). `timeout_s`
+    measures silence: a local prefill may take minutes on a busy machine, and keel's server
+    reports its progress."""
     return OpenAIClient(
-        http, base_url=base_url, model=model, timeout_s=timeout_s, api_key=api_key, provider_name="llama.cpp"
+        http,
+        base_url=base_url,
+        model=model,
+        timeout_s=timeout_s,
+        api_key=api_key,
+        provider_name="llama.cpp",
+        silence_timeout=True,
+        streaming=streaming,
     )
 
 

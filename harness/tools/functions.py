@@ -18,8 +18,11 @@ The name is the function's (or the decorator's `name`), the description its docs
 to an `Args:` section, and the parameters a JSON schema that pydantic builds from the
 signature (`Annotated[..., Field(description=...)]` documents one). The model's arguments
 are validated before the call; what fails validation is returned to the model as a tool
-error and the session goes on. A sync function runs in a worker thread, never on the event
-loop; each call is bounded by the tool's timeout and its text by the output cap.
+error and the session goes on. Where a function runs is `workers.py`: a sync one on a daemon
+thread, an async one on the tool loop, never on the session's event loop; each call is bounded
+by the tool's timeout (a function that does not stop is abandoned) and its text by the output
+cap. Anything it raises, `SystemExit` included, is a tool error; an async function that
+blocks its loop is reported with a warning.
 
 A function that cannot be a tool (no type annotation, `*args`, a type with no JSON schema,
 a bad name) is refused when the session opens, with a `ConfigError` that says why.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import logging
 import re
 import typing
 from collections.abc import Callable, Sequence
@@ -37,15 +41,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-import anyio
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.errors import PydanticUserError
 
 from harness.errors import ConfigError
+from harness.events import Event, Warning
 from harness.tools.arguments import ArgumentsError, describe_validation, model_schema, parse_arguments
 from harness.tools.cut import cap_text
 from harness.tools.registry import ToolOutput, error_json
+from harness.tools.workers import BLOCKED_S, run_async, run_sync
 from harness.types import JsonObject, ToolSpec
 
 __all__ = ["PythonTool", "ToolFunction", "import_tool", "python_tool", "python_tools", "tool"]
@@ -57,6 +61,8 @@ F = TypeVar("F", bound=ToolFunction)
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _OPTIONS_ATTR = "__keel_tool__"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,18 +180,36 @@ class PythonTool:
         except ValidationError as exc:
             return ToolOutput(error_json(describe_validation(exc)), True)
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
-        value: object = None
-        with anyio.move_on_after(self.timeout_s) as scope:
-            if self._async:
-                value = await self._fn(**kwargs)  # type: ignore[misc]  # checked: a coroutine function
-            else:
-                # A sync function cannot be interrupted: on timeout its thread is abandoned.
-                value = await anyio.to_thread.run_sync(partial(self._fn, **kwargs), abandon_on_cancel=True)
-        if scope.cancelled_caught:
-            return ToolOutput(
-                error_json(f"tool {self._spec.name!r} timed out after {self.timeout_s:g} s"), True
-            )
-        return ToolOutput(cap_text(_as_text(value), self.max_output_chars))
+        name = self._spec.name
+        if self._async:
+            outcome = await run_async(partial(self._fn, **kwargs), timeout_s=self.timeout_s)  # type: ignore[arg-type]  # checked: a coroutine function
+        else:
+            outcome = await run_sync(partial(self._fn, **kwargs), name=name, timeout_s=self.timeout_s)
+        if outcome.timed_out:
+            return ToolOutput(error_json(f"tool {name!r} timed out after {self.timeout_s:g} s"), True)
+        events = _blocked(name, outcome.blocked_s)
+        if outcome.error is not None:
+            log.warning("tool %r failed", name, exc_info=outcome.error)
+            return ToolOutput(error_json(f"tool {name!r} failed: {_describe(outcome.error)}"), True, events)
+        return ToolOutput(cap_text(_as_text(outcome.value), self.max_output_chars), events=events)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called exit({exc.code!r}) (SystemExit); the session goes on"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _blocked(name: str, seconds: float) -> tuple[Event, ...]:
+    """A warning when an async tool stalled its event loop (a blocking call inside it)."""
+    if seconds < BLOCKED_S:
+        return ()
+    message = (
+        f"tool {name!r} blocked its event loop for {seconds:.1f} s (a blocking call such as time.sleep "
+        "inside an async function); make it a plain def (it runs on a thread) or use anyio.to_thread.run_sync"
+    )
+    log.warning("%s", message)
+    return (Warning(message),)
 
 
 def python_tool(fn: ToolFunction, *, timeout_s: float = 60.0, max_output_chars: int = 200_000) -> PythonTool:

@@ -6,8 +6,9 @@ A tool is anything with a `spec` (name, description, JSON schema) and an async
 `RawTool` hands it to a handler that validates on its own (the memory tool, provider tools).
 
 Nothing a model sends can raise out of the registry: unknown tools, invalid JSON, arguments
-that fail validation, a tool that crashes or runs past its timeout — each becomes an error
-result the model can read and correct. Only cancellation propagates.
+that fail validation, a tool that crashes (with any `BaseException`, `SystemExit` included) or
+runs past its timeout — each becomes an error result the model can read and correct. Only the
+session's own cancellation propagates.
 """
 
 from __future__ import annotations
@@ -247,7 +248,11 @@ class ToolRegistry:
         with anyio.move_on_after(self.timeout_s):
             try:
                 result = await tool(call.arguments)
-            except Exception as exc:  # a crashing tool must not end the session
+            except anyio.get_cancelled_exc_class():
+                raise  # the session's own cancellation (or this call's timeout)
+            except (
+                BaseException
+            ) as exc:  # SystemExit, KeyboardInterrupt…: a crashing tool must not end the session
                 log.warning("tool %r failed", call.name, exc_info=True)
                 return ToolOutput(error_json(f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"), True)
         if result is None:

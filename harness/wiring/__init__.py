@@ -9,8 +9,24 @@
 # opened once), `resume.py` (continuing a recorded session on any worker), `migrate.py` (a
 # home copied into PostgreSQL).
 # `harness.loop` never imports this package.
-from harness.wiring.open import OpenedSession, open_session
-from harness.wiring.options import SessionHandles, SessionOptions
-from harness.wiring.stores import Stores, open_stores
+import typing
+
+from harness._lazy import lazy_names as _lazy_names
+
+if typing.TYPE_CHECKING:
+    from harness.wiring.open import OpenedSession, open_session
+    from harness.wiring.options import SessionHandles, SessionOptions
+    from harness.wiring.stores import Stores, open_stores
+
+# Imported on first use (`harness._lazy`): the CLI's store commands import
+# `harness.wiring.scoped` without the loop, the model clients and the tools behind `open`.
+__getattr__ = _lazy_names(
+    globals(),
+    {
+        "harness.wiring.open": ("OpenedSession", "open_session"),
+        "harness.wiring.options": ("SessionHandles", "SessionOptions"),
+        "harness.wiring.stores": ("Stores", "open_stores"),
+    },
+)
 
 __all__ = ["OpenedSession", "SessionHandles", "SessionOptions", "Stores", "open_session", "open_stores"]

@@ -14,7 +14,6 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from memory import MemoryStore, Principal, SnapshotPolicy
 from memory.curated import CuratedBackend
-from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
 
@@ -72,6 +71,10 @@ def meaning_check(config: KeelConfig) -> MeaningCheck | None:
     m = config.memory
     if m.meaning_check == "never":
         return None
+    # Here, not at import: the semantic package brings numpy, and the CLI's store commands
+    # import this module without ever building a meaning check.
+    from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
+
     reason = embedder_unavailable_reason()
     if reason is not None:
         if m.meaning_check == "always":

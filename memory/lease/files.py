@@ -24,17 +24,22 @@ import anyio.to_thread
 from memory.errors import SessionStoreError
 from memory.lease.contract import LocalGate, busy
 
-__all__ = ["FileLease"]
+__all__ = ["FileLease", "try_lock", "unlock"]
 
 _SAFE = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
 
-def _try_lock(path: Path) -> int | None:
-    """An open descriptor holding the lock, or None when another process holds it."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(
-        path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600
-    )
+def try_lock(path: Path, *, create: bool = True) -> int | None:
+    """An open descriptor holding the lock, or None when another process holds it. Blocking.
+
+    With `create=False` a missing file raises `FileNotFoundError` (nobody holds a lease
+    whose file was never made). Record locks belong to the process: closing any other
+    descriptor of the file drops them, so a process that holds leases must not probe them.
+    """
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | (os.O_CREAT if create else 0), 0o600)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -43,7 +48,8 @@ def _try_lock(path: Path) -> int | None:
     return fd
 
 
-def _unlock(fd: int) -> None:
+def unlock(fd: int) -> None:
+    """Release a lock `try_lock` took and close its descriptor."""
     with contextlib.suppress(OSError):
         fcntl.lockf(fd, fcntl.LOCK_UN)
     os.close(fd)
@@ -73,7 +79,7 @@ class FileLease:
     async def _acquire(self, path: Path) -> int:
         while True:
             try:
-                fd = await anyio.to_thread.run_sync(_try_lock, path)  # blocking: open + lockf
+                fd = await anyio.to_thread.run_sync(try_lock, path)  # blocking: open + lockf
             except OSError as exc:
                 raise SessionStoreError(
                     f"could not create the session lease {str(path)!r}: {exc.strerror or exc}; check that the "
@@ -93,7 +99,7 @@ class FileLease:
                 try:
                     yield
                 finally:
-                    _unlock(fd)  # fast, never blocks
+                    unlock(fd)  # fast, never blocks
                 return
         raise busy(session_id, self.wait_s)
 

@@ -28,12 +28,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from memory.scanner._types import Finding
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["DEFAULT_MEANING_THRESHOLD", "MeaningCheck", "MeaningProbe", "SentenceEmbedder", "load_probe"]
 
@@ -69,6 +70,8 @@ class MeaningProbe:
 
     def scores(self, vectors: NDArray[np.float32]) -> list[float]:
         """The probability of "attack" for each row of `vectors`."""
+        import numpy as np  # here, not at import: the scanner loads with every memory command
+
         logits = vectors.astype(np.float64) @ np.asarray(self.weights, dtype=np.float64) + self.bias
         return [1.0 / (1.0 + math.exp(-float(z))) for z in logits]
 

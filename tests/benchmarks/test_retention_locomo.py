@@ -30,10 +30,11 @@ def test_the_report_ends_with_the_gain_of_the_best_arm_and_its_lower_bound() -> 
     )
     lines = report(state, ["off", "memory_only", "forced"])
     assert lines[-1].startswith("retention_gain 0.7500 ci_low 0.")
-    low = float(lines[-1].split()[-1])
+    assert lines[-1].endswith(" wrong_memories 0")
+    low = float(lines[-1].split()[3])
     assert 0.5 < low < 0.75
     assert "memory_only" in lines[-2]
-    rows = [line.split() for line in lines[1:-2]]
+    rows = [line.split() for line in lines[1:-2] if "wrong_memories" not in line]
     # per arm: depth 1, depth 2, and `last` (every item after the last compression)
     assert [(r[0], r[1]) for r in rows if r[0] == "memory_only"] == [
         ("memory_only", "1"),
@@ -44,4 +45,4 @@ def test_the_report_ends_with_the_gain_of_the_best_arm_and_its_lower_bound() -> 
 
 def test_without_off_there_is_no_gain() -> None:
     state = LongState(outcomes=_outcomes("memory_only", [1.0, 0.0]))
-    assert report(state, ["memory_only"])[-1] == "retention_gain - ci_low -"
+    assert report(state, ["memory_only"])[-1] == "retention_gain - ci_low - wrong_memories -"

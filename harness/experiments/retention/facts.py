@@ -14,6 +14,13 @@ one place so both measure the same thing:
   ends: a name in a list of forty identifiers does not say who the user is).
 
 `units` cuts what the model sees into such pieces (lines, and long lines into sentences).
+
+A conversation may also list `must_not`: what a memory must never say (`{id, match, unless}`).
+A saved entry is a *wrong memory* when it has every term of one `match` alternative as whole
+words and none of the `unless` texts (plain lower-case substrings, so `n't` and `if ` work):
+"exam board uses 9.81" where the user said never 9.81. So is an entry that copies a chat line
+whole with its speaker ("Caroline: The support group has made me…"): a line of talk is not
+a fact (`copied_line`). `wrong_memory` applies both.
 """
 
 from __future__ import annotations
@@ -31,17 +38,31 @@ from harness.errors import ConfigError
 __all__ = [
     "MAX_UNIT",
     "FactConversation",
+    "MustNot",
     "PlantedFact",
+    "chat_lines",
+    "copied_line",
     "fact_in",
     "fact_in_text",
     "has_term",
     "load_facts",
     "units",
+    "wrong_memory",
 ]
 
 MAX_UNIT = 300
 """The longest piece of text a fact may be found in (the local-flush entry limit)."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SPEAKER = re.compile(r"^[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?: ")
+_COPIED = 60
+"""Characters of a chat line (with its speaker) an entry must hold to count as a copy of it."""
+_SHORTEST = 30
+"""A chat line shorter than this ("user: ok, thanks") is too short to tell a copy by."""
+# scripts written without spaces between words: a term in them is found as a substring, and
+# a Latin term next to them ("用Figma做") still stands as a word
+_UNSPACED_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_UNSPACED = re.compile(f"[{_UNSPACED_CHARS}]")
+_WORD_CHAR = f"[^\\W{_UNSPACED_CHARS}]|[+#]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +74,65 @@ class PlantedFact:
 
 
 @dataclass(frozen=True, slots=True)
+class MustNot:
+    """What no memory entry may say: every term of one `match` alternative, none of `unless`."""
+
+    id: str
+    match: tuple[tuple[str, ...], ...]
+    unless: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class FactConversation:
-    """One conversation of a facts file: its messages, in order, and the facts it plants."""
+    """One conversation of a facts file: its messages, in order, the facts it plants, and
+    what a memory of it must not say."""
 
     id: str
     messages: tuple[tuple[Literal["user", "assistant"], str], ...]
     facts: tuple[PlantedFact, ...]
+    must_not: tuple[MustNot, ...] = ()
 
 
 def has_term(text: str, term: str) -> bool:
-    """`term` occurs in `text` as a whole word, ignoring case."""
-    return re.search(r"(?<![\w+#])" + re.escape(term) + r"(?![\w+#])", text, re.I) is not None
+    """`term` occurs in `text` as a whole word, ignoring case (in Chinese or Japanese, which
+    put no space between words, anywhere)."""
+    if _UNSPACED.search(term):
+        return term.lower() in text.lower()
+    return re.search(f"(?<!{_WORD_CHAR})" + re.escape(term) + f"(?!{_WORD_CHAR})", text, re.I) is not None
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def chat_lines(lines: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """Each line of talk as `Speaker: words` (a line without a speaker's name gets its role)."""
+    out: list[str] = []
+    for role, text in lines:
+        for line in text.splitlines():
+            line = line.strip()
+            said = _flat(line if _SPEAKER.match(line) else f"{role}: {line}")
+            if len(said) >= _SHORTEST and not line.startswith("("):
+                out.append(said)
+    return tuple(out)
+
+
+def copied_line(entry: str, lines: Iterable[str]) -> str | None:
+    """The chat line (from `chat_lines`) `entry` copies whole with its speaker, if any: its
+    first `_COPIED` characters, speaker included, as they were said."""
+    flat = _flat(entry)
+    return next((line for line in lines if line[:_COPIED] in flat), None)
+
+
+def wrong_memory(entry: str, rules: Iterable[MustNot], lines: Iterable[str]) -> str | None:
+    """Why `entry` is a wrong memory (the `must_not` id, or `copied line`), or None."""
+    low = entry.lower()
+    for rule in rules:
+        if any(all(has_term(entry, t) for t in alt) for alt in rule.match) and not any(
+            u in low for u in rule.unless
+        ):
+            return rule.id
+    return "copied line" if copied_line(entry, lines) is not None else None
 
 
 def fact_in(unit: str, fact: PlantedFact) -> bool:
@@ -105,6 +174,19 @@ def _facts(raw: Iterable[object], where: str) -> tuple[PlantedFact, ...]:
     return tuple(out)
 
 
+def _must_not(raw: Iterable[object], where: str) -> tuple[MustNot, ...]:
+    out: list[MustNot] = []
+    for f in raw:
+        unless = f.get("unless", []) if isinstance(f, dict) else None
+        if not isinstance(f, dict) or "id" not in f or not isinstance(f.get("match"), list):
+            raise ConfigError(f"{where}: each `must_not` needs an `id` and a `match` list of term lists")
+        if not isinstance(unless, list):
+            raise ConfigError(f"{where}: `must_not` {f['id']!r}: `unless` must be a list of texts")
+        alts = tuple(tuple(str(t).lower() for t in alt) for alt in f["match"] if isinstance(alt, list))
+        out.append(MustNot(str(f["id"]), alts, tuple(str(u).lower() for u in unless)))
+    return tuple(out)
+
+
 def load_facts(path: Path) -> tuple[FactConversation, ...]:
     """Read a facts file (a blocking read; run it in a worker thread).
 
@@ -126,5 +208,12 @@ def load_facts(path: Path) -> tuple[FactConversation, ...]:
         if not isinstance(c, dict) or not isinstance(c.get("messages"), list):
             raise ConfigError(f"{where} needs `id`, `messages` and `facts`")
         messages = tuple((_role(m.get("role"), where), str(m.get("content", ""))) for m in c["messages"])
-        out.append(FactConversation(str(c.get("id", n + 1)), messages, _facts(c.get("facts") or [], where)))
+        out.append(
+            FactConversation(
+                str(c.get("id", n + 1)),
+                messages,
+                _facts(c.get("facts") or [], where),
+                _must_not(c.get("must_not") or [], where),
+            )
+        )
     return tuple(out)

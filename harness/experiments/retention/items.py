@@ -19,7 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.experiments.retention.facts import FactConversation, PlantedFact, fact_in_text
+from harness.experiments.retention.facts import (
+    FactConversation,
+    MustNot,
+    PlantedFact,
+    chat_lines,
+    fact_in_text,
+)
 from harness.experiments.retention.scores import (
     ADVERSARIAL,
     RETENTION_SOURCES,
@@ -71,6 +77,10 @@ class LongReplay:
     system_note: str = ""
     excluded: tuple[str, ...] = field(default=())
     """Item ids left out because the filler alone matches them."""
+    must_not: tuple[MustNot, ...] = field(default=())
+    """What no saved memory may say (ids prefixed with their conversation's)."""
+    chat: tuple[str, ...] = field(default=())
+    """The lines of talk as `Speaker: words` (`facts.chat_lines`): no memory copies one whole."""
 
 
 def score_item(item: Item, sources: Mapping[RetentionSource, str]) -> ItemScore:
@@ -94,7 +104,13 @@ def facts_replay(name: str, conversations: Sequence[FactConversation], filler: R
     filler_text = "\n".join(line.content for line in filler.lines)
     excluded = tuple(i.id for i in items if i.fact is not None and fact_in_text(filler_text, i.fact))
     kept = tuple(i for i in items if i.id not in excluded)
-    return LongReplay(name, (*lines, *filler.lines), kept, "", excluded)
+    rules = tuple(
+        MustNot(f"{conv.id}/{m.id}", m.match, m.unless) for conv in conversations for m in conv.must_not
+    )
+    every = (*lines, *filler.lines)
+    return LongReplay(
+        name, every, kept, "", excluded, rules, chat_lines((line.role, line.content) for line in every)
+    )
 
 
 def questions_replay(replay: RetentionReplay) -> LongReplay:
@@ -109,7 +125,8 @@ def questions_replay(replay: RetentionReplay) -> LongReplay:
             continue
         said_at = max(where[d] for d in q.evidence)
         items.append(Item(f"q{q.index}", "question", said_at, question=q))
-    return LongReplay(replay.name, replay.lines, tuple(items), replay.system_note)
+    chat = chat_lines((line.role, line.content) for line in replay.lines)
+    return LongReplay(replay.name, replay.lines, tuple(items), replay.system_note, chat=chat)
 
 
 def fact_groups(

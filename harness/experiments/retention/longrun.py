@@ -16,8 +16,10 @@ Arms (each in a fresh keel home, the same lines, the same compression points):
 
 The first arm fixes the compression points (`LongPlan`); all requests go through one
 `SharedReplies`, so the summaries — the same middles in every arm — are generated once.
-Scoring needs no model (`items.score_item`). `state` carries what is done: resumed runs skip
-the (replay, arm) pairs it holds and reuse its plans.
+Scoring needs no model (`items.score_item`). Precision needs none either: every entry an arm
+saved is checked against the replay's `must_not` rules and its chat lines
+(`facts.wrong_memory`), and the ones that fail are the arm's `wrong_memories`. `state`
+carries what is done: resumed runs skip the (replay, arm) pairs it holds and reuse its plans.
 """
 
 from __future__ import annotations
@@ -31,9 +33,17 @@ from typing import Literal, cast, get_args
 from pydantic import JsonValue
 
 from harness.config import DEFAULT_FLUSH_CHUNK_TOKENS, KeelConfig
+from harness.experiments.retention.facts import wrong_memory
 from harness.experiments.retention.items import LongReplay, score_item
 from harness.experiments.retention.long import LongPlan, Snapshot, run_long_arm
-from harness.experiments.retention.outcomes import Outcome, outcome_from_json, outcome_json
+from harness.experiments.retention.outcomes import (
+    Outcome,
+    depth_rows,
+    depth_table,
+    final_gain,
+    outcome_from_json,
+    outcome_json,
+)
 from harness.experiments.retention.scores import RetentionSource
 from harness.experiments.retention.shared_replies import SharedReplies
 from harness.experiments.runner import apply_overrides
@@ -44,9 +54,12 @@ __all__ = [
     "LongArmName",
     "LongOptions",
     "LongState",
+    "WrongMemory",
     "long_overrides",
+    "report_lines",
     "run_long_retention",
     "score_snapshots",
+    "wrong_memories",
 ]
 
 LongArmName = Literal[
@@ -82,13 +95,26 @@ class LongOptions:
     flush_chunk_tokens: int = DEFAULT_FLUSH_CHUNK_TOKENS
 
 
+@dataclass(frozen=True, slots=True)
+class WrongMemory:
+    """An entry an arm saved that says what it must not (`rule`: a `must_not` id, or
+    `copied line`)."""
+
+    replay: str
+    arm: str
+    rule: str
+    entry: str
+
+
 @dataclass(slots=True)
 class LongState:
-    """What a run has done: its outcomes, each replay's plan, each arm's snapshots (JSON)."""
+    """What a run has done: its outcomes, each replay's plan, each arm's snapshots (JSON),
+    and the wrong memories each arm saved."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     plans: dict[str, LongPlan] = field(default_factory=dict)
     arms: list[dict[str, JsonValue]] = field(default_factory=list)
+    wrong: list[WrongMemory] = field(default_factory=list)
 
     def done(self, replay: str, arm: str) -> bool:
         return any(a.get("replay") == replay and a.get("arm") == arm for a in self.arms)
@@ -99,6 +125,9 @@ class LongState:
             "plans": {k: list(p.compress_after) for k, p in self.plans.items()},
             "arms": list(self.arms),
             "outcomes": [outcome_json(o) for o in self.outcomes],
+            "wrong_memories": [
+                {"replay": w.replay, "arm": w.arm, "rule": w.rule, "entry": w.entry} for w in self.wrong
+            ],
         }
 
     @classmethod
@@ -106,6 +135,7 @@ class LongState:
         plans = raw.get("plans")
         outcomes = raw.get("outcomes")
         arms = raw.get("arms")
+        wrong = raw.get("wrong_memories")
         return cls(
             outcomes=[outcome_from_json(o) for o in outcomes if isinstance(o, dict)]
             if isinstance(outcomes, list)
@@ -116,6 +146,11 @@ class LongState:
                 if isinstance(v, list)
             },
             arms=[a for a in arms if isinstance(a, dict)] if isinstance(arms, list) else [],
+            wrong=[
+                WrongMemory(str(w.get("replay")), str(w.get("arm")), str(w.get("rule")), str(w.get("entry")))
+                for w in (wrong if isinstance(wrong, list) else [])
+                if isinstance(w, dict)
+            ],
         )
 
 
@@ -172,6 +207,44 @@ def score_snapshots(replay: LongReplay, arm: str, snaps: Sequence[Snapshot]) -> 
                 )
             )
     return out
+
+
+def _entry(saved: str) -> str:
+    """A snapshot's `target: content` line without its target."""
+    target, sep, content = saved.partition(": ")
+    return content if sep and target in ("memory", "user") else saved
+
+
+def wrong_memories(replay: LongReplay, arm: str, snaps: Sequence[Snapshot]) -> list[WrongMemory]:
+    """The distinct entries the arm saved that are wrong memories (`facts.wrong_memory`)."""
+    entries = dict.fromkeys(_entry(e) for snap in snaps for e in snap.saved)
+    out: list[WrongMemory] = []
+    for entry in entries:
+        rule = wrong_memory(entry, replay.must_not, replay.chat)
+        if rule is not None:
+            out.append(WrongMemory(replay.name, arm, rule, entry))
+    return out
+
+
+def report_lines(state: LongState, arms: Sequence[str]) -> list[str]:
+    """The per-depth table, each arm's wrong memories, the best arm, and the headline as the
+    last line: `retention_gain X ci_low Y wrong_memories Z` (Z: the best arm's)."""
+    rows = depth_rows(state.outcomes, arms)
+    lines = depth_table(rows)
+    for arm in arms:
+        mine = [w for w in state.wrong if w.arm == arm]
+        lines.append(f"{arm}: wrong_memories {len(mine)}")
+        lines += [f"  [{w.rule}] {w.entry}" for w in mine]
+    best = final_gain(rows)
+    if best is None:
+        return [*lines, "retention_gain - ci_low - wrong_memories -"]
+    arm, gain = best
+    wrong = sum(1 for w in state.wrong if w.arm == arm)
+    return [
+        *lines,
+        f"best arm after the last compression: {arm} (n={gain.n}, 95% CI [{gain.low:+.4f}, {gain.high:+.4f}])",
+        f"retention_gain {gain.mean:.4f} ci_low {gain.low:.4f} wrong_memories {wrong}",
+    ]
 
 
 def _arm_json(replay: str, arm: str, snaps: Sequence[Snapshot], wall_s: float) -> dict[str, JsonValue]:
@@ -245,6 +318,7 @@ async def run_long_retention(
             )
             state.plans.setdefault(replay.name, plan)
             state.outcomes += score_snapshots(replay, arm, snaps)
+            state.wrong += wrong_memories(replay, arm, snaps)
             state.arms.append(_arm_json(replay.name, arm, snaps, time.monotonic() - started))
             on_arm(state)
     return state

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 import httpx
 
 from harness.models._http import Deadline, Endpoint
-from harness.models._stream import SSEReplyStream
+from harness.models._stream import SSEReplyStream, StaticEvents, sse_lines
 from harness.models.anthropic._stream import AnthropicStreamAccumulator
 from harness.models.anthropic._wire import CacheTTL, build_body, parse_message
 from harness.models.base import ModelEvent
@@ -40,6 +40,7 @@ class AnthropicClient:
         extra_headers: Added to every request (e.g. `anthropic-beta`).
         api_key_env: The environment variable named when the API refuses the key.
         clock: Unix time, for `Retry-After` dates.
+        streaming: False sends every request unstreamed (`model.stream: false`).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class AnthropicClient:
         extra_headers: Mapping[str, str] | None = None,
         api_key_env: str = "ANTHROPIC_API_KEY",
         clock: Callable[[], float] = time.time,
+        streaming: bool = True,
     ) -> None:
         headers = {**(extra_headers or {}), "x-api-key": api_key, "anthropic-version": anthropic_version}
         self._model = model
@@ -65,6 +67,7 @@ class AnthropicClient:
         self._default_max_tokens = default_max_tokens
         self._timeout_s = timeout_s
         self._api_key_env = api_key_env
+        self._streaming = streaming
         self._endpoint = Endpoint(
             http,
             base_url.rstrip("/") + "/v1/messages",
@@ -102,6 +105,10 @@ class AnthropicClient:
     @asynccontextmanager
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         """Send `request` with `stream: true`; yields `ModelTextDelta`s then one `ReplyDone`."""
+        if not self._streaming:
+            reply = await self.complete(request)
+            yield StaticEvents(reply, [reply.message.content])
+            return
         body, breakpoints = build_body(
             request,
             model=self._model,
@@ -118,4 +125,6 @@ class AnthropicClient:
                 breakpoints=breakpoints,
                 cache_ttl=self._ttl,
             )
-            yield SSEReplyStream(response.aiter_lines(), accumulator, deadline)
+            yield SSEReplyStream(
+                sse_lines(response.aiter_text(), what=self._endpoint.what), accumulator, deadline
+            )

@@ -19,26 +19,67 @@ file in the same directory, fsynced, then renamed: a reader never sees half a fi
 whole cache is bounded in bytes and files; the least recently used files go first (a
 read refreshes a file's mtime).
 
+Only regular files are read: anything else found there (a FIFO, a device, a link) is
+refused with a message in the server's log and left alone.
+
 Blocking: call from the engine's worker thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import stat
 import struct
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.models.local._prefix import Saved, common_prefix
 
-__all__ = ["DiskPrefixCache", "fingerprint"]
+__all__ = ["DiskPrefixCache", "NotRegularFileError", "fingerprint", "open_regular"]
 
 _MAGIC = b"KEELKV1\n"
 _SUFFIX = ".kv"
+
+
+class NotRegularFileError(OSError):
+    """A cache path that is not a regular file (a FIFO, a device, a symbolic link)."""
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading, if it is a regular file.
+
+    Opened non-blocking and without following links, then checked: a FIFO left in the cache
+    directory would otherwise block the engine's thread (and every request) forever.
+
+    Raises:
+        NotRegularFileError: anything but a regular file, with what to do about it.
+    """
+    refusal = (
+        f"{path} in the prefix cache is not a regular file ({{}}); it is ignored. "
+        "Remove it: keel writes only regular files there"
+    )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularFileError(refusal.format("a symbolic link")) from exc
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device, socket or directory"
+            raise NotRegularFileError(refusal.format(kind))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def fingerprint(settings: Mapping[str, str | int | None]) -> str:
@@ -94,7 +135,11 @@ class DiskPrefixCache:
             self._index = []
             with contextlib.suppress(OSError):
                 for path in sorted(self.dir.glob(f"*{_SUFFIX}")):
-                    entry = self._read_index(path)
+                    try:
+                        entry = self._read_index(path)
+                    except NotRegularFileError as exc:
+                        print(f"keel local model: {exc}", file=sys.stderr, flush=True)
+                        continue  # not ours: left alone, never read
                     if entry is None:
                         path.unlink(missing_ok=True)  # not ours to trust: gone, rewritten on demand
                     else:
@@ -141,7 +186,7 @@ class DiskPrefixCache:
 
     def _read_index(self, path: Path) -> Saved[Path] | None:
         try:
-            with path.open("rb") as fh:
+            with open_regular(path) as fh:
                 head = self._read_head(fh)
                 if head is None:
                     return None
@@ -150,6 +195,8 @@ class DiskPrefixCache:
                 if checked is None or fh.tell() + checked.state_size != path.stat().st_size:
                     return None
                 scope = header.get("scope_name")
+        except NotRegularFileError:
+            raise
         except OSError:
             return None
         if not isinstance(scope, str) or _scope_id(scope) != header.get("scope"):
@@ -173,10 +220,16 @@ class DiskPrefixCache:
     def load(self, entry: Saved[Path]) -> bytes | None:
         """The state bytes of `entry`, verified; None (and the file deleted) when it fails a check."""
         try:
-            with entry.payload.open("rb") as fh:
+            with open_regular(entry.payload) as fh:
                 head = self._read_head(fh)
                 checked = None if head is None else self._check(entry.payload, head[0], head[1])
                 data = fh.read() if checked is not None else b""
+        except NotRegularFileError as exc:
+            # replaced since it was indexed: refused, left alone, forgotten
+            print(f"keel local model: {exc}", file=sys.stderr, flush=True)
+            if self._index is not None:
+                self._index = [e for e in self._index if e is not entry]
+            return None
         except OSError:
             checked, data = None, b""
         ok = (

@@ -50,7 +50,17 @@ from harness.modelfiles import TOOL_CALL_OPEN, Part, TemplateRenderer
 from harness.models.local._disk import DiskPrefixCache
 from harness.models.local._prefix import PrefixPolicy, RamStates, Saved, common_prefix, plan_resume
 
-__all__ = ["Engine", "Generation", "Kv", "Llm", "Prepared", "RequestError", "Sampler"]
+__all__ = [
+    "PREFILL_CHUNK",
+    "Engine",
+    "Generation",
+    "Kv",
+    "Llm",
+    "Prepared",
+    "Progress",
+    "RequestError",
+    "Sampler",
+]
 
 JsonDict = dict[str, JsonValue]
 Mode = Literal["auto", "none", "forced"]
@@ -61,6 +71,10 @@ class RequestError(Exception):
 
 
 Sampler = Callable[[list[int], float, "JsonDict | None", list[int]], Iterator[int]]
+Progress = Callable[[int, int], None]
+"""Told `(prompt tokens the live state holds, prompt tokens in all)` as prefill goes on."""
+PREFILL_CHUNK = 256
+"""Prompt tokens evaluated between two progress reports (and two looks at `cancelled`)."""
 
 
 class Llm(Protocol):
@@ -382,7 +396,25 @@ class Engine:
             self.kv.reset()
         self.live_scope = req.scope
 
-    def _save_stable(self, req: Prepared) -> None:
+    def _prefill(
+        self, tokens: Sequence[int], progress: Progress, cancelled: threading.Event, *, total: int
+    ) -> bool:
+        """Evaluate `tokens` into the live state `PREFILL_CHUNK` at a time, reporting each chunk.
+
+        Returns False when `cancelled` stopped it (the live state then holds a prefix of
+        `tokens`, which is still a valid state to resume from).
+        """
+        held = common_prefix(self.kv.tokens(), tokens)
+        at = held
+        while at < len(tokens):
+            if cancelled.is_set():
+                return False
+            at = min(at + PREFILL_CHUNK, len(tokens))
+            self.kv.advance(tokens[:at])
+            progress(at, total)
+        return True
+
+    def _save_stable(self, req: Prepared, progress: Progress, cancelled: threading.Event) -> None:
         """Evaluate the stable prefix first and keep it on disk, when no file has it yet."""
         disk, k = self.disk, req.stable
         if disk is None or k < disk.min_tokens or k >= len(req.tokens):
@@ -390,7 +422,8 @@ class Engine:
         prefix = req.tokens[:k]
         if common_prefix(self.kv.tokens(), prefix) >= k or disk.has(prefix, req.scope):
             return
-        self.kv.advance(prefix)
+        if not self._prefill(prefix, progress, cancelled, total=len(req.tokens)):
+            return
         try:
             disk.save(prefix, req.scope, self.kv.snapshot())
         except OSError as exc:
@@ -399,13 +432,26 @@ class Engine:
             )
 
     def generate(
-        self, req: Prepared, on_text: Callable[[str], None], cancelled: threading.Event
+        self,
+        req: Prepared,
+        on_text: Callable[[str], None],
+        cancelled: threading.Event,
+        progress: Progress | None = None,
     ) -> Generation:
-        """Run one generation (blocking; hold `lock`). `on_text` gets each decoded piece."""
+        """Run one generation (blocking; hold `lock`). `on_text` gets each decoded piece.
+
+        The prompt is prefilled in chunks before sampling starts, each reported to `progress`,
+        so a long prefill is seen to move (and stops early when `cancelled`).
+        """
         started = time.perf_counter()
+        report = progress or (lambda _done, _total: None)
         self.route(req)
         cached = self.cached_prefix(req.tokens)
-        self._save_stable(req)
+        report(cached, len(req.tokens))
+        self._save_stable(req, report, cancelled)
+        # All but the last prompt token: sampling evaluates that one itself, for fresh logits.
+        if not self._prefill(req.tokens[: len(req.tokens) - 1], report, cancelled, total=len(req.tokens)):
+            return _cancelled(req, cached, started)
         return self._sample_reply(req, on_text, cancelled, cached, started)
 
     def _sample_reply(
@@ -457,3 +503,9 @@ class Engine:
             predicted_ms=(end - first) * 1000,
             finish=finish,
         )
+
+
+def _cancelled(req: Prepared, cached: int, started: float) -> Generation:
+    """What a request stopped during its prefill reports: nothing generated."""
+    ms = (time.perf_counter() - started) * 1000
+    return Generation("", len(req.tokens), cached, 0, ms, 0.0, "cancelled")

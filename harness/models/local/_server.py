@@ -2,9 +2,14 @@
 
 Routes: `GET /v1/models`, `POST /v1/chat/completions` (streamed or not, with tools), and
 `GET /health`. One generation runs at a time, in a worker thread, under the engine's lock;
-a request that arrives meanwhile waits its turn. When a client goes away (a closed stream,
-or a dropped connection while it waits for a whole reply) generation stops at the next
-token instead of running on and holding up everyone else.
+a request that arrives meanwhile waits its turn. When a client goes away generation stops
+at the next prefill chunk or token instead of running on and holding up everyone else.
+
+The server never falls silent while it works, so a client may time out on silence alone:
+a streamed reply carries prefill progress as SSE comments (`: keel-progress {"done": N,
+"total": M}`, one per prefill chunk) and a `: keel-alive` comment while a tool call is
+being written and held back; an unstreamed reply sends its headers at once and a space
+(JSON's leading whitespace) for each prefill chunk and every `KEEPALIVE_PIECES` pieces.
 
 Hardening (the server listens on loopback, where every local process can reach it):
 - every request carries `Authorization: Bearer <token>`, a secret made per process by
@@ -37,7 +42,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -50,7 +55,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from harness.modelfiles import TOOL_CALL_OPEN
-from harness.models.local._engine import Engine, Generation, Prepared, RequestError
+from harness.models._stream import PROGRESS_COMMENT
+from harness.models.local._engine import Engine, Generation, Prepared, Progress, RequestError
 from harness.models.local._reply import ParsedCall, parse_reply
 
 __all__ = ["MAX_DEPTH", "ServerLimits", "build_app", "hold_back"]
@@ -58,6 +64,8 @@ __all__ = ["MAX_DEPTH", "ServerLimits", "build_app", "hold_back"]
 JsonDict = dict[str, JsonValue]
 MAX_DEPTH = 64
 """The deepest JSON nesting a request may have (a chat request needs about 8)."""
+KEEPALIVE_PIECES = 16
+"""Generated pieces that may pass without anything sent before a keep-alive goes out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +187,17 @@ def _wire_calls(calls: tuple[ParsedCall, ...], *, stream: bool) -> list[JsonValu
 
 
 async def _run(
-    engine: Engine, req: Prepared, cancelled: threading.Event, on_text: object = None
+    engine: Engine,
+    req: Prepared,
+    cancelled: threading.Event,
+    on_text: Callable[[str], None],
+    progress: Progress,
 ) -> Generation:
     def work() -> Generation:
         with engine.lock:
             if cancelled.is_set():
                 raise anyio.get_cancelled_exc_class()()
-            gen = engine.generate(req, on_text if callable(on_text) else (lambda _: None), cancelled)
+            gen = engine.generate(req, on_text, cancelled, progress)
         # One log line per request, worded like llama.cpp's own, so log readers keep working.
         print(
             f"request ({req.mode}): {gen.prompt_tokens} prompt tokens, {gen.cached_tokens} prefix-match hit, "
@@ -197,14 +209,6 @@ async def _run(
         return gen
 
     return await anyio.to_thread.run_sync(work)
-
-
-async def _watch_disconnect(request: Request, cancelled: threading.Event) -> None:
-    while not cancelled.is_set():
-        if await request.is_disconnected():
-            cancelled.set()
-            return
-        await anyio.sleep(0.25)
 
 
 def _completion(engine: Engine, req: Prepared, gen: Generation) -> JsonDict:
@@ -235,36 +239,59 @@ def _chunk(engine: Engine, cid: str, delta: JsonDict, finish: str | None = None)
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-async def _stream(engine: Engine, req: Prepared) -> AsyncIterator[str]:
-    cid = f"chatcmpl-{uuid.uuid4().hex}"
-    cancelled = threading.Event()
-    send, receive = anyio.create_memory_object_stream[str](math.inf)
-    result: list[Generation] = []
-    text: list[str] = []
+def _progress_line(done: int, total: int) -> str:
+    """An SSE comment: clients ignore it, keel's reads it as prefill progress (`PROGRESS_COMMENT`)."""
+    return f"{PROGRESS_COMMENT}{json.dumps({'done': done, 'total': total})}\n\n"
+
+
+async def _generation(
+    engine: Engine, req: Prepared, cancelled: threading.Event, result: list[Generation]
+) -> AsyncIterator[str | tuple[int, int]]:
+    """Runs one generation; yields its text pieces and its prefill progress `(done, total)`."""
+    send, receive = anyio.create_memory_object_stream[str | tuple[int, int]](math.inf)
 
     def on_text(piece: str) -> None:
         anyio.from_thread.run_sync(send.send_nowait, piece)
 
+    def progress(done: int, total: int) -> None:
+        anyio.from_thread.run_sync(send.send_nowait, (done, total))
+
     async def produce() -> None:
         async with send:
-            result.append(await _run(engine, req, cancelled, on_text))
+            result.append(await _run(engine, req, cancelled, on_text, progress))
 
-    yield _chunk(engine, cid, {"role": "assistant", "content": ""})
-    sent = 0
     try:
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(produce)
-            async for piece in receive:
-                text.append(piece)
-                if req.mode == "forced":
-                    continue  # the reply is the call's arguments: nothing to show as text
-                so_far = "".join(text)
-                ready = hold_back(so_far)
-                if ready > sent:
-                    yield _chunk(engine, cid, {"content": so_far[sent:ready]})
-                    sent = ready
+            async for item in receive:
+                yield item
     finally:
         cancelled.set()  # the client went away (or we are done): stop generating
+
+
+async def _stream(engine: Engine, req: Prepared) -> AsyncIterator[str]:
+    cid = f"chatcmpl-{uuid.uuid4().hex}"
+    cancelled = threading.Event()
+    result: list[Generation] = []
+    text: list[str] = []
+    yield _chunk(engine, cid, {"role": "assistant", "content": ""})
+    sent = 0
+    quiet = 0  # pieces generated since anything was sent (a held-back tool call)
+    async for item in _generation(engine, req, cancelled, result):
+        if isinstance(item, tuple):
+            yield _progress_line(*item)
+            continue
+        text.append(item)
+        so_far = "".join(text)
+        # in forced mode the reply is the call's arguments: nothing to show as text
+        ready = 0 if req.mode == "forced" else hold_back(so_far)
+        if ready > sent:
+            yield _chunk(engine, cid, {"content": so_far[sent:ready]})
+            sent, quiet = ready, 0
+        else:
+            quiet += 1
+            if quiet % KEEPALIVE_PIECES == 0:
+                yield ": keel-alive\n\n"  # held text is still being written: not silence
     gen = result[0]
     out = _outcome(req, gen)
     emitted = "".join(text)[:sent]
@@ -349,12 +376,12 @@ def build_app(engine: Engine, *, token: str, limits: ServerLimits | None = None)
                 req = await anyio.to_thread.run_sync(engine.prepare, parsed)
             except RequestError as exc:
                 return _error(400, str(exc))
+            streaming = True
             if req.stream:
-                streaming = True
                 return StreamingResponse(
                     _admitted(_stream(engine, req), admitted), media_type="text/event-stream"
                 )
-            return JSONResponse(_completion(engine, req, await _whole(engine, req, request)))
+            return StreamingResponse(_admitted(_whole(engine, req), admitted), media_type="application/json")
         finally:
             if not streaming:
                 admitted[0] -= 1
@@ -391,14 +418,15 @@ async def _admitted(stream: AsyncIterator[str], admitted: list[int]) -> AsyncIte
         admitted[0] -= 1
 
 
-async def _whole(engine: Engine, req: Prepared, request: Request) -> Generation:
+async def _whole(engine: Engine, req: Prepared) -> AsyncIterator[str]:
+    """A whole (unstreamed) reply, its headers sent at once and a space sent for each prefill
+    chunk and every `KEEPALIVE_PIECES` generated pieces: JSON allows leading whitespace, and
+    a client that measures silence sees a request that is still moving."""
     cancelled = threading.Event()
     result: list[Generation] = []
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_watch_disconnect, request, cancelled)
-        try:
-            result.append(await _run(engine, req, cancelled))
-        finally:
-            cancelled.set()
-            tg.cancel_scope.cancel()
-    return result[0]
+    pieces = 0
+    async for item in _generation(engine, req, cancelled, result):
+        pieces += isinstance(item, str)
+        if isinstance(item, tuple) or pieces % KEEPALIVE_PIECES == 0:
+            yield " "
+    yield json.dumps(_completion(engine, req, result[0]), ensure_ascii=False)

@@ -7,7 +7,17 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.experiments.retention.facts import PlantedFact, fact_in, fact_in_text, load_facts, units
+from harness.experiments.retention.facts import (
+    MustNot,
+    PlantedFact,
+    chat_lines,
+    fact_in,
+    fact_in_text,
+    has_term,
+    load_facts,
+    units,
+    wrong_memory,
+)
 
 DB = PlantedFact("database", (("postgresql", "16"), ("postgres", "16")))
 LANG = PlantedFact("lang", (("c++",),))
@@ -61,14 +71,25 @@ def test_the_shipped_facts_files_load() -> None:
     own = load_facts(root / "local_flush_conversations.yaml")
     held = load_facts(root / "facts_heldout.yaml")
     held2 = load_facts(root / "facts_heldout2.yaml")
+    held3 = load_facts(root / "facts_heldout3.yaml")
     assert sum(len(c.facts) for c in held) == 46 and len(held) == 12
     assert sum(len(c.facts) for c in held2) == 48 and len(held2) == 12
-    assert len(own) == 12
+    assert sum(len(c.facts) for c in held3) == 24 and len(held3) == 8
+    assert len(own) == 14
+    # every file has traps: things a memory of it must not say
+    for convs in (own, held, held2, held3):
+        assert sum(len(c.must_not) for c in convs) >= 8
 
 
-@pytest.mark.parametrize(
-    "name", ["local_flush_conversations.yaml", "facts_heldout.yaml", "facts_heldout2.yaml"]
-)
+FACT_FILES = [
+    "local_flush_conversations.yaml",
+    "facts_heldout.yaml",
+    "facts_heldout2.yaml",
+    "facts_heldout3.yaml",
+]
+
+
+@pytest.mark.parametrize("name", FACT_FILES)
 def test_every_shipped_fact_is_said_whole_in_one_message_of_its_conversation(name: str) -> None:
     # a term YAML turned into something else (an unquoted `no` reads as false) or a typo
     # would make a fact no entry can ever match
@@ -83,3 +104,53 @@ def test_a_long_list_of_identifiers_is_one_unit_and_too_long_to_hold_a_fact() ->
     assert len(index) > 300
     assert not fact_in_text(index, DB)
     assert not fact_in_text(index, PlantedFact("name", (("sam",),)))
+
+
+@pytest.mark.parametrize("name", FACT_FILES)
+def test_every_trap_is_said_in_its_conversation_so_a_memory_could_fall_into_it(name: str) -> None:
+    root = Path(__file__).resolve().parents[4] / "benchmarks"
+    for conv in load_facts(root / name):
+        said = "\n".join(text for _, text in conv.messages)
+        for rule in conv.must_not:
+            assert any(all(has_term(said, t) for t in alt) for alt in rule.match), f"{conv.id}/{rule.id}"
+            # and the conversation's own planted facts never trip it
+            planted = [" ".join(alt) for f in conv.facts for alt in f.match]
+            assert not [p for p in planted if wrong_memory(p, [rule], ())], f"{conv.id}/{rule.id}"
+
+
+GRAVITY = MustNot("gravity", (("9.81",),), ("never", "not", "n't"))
+ORM = MustNot("orm", (("orm",),))
+
+
+def test_a_wrong_memory_has_every_term_of_an_alternative_as_whole_words_and_no_unless_text() -> None:
+    assert wrong_memory("Exam board uses 9.81", [GRAVITY], ()) == "gravity"
+    assert wrong_memory("Uses g = 9.8, never 9.81 (exam board)", [GRAVITY], ()) is None
+    assert wrong_memory("Doesn't use 9.81", [GRAVITY], ()) is None  # `n't` as a plain substring
+    assert wrong_memory("Uses g = 9.8", [GRAVITY], ()) is None
+    assert wrong_memory("Prefers an ORM for queries", [ORM], ()) == "orm"
+    assert wrong_memory("Infrastructure changes only through Terraform", [ORM], ()) is None
+
+
+def test_an_entry_copying_a_chat_line_with_its_speaker_is_a_wrong_memory() -> None:
+    lines = chat_lines(
+        [
+            ("assistant", "Caroline: The support group has made me feel accepted and given me courage."),
+            ("user", "Hi! I'm Sam O'Neill. I maintain a small Rust web service called quill."),
+            ("user", "ok thanks"),
+        ]
+    )
+    assert "ok thanks" not in " ".join(lines)  # too short to tell a copy by
+    copied = "Caroline: The support group has made me feel accepted and given me courage to embrace"
+    assert wrong_memory(copied, [], lines) == "copied line"
+    assert wrong_memory(
+        "User: Hi! I'm Sam O'Neill. I maintain a small Rust web service called quill.", [], lines
+    )
+    assert wrong_memory("Sam O'Neill maintains a small Rust web service called quill.", [], lines) is None
+    assert wrong_memory("Caroline finds her support group accepting.", [], lines) is None
+
+
+def test_terms_in_scripts_without_spaces_match_inside_a_sentence() -> None:
+    assert has_term("我平时用Figma做设计", "figma")
+    assert has_term("用户叫王丽，是设计师", "王丽")
+    assert has_term("Меня зовут Андрей", "андрей")
+    assert not has_term("Андрейка", "андрей")

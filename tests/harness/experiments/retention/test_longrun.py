@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harness.experiments.retention.facts import FactConversation, PlantedFact, load_facts
+from harness.experiments.retention.facts import FactConversation, MustNot, PlantedFact, load_facts
 from harness.experiments.retention.items import (
     LongReplay,
     fact_groups,
@@ -14,7 +14,7 @@ from harness.experiments.retention.items import (
     group_size,
     questions_replay,
 )
-from harness.experiments.retention.longrun import LongOptions, LongState, run_long_retention
+from harness.experiments.retention.longrun import LongOptions, LongState, report_lines, run_long_retention
 from harness.experiments.retention.outcomes import depth_rows, final_gain
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.models.scripted import ReplyLike
@@ -179,3 +179,43 @@ async def test_by_default_every_fact_of_a_session_is_said_before_its_first_compr
         depths.setdefault(f"{o.replay}/{o.item}", set()).add(o.depth)
     assert len(depths) == sum(len(r.items) for r in replays) > 50
     assert all(d == {1, 2, 3} for d in depths.values())
+
+
+async def test_an_arm_that_saves_what_the_user_denied_reports_it_as_a_wrong_memory(tmp_path: Path) -> None:
+    conv = FactConversation(
+        "editor",
+        (
+            ("user", "I'm Sam. I never use Emacs, only vim, and my team lead is the Emacs fan."),
+            ("assistant", "OK."),
+        ),
+        (PlantedFact("editor", (("vim",),)),),
+        (MustNot("emacs", (("emacs",),), ("never", "not", "lead")),),
+    )
+
+    def reply(request: ModelRequest) -> ReplyLike:
+        if request.purpose == "flush" and "never use Emacs" in "\n".join(m.content for m in request.messages):
+            return say("user: Sam uses Emacs.\nuser: Sam never uses Emacs; he uses vim.")
+        return say("Dana talked about her garden and the weather.")
+
+    state = await run_long_retention(
+        [facts_replay("facts", (conv,), _filler())],
+        config(session_search__enabled="false"),
+        model=ScriptedModel([respond(reply)] * 400),
+        root=tmp_path,
+        arms=("off", "memory_only"),
+        options=LongOptions(window=WINDOW, compressions=2),
+    )
+    assert [(w.arm, w.rule, w.entry) for w in state.wrong] == [
+        ("memory_only", "editor/emacs", "Sam uses Emacs.")
+    ]
+    lines = report_lines(state, ["off", "memory_only"])
+    assert "memory_only: wrong_memories 1" in lines and "  [editor/emacs] Sam uses Emacs." in lines
+    assert lines[-1].startswith("retention_gain ") and lines[-1].endswith(" wrong_memories 1")
+    # the count survives the JSON a run is resumed and reported from
+    assert LongState.from_json(state.to_json()).wrong == state.wrong
+
+
+def test_a_replay_knows_its_chat_lines_with_their_speakers() -> None:
+    replay = _replay()
+    assert "user: hi, i'm sam and i use vim for everything." in replay.chat
+    assert any(line.startswith("dana: day 1 was about the garden") for line in replay.chat)

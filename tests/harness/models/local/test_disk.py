@@ -112,3 +112,33 @@ def test_a_prefix_saved_for_one_scope_is_not_offered_to_another(tmp_path: Path) 
     assert cache.best(list(range(50)), "bob") == (None, 0)
     found, shared = _cache(tmp_path).best(list(range(50)), "alice")
     assert found is not None and shared == 40 and _cache(tmp_path).load(found) == b"state"
+
+
+def test_a_fifo_in_the_cache_is_refused_with_a_message_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _process(tmp_path)
+    f = _only_file(tmp_path)
+    f.unlink()
+    os.mkfifo(f)  # where the saved prefix was: nobody will ever write to it
+    os.mkfifo(f.with_name("0" * 64 + ".kv"))
+    done: list[Generation] = []
+    worker = threading.Thread(target=lambda: done.append(_process(tmp_path)[1]), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the engine hung on a FIFO"
+    assert done[0].cached_tokens == 0 and done[0].text == "ok"
+    err = capsys.readouterr().err
+    assert err.count("in the prefix cache is not a regular file (a FIFO); it is ignored. Remove it") == 2
+    assert stat.S_ISFIFO(f.with_name("0" * 64 + ".kv").lstat().st_mode), "left alone"
+
+
+def test_a_symbolic_link_in_the_cache_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _process(tmp_path)
+    f = _only_file(tmp_path)
+    target = tmp_path / "elsewhere.kv"
+    f.rename(target)
+    f.symlink_to(target)
+    _, gen, _ = _process(tmp_path)
+    assert gen.cached_tokens == 0
+    assert "not a regular file (a symbolic link)" in capsys.readouterr().err

@@ -12,7 +12,7 @@ from pydantic import JsonValue
 
 from harness.modelfiles import ChatTemplate, TemplateRenderer
 from harness.models.local._disk import DiskPrefixCache
-from harness.models.local._engine import Engine, RequestError
+from harness.models.local._engine import PREFILL_CHUNK, Engine, RequestError
 from harness.models.local._prefix import PrefixPolicy, common_prefix
 
 CHATML = (
@@ -213,6 +213,34 @@ def test_generation_stops_at_the_next_token_once_cancelled() -> None:
 
     gen = engine.generate(engine.prepare(_body()), on_text, cancelled)
     assert gen.text == "abc" and gen.finish == "cancelled"
+
+
+def test_prefill_is_reported_chunk_by_chunk_and_evaluates_each_token_once() -> None:
+    engine, _, llm = _engine("ok", n_ctx=4000)
+    long = _body(messages=[{"role": "user", "content": "x" * (2 * PREFILL_CHUNK + 50)}])
+    req = engine.prepare(long)
+    seen: list[tuple[int, int]] = []
+    gen = engine.generate(
+        req, lambda _: None, threading.Event(), lambda done, total: seen.append((done, total))
+    )
+    n = len(req.tokens)
+    assert gen.text == "ok" and gen.cached_tokens == 0
+    assert seen == [(0, n), (PREFILL_CHUNK, n), (2 * PREFILL_CHUNK, n), (n - 1, n)]
+    assert llm.evaluated == n  # the chunks plus the last token sampling evaluates: no token twice
+
+
+def test_a_request_cancelled_during_prefill_stops_before_sampling() -> None:
+    engine, script, llm = _engine("ok", n_ctx=4000)
+    req = engine.prepare(_body(messages=[{"role": "user", "content": "x" * (3 * PREFILL_CHUNK)}]))
+    cancelled = threading.Event()
+
+    def progress(done: int, _total: int) -> None:
+        if done >= PREFILL_CHUNK:
+            cancelled.set()
+
+    gen = engine.generate(req, lambda _: None, cancelled, progress)
+    assert gen.finish == "cancelled" and gen.text == "" and script.calls == []
+    assert llm.evaluated == PREFILL_CHUNK
 
 
 @pytest.mark.parametrize(

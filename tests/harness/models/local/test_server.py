@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from harness.errors import ModelRequestError
-from harness.models.base import ModelTextDelta, ReplyDone
+from harness.models.base import ModelTextDelta, PromptProgress, ReplyDone
 from harness.models.factory import local_client
-from harness.models.local._engine import Engine
+from harness.models.local._engine import PREFILL_CHUNK, Engine
 from harness.models.local._server import ServerLimits, build_app, hold_back
 from harness.types import Message, ModelRequest, ToolSpec
 from tests.harness.models.local.test_engine import _engine
@@ -111,6 +111,37 @@ async def test_a_second_request_sharing_the_prefix_reports_cached_tokens() -> No
     # the shared prefix is the system and first user turns.
     shared = len("<|system|>You keep notes.\n<|user|>I'm Sam O'Neill & co.\n")
     assert second.usage is not None and second.usage.cache_read == shared
+
+
+LONG = "x" * (2 * PREFILL_CHUNK + 20)
+
+
+async def test_a_long_prefill_streams_its_progress_before_the_text() -> None:
+    http, _ = _client("Hi.")
+    async with http:
+        client = local_client(http, "http://local/v1", "fake", 30)
+        request = ModelRequest(system="", messages=(Message("user", LONG),))
+        seen: list[object] = []
+        async with client.stream(request) as events:
+            seen = [ev async for ev in events]
+    progress = [ev for ev in seen if isinstance(ev, PromptProgress)]
+    total = progress[0].total
+    assert [p.done for p in progress] == [0, PREFILL_CHUNK, 2 * PREFILL_CHUNK, total - 1]
+    assert seen.index(progress[-1]) < min(i for i, ev in enumerate(seen) if isinstance(ev, ModelTextDelta))
+    done = seen[-1]
+    assert isinstance(done, ReplyDone) and done.reply.usage is not None and done.reply.usage.input == total
+
+
+async def test_an_unstreamed_reply_is_kept_alive_with_leading_spaces() -> None:
+    http, _ = _client("Hi.")
+    async with http:
+        body = {"messages": [{"role": "user", "content": LONG}]}
+        r = await http.post("/v1/chat/completions", json=body)
+        reply = await local_client(http, "http://local/v1", "fake", 30).complete(
+            ModelRequest(system="", messages=(Message("user", LONG),))
+        )
+    assert r.status_code == 200 and r.text.startswith("    ")  # one space per progress report
+    assert r.json()["choices"][0]["message"]["content"] == "Hi." and reply.message.content == "Hi."
 
 
 async def test_a_bad_request_is_a_400_the_client_reports_clearly() -> None:
