@@ -32,8 +32,10 @@ __all__ = [
     "TurnProvenance",
     "Untrusted",
     "derived_from",
+    "holds_recall",
     "own_words",
     "pasted_part",
+    "recall_free",
     "untrusted_of",
 ]
 
@@ -91,6 +93,23 @@ _PASTE_START = re.compile(
     r"|(?:from|subject|to|cc|date|sent)\s{0,3}:\s{0,3}\S[^\n]{0,200}\n(?:[ \t]{0,3}(?:from|subject|to|cc|date|sent)\s{0,3}:))",
     re.IGNORECASE | re.MULTILINE,
 )
+
+
+# Recall rides on the user message inside a `<memory-context>` fence (prompts/fence.py): it is
+# memory read back, never something anyone said now, so no write path may learn from it. An
+# unclosed fence runs to the end of the text.
+_RECALL = re.compile(r"<\s*memory-context\s*>.*?(?:<\s*/\s*memory-context\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_RECALL_TAG = re.compile(r"<\s*/?\s*memory-context\s*>", re.IGNORECASE)
+
+
+def recall_free(text: str) -> str:
+    """`text` without recalled memory: every `<memory-context>` block and stray fence tag."""
+    return _RECALL_TAG.sub(" ", _RECALL.sub(" ", text))
+
+
+def holds_recall(text: str) -> bool:
+    """`text` has a `<memory-context>` block or tag in it."""
+    return _RECALL_TAG.search(text) is not None
 
 
 def own_words(user_text: str) -> str:

@@ -1,28 +1,34 @@
 """`keel memory list|show|add|remove|path|pending|confirm|discard`: the curated memory
-(MEMORY.md / USER.md) from a shell, and the writes held for the user's confirmation."""
+(MEMORY.md / USER.md) from a shell, and the writes held for the user's confirmation.
+
+Every verb acts on the backend `storage.backend` names (`harness.wiring.stores.open_place`):
+the home's files, or the PostgreSQL rows every worker's sessions read.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 from collections.abc import Awaitable, Callable
-from typing import cast, get_args
+from dataclasses import dataclass
+from typing import TypeVar, cast, get_args
 
 import anyio
 
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import KeelError
 from harness.wiring.scoped import curated_store, shared_memory_store
+from harness.wiring.stores import curated_scopes, open_place
 from memory import (
     AmbiguousMatchError,
     MemoryLayerError,
     MemoryStore,
     MemoryTarget,
     NoMatchError,
-    PendingWrites,
     StoreFullError,
     WriteResult,
 )
+from memory.curated import HeldWrites, PendingWrite
 from memory.provenance import ORIGIN_LABELS
 
 __all__ = ["register"]
@@ -36,9 +42,31 @@ def preview(entry: str, width: int = 80) -> str:
     return flat if len(flat) <= width else flat[:width] + "..."
 
 
-def _store(args: argparse.Namespace) -> MemoryStore:
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """What a verb works on: the principal's curated store, the shared workspace's (read-only,
+    when the config names one), and the writes held for confirmation, all on one backend."""
+
+    store: MemoryStore
+    shared: MemoryStore | None
+    held: HeldWrites
+
+
+def _with_memory(args: argparse.Namespace, work: Callable[[_Memory], Awaitable[T]]) -> T:
+    """Open the configured backend, run `work` on the principal's memory, close it."""
     cfg, principal = principal_from_args(args)
-    return curated_store(cfg, cfg.resolved_home(os.environ), principal, policy="frozen")
+    home = cfg.resolved_home(os.environ)
+
+    async def main() -> T:
+        async with open_place(cfg, home) as place:
+            store = curated_store(cfg, home, principal, policy="frozen", backend=place.curated(principal))
+            shared = shared_memory_store(cfg, home, principal, stores=place)
+            return await work(_Memory(store, shared, place.held(principal, home)))
+
+    return anyio.run(main)
 
 
 def _targets(args: argparse.Namespace) -> tuple[MemoryTarget, ...]:
@@ -64,9 +92,8 @@ def _user_error(exc: MemoryLayerError, target: MemoryTarget) -> KeelError:
 def _run_write(
     args: argparse.Namespace, action: Callable[[MemoryStore], Awaitable[WriteResult]]
 ) -> WriteResult:
-    store = _store(args)
     try:
-        return anyio.run(action, store)
+        return _with_memory(args, lambda memory: action(memory.store))
     except MemoryLayerError as exc:
         raise _user_error(exc, cast("MemoryTarget", args.target)) from exc
 
@@ -95,10 +122,14 @@ def _remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def _loaded(args: argparse.Namespace) -> MemoryStore:
-    store = _store(args)
-    anyio.run(store.load)
-    return store
+def _loaded(args: argparse.Namespace) -> _Memory:
+    async def load(memory: _Memory) -> _Memory:
+        await memory.store.load()
+        if memory.shared is not None:
+            await memory.shared.load()
+        return memory
+
+    return _with_memory(args, load)
 
 
 def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
@@ -122,7 +153,7 @@ def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    store = _loaded(args)
+    store = _loaded(args).store
     blocks: list[str] = []
     for target in _targets(args):
         problems = _status_lines(store, target)
@@ -145,11 +176,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    store = _loaded(args)
-    cfg, principal = principal_from_args(args)
-    shared = shared_memory_store(cfg, cfg.resolved_home(os.environ), principal)
-    if shared is not None:
-        anyio.run(shared.load)
+    memory = _loaded(args)
+    store, shared = memory.store, memory.shared
     blocks: list[str] = []
     for target in _targets(args):
         problems = _status_lines(store, target)
@@ -166,19 +194,36 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    store = _store(args)
-    rows = [("memories", store.directory)]
-    if store.path("user").parent != store.directory:  # a workspace's MEMORY.md beside a user's USER.md
-        rows.append(("memories (user)", store.path("user").parent))
-    rows += [(FILE_NAMES[t], store.path(t)) for t in _TARGETS]
-    rows.append(("ARCHIVE.jsonl", store.archive_path))
+    cfg, principal = principal_from_args(args)
+    home = cfg.resolved_home(os.environ)
+    rows: list[tuple[str, object]]
+    if cfg.storage.backend != "files":  # said without connecting: `path` never needs the server
+        memory_scope, user_scope = curated_scopes(principal)
+        rows = [
+            ("server", cfg.sessions.location(home)),
+            ("MEMORY.md", f"table curated_docs, scope {memory_scope!r}"),
+            ("USER.md", f"table curated_docs, scope {user_scope!r}"),
+            ("archive", "table curated_archive"),
+            ("held writes", f"table curated_pending, scope {memory_scope!r}"),
+        ]
+    else:
+        store = curated_store(cfg, home, principal, policy="frozen")
+        rows = [("memories", store.directory)]
+        if store.path("user").parent != store.directory:  # a workspace's MEMORY.md beside a user's USER.md
+            rows.append(("memories (user)", store.path("user").parent))
+        rows += [(FILE_NAMES[t], store.path(t)) for t in _TARGETS]
+        rows.append(("ARCHIVE.jsonl", store.archive_path))
     width = max(len(label) for label, _ in rows)
     console.out("\n".join(f"{label:<{width}}  {path}" for label, path in rows), highlight=False)
     return 0
 
 
+async def _held(memory: _Memory) -> list[PendingWrite]:
+    return await anyio.to_thread.run_sync(memory.held.list)  # blocking: a file or a query
+
+
 def _pending(args: argparse.Namespace) -> int:
-    held = PendingWrites(_store(args).directory).list()
+    held = _with_memory(args, _held)
     if not held:
         console.out("No memory write is waiting for confirmation.", highlight=False)
         return 0
@@ -194,27 +239,32 @@ def _pending(args: argparse.Namespace) -> int:
 
 
 def _confirm(args: argparse.Namespace) -> int:
-    store = _store(args)
-    pending = PendingWrites(store.directory)
-    held = pending.list()
-    if not 1 <= args.number <= len(held):
-        raise KeelError(
-            f"there is no held write number {args.number}; `keel memory pending` lists {len(held)}"
-        )
-    chosen = held[args.number - 1]
-    try:
-        # Saved first, then taken off the list: a write the store refuses stays held.
-        result = anyio.run(store.add, chosen.target, chosen.content)
-        pending.take(args.number)
-    except MemoryLayerError as exc:
-        raise _user_error(exc, chosen.target) from exc
+    async def confirm(memory: _Memory) -> tuple[PendingWrite, WriteResult]:
+        held = await _held(memory)
+        if not 1 <= args.number <= len(held):
+            raise KeelError(
+                f"there is no held write number {args.number}; `keel memory pending` lists {len(held)}"
+            )
+        chosen = held[args.number - 1]
+        try:
+            # Saved first, then taken off the list: a write the store refuses stays held.
+            result = await memory.store.add(chosen.target, chosen.content)
+            await anyio.to_thread.run_sync(memory.held.take, args.number)  # blocking: a file or a query
+        except MemoryLayerError as exc:
+            raise _user_error(exc, chosen.target) from exc
+        return chosen, result
+
+    chosen, result = _with_memory(args, confirm)
     console.out(f"Saved: {preview(chosen.content)}\n{_summary(result)}", highlight=False)
     return 0
 
 
 def _discard(args: argparse.Namespace) -> int:
+    async def discard(memory: _Memory) -> PendingWrite:
+        return await anyio.to_thread.run_sync(memory.held.take, args.number)  # blocking: a file or a query
+
     try:
-        dropped = PendingWrites(_store(args).directory).take(args.number)
+        dropped = _with_memory(args, discard)
     except MemoryLayerError as exc:
         raise KeelError(str(exc)) from exc
     console.out(f"Discarded: {preview(dropped.content)}", highlight=False)

@@ -1,35 +1,51 @@
-"""`keel skills list|show|path`: inspect the principal's skill library (`<home>/skills` by default)."""
+"""`keel skills list|show|path`: inspect the principal's skill library (`<home>/skills` by default,
+or the `skill_files` rows of `storage.backend: postgres`, read through the configured backend)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
+import anyio
+import anyio.to_thread
 from rich.table import Table
 from rich.text import Text
 
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import CommandError
 from harness.wiring.scoped import shared_skill_library, skill_library
+from harness.wiring.stores import open_place
 from memory.skills import SkillBlockedError, SkillError, SkillLibrary, SkillNotFoundError, visible_shared
 
 __all__ = ["register"]
 
 
-def _libraries(args: argparse.Namespace) -> tuple[SkillLibrary, SkillLibrary | None]:
-    """The principal's library and the shared workspace's (read-only), if the config names one."""
+T = TypeVar("T")
+
+
+def _with_libraries(args: argparse.Namespace, work: Callable[[SkillLibrary, SkillLibrary | None], T]) -> T:
+    """Run `work` on the principal's library and the shared workspace's (read-only, if the
+    config names one), opened on the configured backend; the reads block, so in a thread."""
     cfg, principal = principal_from_args(args)
     home = cfg.resolved_home(os.environ)
-    return skill_library(cfg, home, principal), shared_skill_library(cfg, home, principal)
 
+    async def main() -> T:
+        async with open_place(cfg, home) as place:
+            library = skill_library(cfg, home, principal, stores=place)
+            shared = shared_skill_library(cfg, home, principal, stores=place)
+            return await anyio.to_thread.run_sync(work, library, shared)  # blocking: files or rows
 
-def _library(args: argparse.Namespace) -> SkillLibrary:
-    return _libraries(args)[0]
+    return anyio.run(main)
 
 
 def _list(args: argparse.Namespace) -> int:
-    library, shared = _libraries(args)
+    return _with_libraries(args, _print_list)
+
+
+def _print_list(library: SkillLibrary, shared: SkillLibrary | None) -> int:
     scan = library.scan()
     shared_scan = None if shared is None else shared.scan()
     visible = [] if shared_scan is None else visible_shared(scan, shared_scan)
@@ -52,7 +68,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    library, shared = _libraries(args)
+    return _with_libraries(args, lambda library, shared: _print_view(args, library, shared))
+
+
+def _print_view(args: argparse.Namespace, library: SkillLibrary, shared: SkillLibrary | None) -> int:
     try:
         try:
             view = library.view(args.name, args.file)
@@ -71,7 +90,13 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    console.print(str(_library(args).root), markup=False, soft_wrap=True)
+    cfg, principal = principal_from_args(args)
+    if cfg.storage.backend == "files":
+        root = str(skill_library(cfg, cfg.resolved_home(os.environ), principal).root)
+    else:
+        home = cfg.resolved_home(os.environ)
+        root = f"PostgreSQL rows (table skill_files) on {cfg.sessions.location(home)}, mirrored under {home / 'cache'}"
+    console.print(root, markup=False, soft_wrap=True)
     return 0
 
 

@@ -86,6 +86,12 @@ class CompressionHost(Protocol):
         """The current frozen prefix."""
         ...
 
+    @property
+    def memory_snapshot(self) -> str:
+        """The memory and user blocks of the frozen prefix, as it shows them ("" without
+        curated memory): what a flush entry that repeats them is "already in memory" by."""
+        ...
+
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The session's tool list, unchanged (the cache-safe flush sends exactly this)."""
         ...

@@ -56,7 +56,9 @@ async def flush_each_piece(
                 reply, usage = await host.call(request)
             except ModelError as exc:
                 return PiecesRun(tuple(outcomes), exc)
-            outcome = await execute_flush_reply(reply, request, shape=shape, memory_tool=tool)
+            outcome = await execute_flush_reply(
+                reply, request, shape=shape, memory_tool=tool, memory=host.memory_snapshot
+            )
         await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
         outcomes.append(outcome)
         if on_piece is not None:

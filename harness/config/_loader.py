@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from harness.config._schema import KeelConfig
 from harness.errors import ConfigError
@@ -181,6 +181,35 @@ def _env_value(key: str, raw: str) -> object:
 _ID_KEYS = {("scope", "user"), ("scope", "workspace"), ("memory", "user_id")}
 
 
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+def _odd_null_ids(text: str) -> list[tuple[str, str]]:
+    """The id keys the file sets to YAML null in a spelling other than `null` (`Null`, `NULL`,
+    `~`): (dotted key, spelling). Such a value reads as "no id", the default user, though it
+    looks like a name."""
+    loader = _BoundedLoader(text)
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()
+    found: list[tuple[str, str]] = []
+    sections = root.value if isinstance(root, MappingNode) else []
+    for section_key, section in sections:
+        if not isinstance(section, MappingNode):
+            continue
+        for key, value in section.value:
+            path = (section_key.value, key.value)
+            if (
+                path in _ID_KEYS
+                and isinstance(value, ScalarNode)
+                and value.tag == _NULL_TAG
+                and value.value not in ("null", "")
+            ):
+                found.append((".".join(path), value.value))
+    return found
+
+
 def _apply_env(data: dict[str, object], environ: Mapping[str, str]) -> None:
     for key, raw in sorted(environ.items()):
         if not key.startswith(_ENV_PREFIX) or key.startswith(_TEST_PREFIX):
@@ -257,6 +286,19 @@ def _read_file(path: Path) -> dict[str, object]:
         return {}
     if not isinstance(loaded, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys at the top level")
+    nulls = [
+        (section, key)
+        for section, key in _ID_KEYS
+        if isinstance(loaded.get(section), dict) and key in loaded[section] and loaded[section][key] is None
+    ]
+    odd = _odd_null_ids(text) if nulls else []  # composed again only when an id reads as null
+    if odd:
+        key, spelling = odd[0]
+        raise ConfigError(
+            f"config file {str(path)!r}: {key} is {spelling}, which YAML reads as no id (null), which "
+            "means the default user; write null (or leave the key out) for the default user, or pick "
+            "another id"
+        )
     return loaded
 
 

@@ -87,6 +87,9 @@ class ModelConfig(Section):
     """Seconds a call may take; for the embedded model, seconds it may stay silent."""
     stream: bool = True
     """False: send every request unstreamed (for a server that refuses to stream)."""
+    tool_results: Literal["native", "as_user"] = "native"
+    """OpenAI-compatible servers: `as_user` sends tool results as user messages (for chat
+    templates that drop `role: tool` messages, such as llama-cpp-python's function calling)."""
     retry: RetryConfig = RetryConfig()
     cache_ttl: Literal["5m", "1h"] = "5m"
     """Anthropic cache_control TTL."""

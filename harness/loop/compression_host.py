@@ -63,6 +63,11 @@ class SessionHost:
     def system_prompt(self) -> str:
         return self._system.text
 
+    @property
+    def memory_snapshot(self) -> str:
+        prompt = self._system.prompt
+        return "\n".join(b for b in (prompt.slot_text("memory"), prompt.slot_text("user")) if b)
+
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         return self._tools.specs()
 

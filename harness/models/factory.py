@@ -19,7 +19,7 @@ from harness.errors import ConfigError
 from harness.models.anthropic import AnthropicClient
 from harness.models.base import ModelClient
 from harness.models.local import ServerOptions, start_local_model
-from harness.models.openai import OpenAIClient
+from harness.models.openai import OpenAIClient, ToolResultStyle
 from harness.models.retry import RetryAttempt, RetryingClient
 
 __all__ = ["local_client", "open_model"]
@@ -67,7 +67,14 @@ async def open_model(
             if m.base_url:
                 # An already-running llama.cpp-style server: talk to it, do not start one.
                 yield _retrying(
-                    local_client(client, m.base_url, m.name or "local", m.timeout_s, streaming=m.stream),
+                    local_client(
+                        client,
+                        m.base_url,
+                        m.name or "local",
+                        m.timeout_s,
+                        streaming=m.stream,
+                        tool_results=m.tool_results,
+                    ),
                     config,
                     on_retry,
                 )
@@ -126,6 +133,7 @@ def _remote(client: httpx.AsyncClient, config: KeelConfig, env: Mapping[str, str
             timeout_s=m.timeout_s,
             api_key_env=key_env,
             streaming=m.stream,
+            tool_results=m.tool_results,
         )
     return inner
 
@@ -152,6 +160,7 @@ def local_client(
     *,
     api_key: str | None = None,
     streaming: bool = True,
+    tool_results: ToolResultStyle = "native",
 ) -> OpenAIClient:
     """The client for keel's embedded model server (or any llama.cpp-style local server):
     plain OpenAI chat completions — native `role: tool` results, streaming with tools.
@@ -167,6 +176,7 @@ def local_client(
         provider_name="llama.cpp",
         silence_timeout=True,
         streaming=streaming,
+        tool_results=tool_results,
     )
 
 

@@ -4,8 +4,9 @@ What is copied, and how it is checked:
 
 - every principal's curated documents (`memories/`, `users/*/memories/`,
   `workspaces/*/memories/`: MEMORY.md, USER.md as version 1 of their rows, scope = the
-  directory relative to the home, as `storage.backend: postgres` names them) and each
-  ARCHIVE.jsonl (rows of `curated_archive`, in order);
+  directory relative to the home, as `storage.backend: postgres` names them), each
+  ARCHIVE.jsonl (rows of `curated_archive`, in order) and each PENDING.jsonl (the writes
+  held for confirmation: rows of `curated_pending`, in order);
 - every principal's skill tree (`skills/`, `users/*/skills/`, `workspaces/*/skills/`) as
   rows of `skill_files`, file by file;
 - every session of `state.db` with its messages, flushes and counters, parents first;
@@ -34,7 +35,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ import anyio.to_thread
 import psycopg
 
 from memory import STATE_DB_NAME, MessageRecord, PgSessionStore, SessionDB, SessionStore
-from memory.curated import CuratedPool, FileBackend, open_curated_pool, text_hash
+from memory.curated import PENDING_NAME, CuratedPool, FileBackend, PendingWrites, open_curated_pool, text_hash
 from memory.providers import PgPlace, ScopeCopy, provider_scope
 from memory.providers.holographic import copy_facts
 from memory.providers.semantic import copy_memories
@@ -112,32 +113,54 @@ def _copy_doc(
     report.copied.append(label)
 
 
+def _copy_rows(
+    conn: psycopg.Connection[tuple[object, ...]],
+    scope: str,
+    into: tuple[str, tuple[str, ...], str],
+    wanted: Sequence[tuple[str, ...]],
+    report: MigrationReport,
+    label: str,
+) -> None:
+    """Copy `wanted` into the append-only table `into` (name, columns, order) of `scope`,
+    unless the scope already has rows there (the same: skipped; others: a conflict)."""
+    table, columns, order = into
+    names = ", ".join(columns)
+    have = [
+        tuple(str(v) for v in row)
+        for row in conn.execute(f"SELECT {names} FROM {table} WHERE scope = %s ORDER BY {order}", (scope,))
+    ]
+    if have:
+        (report.skipped if have == list(wanted) else report.conflicts).append(label)
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {table} (scope, {names}) VALUES (%s{', %s' * len(columns)})",
+            [(scope, *w) for w in wanted],
+        )
+    count = conn.execute(f"SELECT count(*) FROM {table} WHERE scope = %s", (scope,)).fetchone()
+    report.verified &= count is not None and int(str(count[0])) == len(wanted)
+    report.copied.append(label)
+
+
 def _copy_archive(
     conn: psycopg.Connection[tuple[object, ...]], scope: str, path: Path, report: MigrationReport
 ) -> None:
-    label = f"{scope}/ARCHIVE.jsonl"
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     wanted = [
         (str(r.get("target", "memory")), str(r.get("content", "")), str(r.get("evicted_at", "")))
         for r in records
     ]
-    have = [
-        (str(t), str(c), str(e))
-        for t, c, e in conn.execute(
-            "SELECT target, content, evicted_at FROM curated_archive WHERE scope = %s ORDER BY id", (scope,)
-        )
-    ]
-    if have:
-        (report.skipped if have == wanted else report.conflicts).append(label)
-        return
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO curated_archive (scope, target, content, evicted_at) VALUES (%s, %s, %s, %s)",
-            [(scope, *w) for w in wanted],
-        )
-    count = conn.execute("SELECT count(*) FROM curated_archive WHERE scope = %s", (scope,)).fetchone()
-    report.verified &= count is not None and int(str(count[0])) == len(wanted)
-    report.copied.append(label)
+    into = ("curated_archive", ("target", "content", "evicted_at"), "id")
+    _copy_rows(conn, scope, into, wanted, report, f"{scope}/ARCHIVE.jsonl")
+
+
+def _copy_held(
+    conn: psycopg.Connection[tuple[object, ...]], scope: str, directory: Path, report: MigrationReport
+) -> None:
+    """The writes held for confirmation (PENDING.jsonl), so `keel memory confirm` finds them."""
+    wanted = [(p.target, p.content, p.origin, p.held_at) for p in PendingWrites(directory).list()]
+    into = ("curated_pending", ("target", "content", "origin", "held_at"), "held_id")
+    _copy_rows(conn, scope, into, wanted, report, f"{scope}/{PENDING_NAME}")
 
 
 def _copy_curated(home: Path, pool: CuratedPool, report: MigrationReport) -> None:
@@ -161,6 +184,9 @@ def _copy_curated(home: Path, pool: CuratedPool, report: MigrationReport) -> Non
         if archive.is_file():
             with pool.connection() as conn:
                 _copy_archive(conn, scope, archive, report)
+        if (directory / PENDING_NAME).is_file():
+            with pool.connection() as conn:
+                _copy_held(conn, scope, directory, report)
 
 
 def _skill_files(root: Path) -> dict[str, bytes]:

@@ -122,9 +122,8 @@ class _Memory:
 
 def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
     skills = steps.skills(config, where.home, where.principal, stores=stores)
-    backend = None if stores is None else stores.curated(where.principal)
     return _Memory(
-        curated=steps.curated(config, where.home, where.principal, backend=backend),
+        curated=steps.curated(config, where.home, where.principal, place=stores),
         manager=steps.new_manager(config),
         skills=skills,
         shared_skills=None
@@ -171,10 +170,13 @@ def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
     return mem.curated[1]
 
 
-def _memory_port(config: KeelConfig, where: _Where, mem: _Memory) -> StoreMemory | None:
+def _memory_port(
+    config: KeelConfig, where: _Where, mem: _Memory, stores: Stores | None
+) -> StoreMemory | None:
     if mem.curated is None:
         return None
-    return StoreMemory(*mem.curated, shared=shared_memory_store(config, where.home, where.principal))
+    shared = shared_memory_store(config, where.home, where.principal, stores=stores)
+    return StoreMemory(*mem.curated, shared=shared)
 
 
 def _recorder(
@@ -257,7 +259,7 @@ async def _build(
         recorder=_recorder(db, opts, where, mem, journal),
         counter=counter,
         assembler=assembler,
-        memory=_memory_port(config, where, mem),
+        memory=_memory_port(config, where, mem, stores),
         trace=lambda session_id: steps.trace_writer(
             config, where.home, where.principal, opts.trace_path, session_id
         ),

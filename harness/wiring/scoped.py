@@ -18,7 +18,7 @@ from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
 
 if TYPE_CHECKING:
-    from harness.wiring.stores import Stores
+    from harness.wiring.stores import MemoryPlace
 
 __all__ = [
     "curated_store",
@@ -88,7 +88,7 @@ def meaning_check(config: KeelConfig) -> MeaningCheck | None:
 
 
 def skill_library(
-    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+    config: KeelConfig, home: Path, principal: Principal, *, stores: MemoryPlace | None = None
 ) -> SkillLibrary:
     """The principal's workspace skill library (on the `stores`' backend when given)."""
     guard = config.skills.guard_agent_created
@@ -103,8 +103,11 @@ def _shared_principal(config: KeelConfig, principal: Principal) -> Principal | N
     return Principal(workspace=name)
 
 
-def shared_memory_store(config: KeelConfig, home: Path, principal: Principal) -> MemoryStore | None:
-    """The shared workspace's MEMORY.md, read-only (shown under its own heading), if the config names one."""
+def shared_memory_store(
+    config: KeelConfig, home: Path, principal: Principal, *, stores: MemoryPlace | None = None
+) -> MemoryStore | None:
+    """The shared workspace's MEMORY.md, read-only (shown under its own heading), if the config
+    names one (on the `stores`' backend when given)."""
     shared = _shared_principal(config, principal)
     if shared is None or not config.memory.memory_enabled:
         return None
@@ -114,11 +117,12 @@ def shared_memory_store(config: KeelConfig, home: Path, principal: Principal) ->
         policy="frozen",
         user_profile_enabled=False,
         memory_title=f"SHARED MEMORY (workspace {shared.workspace}, read-only)",
+        backend=None if stores is None else stores.curated(shared),
     )
 
 
 def shared_skill_library(
-    config: KeelConfig, home: Path, principal: Principal, *, stores: Stores | None = None
+    config: KeelConfig, home: Path, principal: Principal, *, stores: MemoryPlace | None = None
 ) -> SkillLibrary | None:
     """The shared workspace's skills (listed and viewable, never changed), if the config names one."""
     shared = _shared_principal(config, principal)

@@ -22,18 +22,16 @@ from harness.trace import TraceWriter
 from harness.types import ModelReply, ModelRequest
 from harness.wiring.scoped import curated_store, meaning_check, skill_library, trace_dir
 from harness.wiring.semantic import semantic_provider
-from harness.wiring.stores import Stores
+from harness.wiring.stores import MemoryPlace, Stores
 from memory import (
     MemoryManager,
     MemoryProvider,
     MemoryStore,
     MemoryTarget,
     MemoryTool,
-    PendingWrites,
     Principal,
     ProviderContext,
 )
-from memory.curated import CuratedBackend
 from memory.providers.holographic import HolographicProvider
 from memory.skills import SkillLibrary
 
@@ -87,17 +85,19 @@ async def open_models(
 
 
 def curated(
-    config: KeelConfig, home: Path, principal: Principal, *, backend: CuratedBackend | None = None
+    config: KeelConfig, home: Path, principal: Principal, *, place: MemoryPlace | None = None
 ) -> tuple[MemoryStore, MemoryTool] | None:
     """The principal's curated store and its `memory` tool (None when both files are disabled).
 
-    `backend`: where its documents live (None: the home's files; see `harness.wiring.stores`)."""
+    `place`: where its documents and held writes live (None: the home's files; see
+    `harness.wiring.stores`)."""
     m = config.memory
     if not (m.memory_enabled or m.user_profile_enabled):
         return None
+    backend = None if place is None else place.curated(principal)
     store = curated_store(config, home, principal, meaning=meaning_check(config), backend=backend)
-    pending = PendingWrites(store.directory)
-    return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=pending)
+    held = (place or MemoryPlace(backend="files", location=str(home))).held(principal, home)
+    return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=held)
 
 
 def memory_warnings(store: MemoryStore) -> list[str]:

@@ -25,12 +25,22 @@ import anyio.to_thread
 
 from harness.config import KeelConfig
 from memory import Principal, SessionStore, open_session_store
-from memory.curated import CuratedBackend, CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
+from memory.curated import (
+    CuratedBackend,
+    CuratedPool,
+    HeldWrites,
+    PendingWrites,
+    PgCuratedBackend,
+    PgHeldWrites,
+    has_pgvector,
+    open_curated_pool,
+)
 from memory.lease import FileLease, PgLease, SessionLease
 from memory.providers import PgPlace
+from memory.sessions.postgres import migrate_schema
 from memory.skills import PgSkillLibrary, SkillLibrary
 
-__all__ = ["Stores", "curated_scopes", "open_sessions", "open_stores"]
+__all__ = ["MemoryPlace", "Stores", "curated_scopes", "open_place", "open_sessions", "open_stores"]
 
 
 def open_sessions(config: KeelConfig, home: Path) -> AbstractAsyncContextManager[SessionStore]:
@@ -60,22 +70,22 @@ def curated_scopes(principal: Principal) -> tuple[str, str]:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Stores:
-    """The opened stores of one backend.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryPlace:
+    """Where a principal's memory lives: the home's files, or the rows of one PostgreSQL schema.
+
+    Every store of a principal beside its sessions (curated documents, held writes, skills,
+    the providers' rows) is reached from here, so a session and every `keel` command act on
+    the same backend.
 
     Attributes:
         backend: `files` or `postgres`.
-        sessions: the session store.
-        lease: the session lease (one PostgreSQL connection per process, or lock files).
         location: where it all lives, safe to print.
         pgvector: the PostgreSQL server offers the `vector` extension (detected at open and
             reported; no store needs it: semantic vectors are `real[]` scored in Python).
     """
 
     backend: str
-    sessions: SessionStore
-    lease: SessionLease
     location: str
     _pg: tuple[CuratedPool, str] | None = None
     pgvector: bool = False
@@ -105,6 +115,61 @@ class Stores:
         memory_scope, user_scope = curated_scopes(principal)
         return PgCuratedBackend(pool, schema=schema, memory_scope=memory_scope, user_scope=user_scope)
 
+    def held(self, principal: Principal, home: Path) -> HeldWrites:
+        """The principal's memory writes held for confirmation: PENDING.jsonl beside its
+        MEMORY.md, or `curated_pending` rows (confirmed from any home)."""
+        if self._pg is None:
+            return PendingWrites(principal.workspace_memories_dir(home))
+        pool, schema = self._pg
+        return PgHeldWrites(pool, schema=schema, scope=curated_scopes(principal)[0])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stores(MemoryPlace):
+    """The opened stores of one backend: the memory place, the sessions and the lease.
+
+    Attributes:
+        sessions: the session store.
+        lease: the session lease (one PostgreSQL connection per process, or lock files).
+    """
+
+    sessions: SessionStore
+    lease: SessionLease
+
+
+def open_place(config: KeelConfig, home: Path) -> AbstractAsyncContextManager[MemoryPlace]:
+    """Open where `config.storage` keeps memory (for PostgreSQL: the schema created or
+    migrated as needed, then one pool); close it on exit.
+
+    The `keel memory` and `keel skills` commands open this alone; `open_stores` opens it with
+    the sessions and the lease.
+
+    Raises:
+        SessionStoreUnavailableError, StoreReadError: the PostgreSQL server cannot be used.
+        SessionSchemaError: its schema was written by a newer keel.
+    """
+    return _open_place(config, home, migrate=True)
+
+
+@asynccontextmanager
+async def _open_place(config: KeelConfig, home: Path, *, migrate: bool) -> AsyncIterator[MemoryPlace]:
+    if config.storage.backend == "files":
+        yield MemoryPlace(backend="files", location=str(home))
+        return
+    s = config.sessions
+    url, schema = s.url or "", s.pg_schema  # the storage section moved the sessions there
+    if migrate:
+        await migrate_schema(url, schema=schema, connect_timeout_s=s.connect_timeout_s)
+    pool = await anyio.to_thread.run_sync(
+        lambda: open_curated_pool(url, schema, size=s.pool_size, timeout_s=s.connect_timeout_s)
+    )  # blocking: connect
+    try:
+        vector = await anyio.to_thread.run_sync(has_pgvector, pool)  # blocking: one catalog query
+        yield MemoryPlace(backend="postgres", location=s.location(home), _pg=(pool, schema), pgvector=vector)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(pool.close)  # blocking: close the connections
+
 
 @asynccontextmanager
 async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
@@ -116,24 +181,25 @@ async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
     """
     s = config.sessions
     async with AsyncExitStack() as stack:
+        # The sessions first: opening them creates or migrates the schema the other rows use.
         sessions = await stack.enter_async_context(open_sessions(config, home))
-        if config.storage.backend == "files":
-            yield Stores(
-                "files", sessions, FileLease(home / "leases", wait_s=config.storage.lease_wait_s), str(home)
+        place = await stack.enter_async_context(_open_place(config, home, migrate=False))
+        if place.backend == "files":
+            lease: SessionLease = FileLease(home / "leases", wait_s=config.storage.lease_wait_s)
+        else:
+            pg_lease = PgLease(
+                s.url or "",
+                schema=s.pg_schema,
+                wait_s=config.storage.lease_wait_s,
+                connect_timeout_s=s.connect_timeout_s,
             )
-            return
-        url, schema = s.url or "", s.pg_schema  # the storage section moved the sessions there
-        pool = await anyio.to_thread.run_sync(
-            lambda: open_curated_pool(url, schema, size=s.pool_size, timeout_s=s.connect_timeout_s)
-        )  # blocking: connect
-
-        async def close_pool() -> None:
-            await anyio.to_thread.run_sync(pool.close)  # blocking: close the connections
-
-        stack.push_async_callback(close_pool)
-        lease = PgLease(
-            url, schema=schema, wait_s=config.storage.lease_wait_s, connect_timeout_s=s.connect_timeout_s
+            stack.push_async_callback(pg_lease.aclose)
+            lease = pg_lease
+        yield Stores(
+            backend=place.backend,
+            location=place.location,
+            _pg=place._pg,
+            pgvector=place.pgvector,
+            sessions=sessions,
+            lease=lease,
         )
-        stack.push_async_callback(lease.aclose)
-        vector = await anyio.to_thread.run_sync(has_pgvector, pool)  # blocking: one catalog query
-        yield Stores("postgres", sessions, lease, sessions.location, (pool, schema), pgvector=vector)

@@ -3,8 +3,8 @@
 # `memory` tool's schema and handler); private: `_entries.py` (the text format: parse,
 # serialize, measure, render, locate), `_ops.py` (write ops and the pure planner),
 # `_disk.py` (blocking file work: read, lock, backup, archive), `_pending.py` (writes held
-# for the user's confirmation, PENDING.jsonl), `_backend.py` (the `CuratedBackend` wall and
-# the files behind it), `_pg.py` (the documents as versioned PostgreSQL rows). Writes are scanned by
+# for the user's confirmation: the `HeldWrites` contract, PENDING.jsonl), `_backend.py` (the `CuratedBackend` wall and
+# the files behind it), `_pg.py` (the documents as versioned PostgreSQL rows, the held writes as rows). Writes are scanned by
 # `memory.scanner`; errors are in `memory.errors`.
 from memory.curated._backend import CuratedBackend, DocRead, FileBackend, text_hash
 from memory.curated._entries import (
@@ -15,8 +15,8 @@ from memory.curated._entries import (
     MemoryUsage,
 )
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
-from memory.curated._pending import PENDING_NAME, PendingWrite, PendingWrites
-from memory.curated._pg import CuratedPool, PgCuratedBackend, has_pgvector, open_curated_pool
+from memory.curated._pending import PENDING_NAME, HeldWrites, PendingWrite, PendingWrites
+from memory.curated._pg import CuratedPool, PgCuratedBackend, PgHeldWrites, has_pgvector, open_curated_pool
 from memory.curated.store import (
     ARCHIVE_NAME,
     MemoryBlocks,
@@ -41,6 +41,7 @@ __all__ = [
     "CuratedPool",
     "DocRead",
     "FileBackend",
+    "HeldWrites",
     "MemoryBlocks",
     "MemoryOp",
     "MemoryStore",
@@ -52,6 +53,7 @@ __all__ = [
     "PendingWrite",
     "PendingWrites",
     "PgCuratedBackend",
+    "PgHeldWrites",
     "RemoveOp",
     "ReplaceOp",
     "SnapshotPolicy",

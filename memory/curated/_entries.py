@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory.errors import AmbiguousMatchError, InvalidWriteError, NoMatchError
+from memory.provenance import holds_recall
 
 __all__ = [
     "DEFAULT_MEMORY_CHAR_LIMIT",
@@ -191,6 +192,11 @@ def check_content(content: str, *, what: str = "content") -> str:
         raise InvalidWriteError(
             f"{what} holds characters that cannot be stored as UTF-8 (unpaired surrogates); remove them."
         ) from None
+    if holds_recall(text):
+        raise InvalidWriteError(
+            f"{what} holds a <memory-context> block: memory recalled for this turn, not something "
+            "anyone said; save the fact in your own words, without the block."
+        )
     if "§" in text and any(line == "§" for line in text.split("\n")):
         raise InvalidWriteError(
             f"{what} has a line holding only '§', which is the entry separator; "

@@ -5,6 +5,10 @@ pasted content; see `memory.provenance`) is not applied when `memory.untrusted_w
 `hold`: it is appended here, beside MEMORY.md, owner-only, and the user confirms or discards
 it later (`keel memory pending`, `keel memory confirm N`, `keel memory discard N`). A
 confirmed write goes through the store like any other (scanned, budgeted, locked).
+
+`HeldWrites` is the contract both places keep: the file here, and the `curated_pending`
+rows of a PostgreSQL deployment (`memory.curated._pg.PgHeldWrites`), where a write held by
+a session on one worker is confirmed from any home.
 """
 
 from __future__ import annotations
@@ -15,14 +19,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, cast
 
 from memory.curated import _disk
 from memory.curated._entries import MemoryTarget
 from memory.errors import InvalidWriteError
 from memory.provenance import Origin
 
-__all__ = ["PENDING_NAME", "PendingWrite", "PendingWrites"]
+__all__ = [
+    "PENDING_NAME",
+    "HeldWrites",
+    "PendingWrite",
+    "PendingWrites",
+    "held_stamp",
+    "no_such_held_write",
+    "pending_write",
+]
 
 PENDING_NAME = "PENDING.jsonl"
 _TARGETS: frozenset[str] = frozenset({"memory", "user"})
@@ -38,6 +50,50 @@ class PendingWrite:
     origin: Origin
     held_at: str
     kind: Literal["pending_write"] = "pending_write"
+
+
+def held_stamp(clock: Callable[[], float]) -> str:
+    """`held_at` for a write held now (ISO 8601, UTC, seconds)."""
+    return datetime.fromtimestamp(clock(), tz=UTC).isoformat(timespec="seconds")
+
+
+def pending_write(target: object, content: object, origin: object, held_at: object) -> PendingWrite | None:
+    """A held write read back from a file line or a row; None when a field is not one keel writes."""
+    if target in _TARGETS and origin in _ORIGINS and isinstance(content, str):
+        return PendingWrite(cast("MemoryTarget", target), content, cast("Origin", origin), str(held_at or ""))
+    return None
+
+
+class HeldWrites(Protocol):
+    """Where one principal's held writes live; every method blocks (call it from a thread)."""
+
+    @property
+    def location(self) -> str:
+        """Where they live, safe to print."""
+        ...
+
+    def hold(self, target: MemoryTarget, content: str, origin: Origin) -> PendingWrite:
+        """Keep a write for the user's confirmation."""
+        ...
+
+    def list(self) -> list[PendingWrite]:
+        """The held writes, oldest first."""
+        ...
+
+    def take(self, number: int) -> PendingWrite:
+        """Remove and return held write `number` (1 = the oldest).
+
+        Raises:
+            InvalidWriteError: there is no such held write.
+        """
+        ...
+
+
+def no_such_held_write(number: int, count: int) -> InvalidWriteError:
+    """The error `take` raises for a number `keel memory pending` does not list."""
+    return InvalidWriteError(
+        f"there is no held write number {number}; `keel memory pending` lists {count} of them"
+    )
 
 
 class PendingWrites:
@@ -61,9 +117,14 @@ class PendingWrites:
         """The PENDING.jsonl file."""
         return self._path
 
+    @property
+    def location(self) -> str:
+        """The PENDING.jsonl file, as text."""
+        return str(self._path)
+
     def hold(self, target: MemoryTarget, content: str, origin: Origin) -> PendingWrite:
         """Append a held write (blocking: call it in a worker thread)."""
-        stamp = datetime.fromtimestamp(self._clock(), tz=UTC).isoformat(timespec="seconds")
+        stamp = held_stamp(self._clock)
         pending = PendingWrite(target, content, origin, stamp)
         _disk.ensure_dir(self._path.parent)
         with _disk.locked(self._path, self._lock_timeout_s):
@@ -84,15 +145,12 @@ class PendingWrites:
                 raw = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if (
-                isinstance(raw, dict)
-                and raw.get("target") in _TARGETS
-                and raw.get("origin") in _ORIGINS
-                and isinstance(raw.get("content"), str)
-            ):
-                held.append(
-                    PendingWrite(raw["target"], raw["content"], raw["origin"], str(raw.get("held_at", "")))
+            if isinstance(raw, dict):
+                found = pending_write(
+                    raw.get("target"), raw.get("content"), raw.get("origin"), raw.get("held_at")
                 )
+                if found is not None:
+                    held.append(found)
         return held
 
     def take(self, number: int) -> PendingWrite:
@@ -104,9 +162,7 @@ class PendingWrites:
         with _disk.locked(self._path, self._lock_timeout_s):
             held = self.list()
             if not 1 <= number <= len(held):
-                raise InvalidWriteError(
-                    f"there is no held write number {number}; `keel memory pending` lists {len(held)} of them"
-                )
+                raise no_such_held_write(number, len(held))
             taken = held.pop(number - 1)
             data = "".join(
                 json.dumps(

@@ -9,7 +9,9 @@ The tables (migration 3 of the keel schema, `memory.sessions.postgres._schema`):
   with from the version recorded on its session row;
 - `curated_archive`: entries evicted by `overflow: evict_oldest`, append-only (a trigger
   refuses UPDATE and DELETE);
-- `curated_backups`: the raw text of a document a write refused because it did not round-trip.
+- `curated_backups`: the raw text of a document a write refused because it did not round-trip;
+- `curated_pending` (migration 6): the writes held for the user's confirmation
+  (`PgHeldWrites`), so `keel memory confirm` on any home answers a write held on any worker.
 
 A write is one transaction: make sure the head row exists, `SELECT ... FOR UPDATE` it (the
 row lock orders concurrent writers on every machine, waiting at most the store's lock
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,9 +38,11 @@ from psycopg.rows import TupleRow
 
 from memory.curated._backend import DocRead, DocTxn, text_hash
 from memory.curated._entries import FILE_NAMES, MemoryTarget
+from memory.curated._pending import PendingWrite, held_stamp, no_such_held_write, pending_write
 from memory.errors import StoreLockTimeout, StoreReadError, StoreWriteError
+from memory.provenance import Origin
 
-__all__ = ["CuratedPool", "PgCuratedBackend", "has_pgvector", "open_curated_pool"]
+__all__ = ["CuratedPool", "PgCuratedBackend", "PgHeldWrites", "has_pgvector", "open_curated_pool"]
 
 CuratedPool = psycopg_pool.ConnectionPool[psycopg.Connection[TupleRow]]
 
@@ -226,3 +230,81 @@ class PgCuratedBackend:
                 yield _PgTxn(conn, scope, target, read, now)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise self._fail(exc, name) from exc
+
+
+class PgHeldWrites:
+    """The held writes of one principal as `curated_pending` rows (the `HeldWrites` contract).
+
+    Args:
+        pool: a pool from `open_curated_pool` (the caller closes it).
+        schema: the schema's name, for messages.
+        scope: the principal's workspace key (held writes live beside its MEMORY.md, as
+            PENDING.jsonl does in a home).
+        clock: Unix seconds, for `held_at`.
+    """
+
+    def __init__(
+        self, pool: CuratedPool, *, schema: str, scope: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._scope = scope
+        self._clock = clock
+
+    @property
+    def location(self) -> str:
+        return f"PostgreSQL schema {self._schema!r}, table curated_pending, scope {self._scope!r}"
+
+    def _error(self, exc: BaseException, doing: str) -> StoreWriteError:
+        return StoreWriteError(
+            f"the PostgreSQL server failed while {doing} held memory writes ({_first_line(exc)}); "
+            "nothing was changed. Check that the server is up (storage.url), then retry."
+        )
+
+    def hold(self, target: MemoryTarget, content: str, origin: Origin) -> PendingWrite:
+        stamp = held_stamp(self._clock)
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(
+                    "INSERT INTO curated_pending (scope, target, content, origin, held_at) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    (self._scope, target, content, origin, stamp),
+                )
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self._error(exc, "keeping") from exc
+        return PendingWrite(target, content, origin, stamp)
+
+    def _rows(self, conn: psycopg.Connection[TupleRow], *, lock: bool) -> list[tuple[int, PendingWrite]]:
+        rows = conn.execute(
+            "SELECT held_id, target, content, origin, held_at FROM curated_pending WHERE scope = %s "
+            "ORDER BY held_id" + (" FOR UPDATE" if lock else ""),
+            (self._scope,),
+        ).fetchall()
+        held: list[tuple[int, PendingWrite]] = []
+        for held_id, *fields in rows:
+            found = pending_write(*fields)
+            if found is not None:
+                held.append((int(held_id), found))
+        return held
+
+    def list(self) -> list[PendingWrite]:
+        try:
+            with self._pool.connection() as conn:
+                return [p for _, p in self._rows(conn, lock=False)]
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreReadError(
+                f"could not read the held memory writes from PostgreSQL ({_first_line(exc)}); check that "
+                "the server is up (storage.url), then retry"
+            ) from exc
+
+    def take(self, number: int) -> PendingWrite:
+        try:
+            with self._pool.connection() as conn:
+                held = self._rows(conn, lock=True)
+                if not 1 <= number <= len(held):
+                    raise no_such_held_write(number, len(held))
+                held_id, taken = held[number - 1]
+                conn.execute("DELETE FROM curated_pending WHERE held_id = %s", (held_id,))
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise self._error(exc, "taking one of the") from exc
+        return taken

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from memory.curated._entries import FILE_NAMES, MemoryTarget
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, RemoveOp, ReplaceOp
-from memory.curated._pending import PendingWrites
+from memory.curated._pending import HeldWrites
 from memory.curated.store import MemoryStore, WriteResult, sanitize_entry
 from memory.errors import AmbiguousMatchError, MemoryLayerError, NoMatchError, RefusalReason, StoreFullError
 from memory.provenance import ORIGIN_LABELS, ProvenancePolicy, TurnProvenance, Untrusted, derived_from
@@ -172,10 +172,10 @@ class MemoryTool:
         *,
         max_failures_per_turn: int = _MAX_FAILURES_PER_TURN,
         untrusted_writes: ProvenancePolicy = "allow",
-        pending: PendingWrites | None = None,
+        pending: HeldWrites | None = None,
     ) -> None:
         if untrusted_writes == "hold" and pending is None:
-            raise ValueError("untrusted_writes 'hold' needs a PendingWrites to hold them in")
+            raise ValueError("untrusted_writes 'hold' needs a HeldWrites to hold them in")
         self._store = store
         self._max_failures = max_failures_per_turn
         self._failures = 0
@@ -318,7 +318,7 @@ class MemoryTool:
             await anyio.to_thread.run_sync(
                 pending.hold, target, op.content, untrusted.origin
             )  # blocking: append
-        held = len(pending.list())
+        held = len(await anyio.to_thread.run_sync(pending.list))  # blocking: a file or a query
         return self._fail(
             "held",
             f"Held for the user's confirmation: this entry repeats {label}, not something the user said, "

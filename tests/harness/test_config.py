@@ -219,6 +219,27 @@ def test_an_id_override_that_yaml_reads_as_null_is_refused_not_taken_as_the_defa
         load_config(None, environ={key: raw})
 
 
+@pytest.mark.parametrize("raw", ["Null", "NULL", "~"])
+@pytest.mark.parametrize("key", ["scope:\n  user", "scope:\n  workspace", "memory:\n  user_id"])
+def test_an_id_in_a_file_spelled_like_a_name_but_read_as_null_is_refused(
+    tmp_path: Path, key: str, raw: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"{key}: {raw}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"is {raw}, which YAML reads as no id") as caught:
+        load_config(path, environ={})
+    assert "write null (or leave the key out) for the default user" in str(caught.value)
+
+
+def test_null_written_as_documented_still_means_the_default_user(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("scope:\n  user: null\n  workspace:\n", encoding="utf-8")
+    assert load_config(path, environ={}).scope.user is None  # config.example.yaml's spelling
+    path.write_text("scope:\n  user: 'Null'\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="the id 'Null' is not allowed"):
+        load_config(path, environ={})
+
+
 @pytest.mark.parametrize("value", ["true", "false"])
 def test_a_retired_key_is_refused_with_the_keys_that_replaced_it(tmp_path: Path, value: str) -> None:
     path = tmp_path / "c.yaml"

@@ -19,7 +19,9 @@ __all__ = [
     "GROUNDING_SHARE",
     "MAX_ENTRY",
     "NOTHING",
+    "NO_SNAPSHOT",
     "Instructions",
+    "Snapshot",
     "accepted",
     "check_entry",
 ]
@@ -89,13 +91,35 @@ class Instructions:
         return any(tuple(seq[i : i + _RUN]) in self.runs for i in range(len(seq) - _RUN + 1))
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The memory the model was shown, entry by entry: an entry that one of them already
+    says (every content word and number) is "already in memory", not an echo of the
+    instructions — and a corrected value ("Node 22" where memory says "Node 18") is new."""
+
+    entries: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, text: str) -> Snapshot:
+        parts = (p.strip() for line in text.splitlines() for p in line.split("§"))
+        return cls(tuple(p for p in parts if len(content_words(p)) >= 2))
+
+    def holds(self, content: str) -> bool:
+        return bool(content_words(content)) and any(grounded(content, e, share=1.0) for e in self.entries)
+
+
+NO_SNAPSHOT = Snapshot()
+
+
 def _said_in_full(text: str, said: str | None) -> bool:
     """Every content word of `text` (fact labels aside) was said in the conversation."""
     words = [w for w in content_words(text) if w not in FACT_LABELS]
     return said is not None and bool(words) and grounded(text, said, share=1.0, labels=FACT_LABELS)
 
 
-def check_entry(content: str, note_words: Instructions, said: str | None) -> str | None:
+def check_entry(
+    content: str, note_words: Instructions, said: str | None, memory: Snapshot = NO_SNAPSHOT
+) -> str | None:
     """Why `content` is not a fact to save, or None when it is one."""
     text = content.strip()
     if not text:
@@ -105,9 +129,11 @@ def check_entry(content: str, note_words: Instructions, said: str | None) -> str
     if NOTHING.match(text) or text.lower().startswith("nothing to save"):
         return "says there is nothing to save"
     if len(text) > MAX_ENTRY:
-        return f"longer than {MAX_ENTRY} characters: a passage, not a fact"
+        return f"longer than {MAX_ENTRY} characters: a passage, not a fact (save each fact in it on its own)"
     if text.endswith("?") or _GREETING.match(text):
         return "a question or a greeting copied from the chat, not a fact"
+    if memory.holds(text):
+        return "already in memory: an entry there says this (nothing new to save)"
     if note_words.echoed_by(text) and not _said_in_full(text, said):
         # "The user's name is Sam" is mostly the instructions' words, but the user said it.
         return "repeats the instructions instead of a fact from the conversation"
@@ -149,10 +175,12 @@ def _sentences(passage: str) -> list[str]:
     return [_PRONOUN.sub(name.group(1), p, count=1) for p in parts]
 
 
-def accepted(content: str, note_words: Instructions, said: str | None) -> tuple[list[str], str | None]:
+def accepted(
+    content: str, note_words: Instructions, said: str | None, memory: Snapshot = NO_SNAPSHOT
+) -> tuple[list[str], str | None]:
     """The entries to write for one content (its checked sentences when it is a passage),
     or the reason it is refused."""
-    problem = check_entry(content, note_words, said)
+    problem = check_entry(content, note_words, said, memory)
     if problem is None:
         return [content.strip()], None
     sentences = _sentences(content)
@@ -160,5 +188,5 @@ def accepted(content: str, note_words: Instructions, said: str | None) -> tuple[
         return [], problem
     # A small model often writes one passage instead of facts, an invented detail in one
     # sentence of it: keep each sentence that is a fact on its own.
-    kept = [p for p in sentences if check_entry(p, note_words, said) is None]
+    kept = [p for p in sentences if check_entry(p, note_words, said, memory) is None]
     return (kept, None) if kept else ([], problem)

@@ -52,13 +52,19 @@ def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
 
 
 async def execute_flush_reply(
-    reply: ModelReply, request: ModelRequest, *, shape: FlushShape, memory_tool: Tool | None
+    reply: ModelReply,
+    request: ModelRequest,
+    *,
+    shape: FlushShape,
+    memory_tool: Tool | None,
+    memory: str = "",
 ) -> FlushOutcome:
     """Turn the flush reply into memory writes (through the memory tool); record the rest.
 
     Every write the reply asks for runs through `memory_tool` (so the scanner and the budget
     apply); whatever is not a write is a refused entry with its reason; a reply that says it
-    saved something while nothing landed is a refused `claimed` entry.
+    saved something while nothing landed is a refused `claimed` entry. `memory`: the memory
+    snapshot (see `read_flush_reply`).
     """
     # The last message is the note (the flush's or the review's): instructions, not the
     # conversation — an entry copied from it is an echo, never "said".
@@ -68,6 +74,7 @@ async def execute_flush_reply(
         reply,
         instructions=[request.system, note.content, *(t.description for t in request.tools)],
         said="\n".join(_said(m) for m in conversation),
+        memory=memory,
     )
     entries = [
         FlushEntry(target="-", action="refused", content=r.text[:500], saved=False, reason=r.reason)
@@ -77,7 +84,13 @@ async def execute_flush_reply(
     for write in reading.writes:
         if memory_tool is None:
             entries.append(
-                FlushEntry(write.target, write.action, write.content, saved=False, reason="no memory tool")
+                FlushEntry(
+                    write.target,
+                    write.action,
+                    write.content,
+                    saved=False,
+                    reason="no memory tool in this session (memory is off, or it is a subagent or cron session)",
+                )
             )
             continue
         out = await memory_tool(write.arguments)

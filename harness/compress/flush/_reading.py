@@ -24,7 +24,14 @@ from typing import Literal, TypeAlias
 
 from pydantic import JsonValue
 
-from harness.compress.flush._entries import NOTHING, Instructions, accepted, check_entry
+from harness.compress.flush._entries import (
+    NO_SNAPSHOT,
+    NOTHING,
+    Instructions,
+    Snapshot,
+    accepted,
+    check_entry,
+)
 from harness.compress.flush._request import FlushShape, flush_note
 from harness.types import ModelReply
 from memory import MEMORY_TOOL_NAME
@@ -129,7 +136,7 @@ def _complete_operations(arguments: str) -> tuple[dict[str, JsonValue], str] | N
 
 
 def _writes_from_call(
-    arguments: str, note_words: Instructions, said: str | None
+    arguments: str, note_words: Instructions, said: str | None, memory: Snapshot
 ) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     cut: list[FlushRefusal] = []
     try:
@@ -154,22 +161,28 @@ def _writes_from_call(
         action = item.get("action", "add")
         content, old = item.get("content"), item.get("old_text")
         if action not in ("add", "replace", "remove"):
-            refusals.append(FlushRefusal(json.dumps(item)[:500], f"unknown action {action!r}"))
+            refusals.append(
+                FlushRefusal(json.dumps(item)[:500], f"unknown action {action!r}; use add, replace or remove")
+            )
             continue
         if action == "remove":
             if isinstance(old, str) and old.strip():
                 writes.append(FlushWrite(target, "", "remove", old))
             else:
-                refusals.append(FlushRefusal(json.dumps(item)[:500], "remove without old_text"))
+                refusals.append(
+                    FlushRefusal(
+                        json.dumps(item)[:500], "remove without old_text (the entry's text to remove)"
+                    )
+                )
             continue
         text = content if isinstance(content, str) else ""
         if action == "replace":
-            problem = check_entry(text, note_words, said)
+            problem = check_entry(text, note_words, said, memory)
             if problem is None and not (isinstance(old, str) and old.strip()):
-                problem = "replace without old_text"
+                problem = "replace without old_text (the entry's text to replace)"
             kept = [text.strip()]
         else:
-            kept, problem = accepted(text, note_words, said)
+            kept, problem = accepted(text, note_words, said, memory)
         if problem is not None:
             refusals.append(FlushRefusal(text[:500] or json.dumps(item)[:500], problem))
             continue
@@ -181,7 +194,7 @@ def _writes_from_call(
 
 
 def _from_lines(
-    text: str, note_words: Instructions, said: str | None
+    text: str, note_words: Instructions, said: str | None, memory: Snapshot
 ) -> tuple[list[FlushWrite], list[FlushRefusal]]:
     writes: list[FlushWrite] = []
     refusals: list[FlushRefusal] = []
@@ -195,7 +208,7 @@ def _from_lines(
         content = m.group(2).strip()
         if NOTHING.match(content):
             continue
-        kept, problem = accepted(content, note_words, said)
+        kept, problem = accepted(content, note_words, said, memory)
         if problem is not None:
             refusals.append(FlushRefusal(content[:500], problem))
             continue
@@ -215,7 +228,12 @@ def _dedupe(writes: list[FlushWrite]) -> tuple[FlushWrite, ...]:
 
 
 def read_flush_reply(
-    shape: FlushShape, reply: ModelReply, *, instructions: Sequence[str] = (), said: str | None = None
+    shape: FlushShape,
+    reply: ModelReply,
+    *,
+    instructions: Sequence[str] = (),
+    said: str | None = None,
+    memory: str = "",
 ) -> FlushReading:
     """The writes and refusals in a reply to a `shape` flush request (never raises).
 
@@ -226,7 +244,13 @@ def read_flush_reply(
             tool descriptions: entries that merely echo them (or the flush note) are refused.
         said: the text the facts must come from (the flushed conversation); an entry not
             `memory.grounded` in it is refused. None: not checked.
+        memory: the memory snapshot the model was shown (pass it apart from the system
+            prompt, and the system prompt without it): an entry one of its entries already
+            says is refused as "already in memory", not as an echo of the instructions.
     """
+    snapshot = Snapshot.of(memory) if memory.strip() else NO_SNAPSHOT
+    if memory.strip():
+        instructions = [i.replace(memory, "") for i in instructions]
     note_words = Instructions.of([flush_note(shape), *instructions])
     writes: list[FlushWrite] = []
     refusals: list[FlushRefusal] = []
@@ -239,12 +263,12 @@ def read_flush_reply(
                 )
             )
             continue
-        w, r = _writes_from_call(call.arguments, note_words, said)
+        w, r = _writes_from_call(call.arguments, note_words, said, snapshot)
         writes += w
         refusals += r
     text = reply.message.content
     if shape == "text_list":
-        w, r = _from_lines(text, note_words, said)
+        w, r = _from_lines(text, note_words, said, snapshot)
         writes += w
         refusals += r
     claimed = not writes and claims_a_save(text) is not None

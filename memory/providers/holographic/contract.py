@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, get_args
 
 from memory.errors import FactBlockedError, FactInputError, FactStoreError
+from memory.provenance import recall_free
 from memory.providers._guard import blocked_write_message, joined_findings, write_findings
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 
@@ -261,9 +262,11 @@ def new_fact(content: str, category: str, tags: str) -> tuple[str, list[Extracte
         FactInputError: empty content or an unknown category.
         FactBlockedError: the write scanner objects to the content or the tags.
     """
-    content = content.strip()
+    content = recall_free(content).strip()
     if not content:
-        raise FactInputError("fact content is empty; say what should be remembered")
+        raise FactInputError(
+            "fact content is empty (recalled <memory-context> text is never stored); say what should be remembered"
+        )
     checked_category(category)
     scanned(content, tags)
     return content, extract_entities(content)
@@ -295,7 +298,7 @@ def planned_update(
     Raises:
         FactInputError: the new content is empty.
     """
-    new_content = old.content if content is None else content.strip()
+    new_content = old.content if content is None else recall_free(content).strip()
     if not new_content:
         raise FactInputError("fact content is empty; use action 'remove' to delete a fact")
     return FactUpdate(

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory.errors import SemanticInputError
+from memory.provenance import recall_free
 
 __all__ = [
     "HistoryEvent",
@@ -103,9 +104,11 @@ def new_text(content: str) -> tuple[str, str]:
     Raises:
         SemanticInputError: the text is empty.
     """
-    content = content.strip()
+    content = recall_free(content).strip()
     if not content:
-        raise SemanticInputError("the memory is empty; say what should be remembered")
+        raise SemanticInputError(
+            "the memory is empty (recalled <memory-context> text is never stored); say what should be remembered"
+        )
     return content, content_key(content)
 
 
@@ -115,7 +118,7 @@ def replacement_text(content: str) -> tuple[str, str]:
     Raises:
         SemanticInputError: the text is empty (deleting is how a memory goes).
     """
-    content = content.strip()
+    content = recall_free(content).strip()
     if not content:
         raise SemanticInputError("the new text is empty; delete the memory instead")
     return content, content_key(content)

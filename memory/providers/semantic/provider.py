@@ -30,6 +30,7 @@ from pydantic import BaseModel, JsonValue, ValidationError
 
 from memory.curated import memories_dir
 from memory.errors import SemanticBlockedError, SemanticError
+from memory.provenance import recall_free
 from memory.providers._breaker import BreakerState, CircuitBreaker
 from memory.providers._guard import (
     blocked_write_message,
@@ -271,6 +272,8 @@ class SemanticProvider(MemoryProvider):
     async def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str) -> None:
         """Learn from the exchange (model extraction + reconciliation); only for `primary` agents."""
         learner = self._learner
+        # what a turn recalled is memory read back: never learned again
+        user_content, assistant_content = recall_free(user_content), recall_free(assistant_content)
         if learner is None or self._agent_context != "primary" or not user_content.strip():
             return
         self.last_turn = await learner.learn_turn(user_content, assistant_content, session_id=session_id)
@@ -292,7 +295,7 @@ class SemanticProvider(MemoryProvider):
         store = self._store
         if store is None:
             raise SemanticError("the semantic memory is not open; the session has not initialized it")
-        content = content.strip()
+        content = recall_free(content).strip()  # recall is memory read back, never a new memory
         findings = write_findings(content)
         if findings:
             raise SemanticBlockedError(blocked_write_message("memory", findings), findings=findings)

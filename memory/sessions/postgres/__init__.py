@@ -5,6 +5,6 @@
 # for IDF), `_vectors.py` (PgVectors: message embeddings as real[]). Never imports the SQLite backend.
 from memory.sessions.postgres._conn import PgTarget, redact_url
 from memory.sessions.postgres._vectors import PgVectors
-from memory.sessions.postgres.store import PgSessionStore
+from memory.sessions.postgres.store import PgSessionStore, migrate_schema
 
-__all__ = ["PgSessionStore", "PgTarget", "PgVectors", "redact_url"]
+__all__ = ["PgSessionStore", "PgTarget", "PgVectors", "migrate_schema", "redact_url"]

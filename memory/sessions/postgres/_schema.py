@@ -293,6 +293,21 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         5, "the memory providers' stores: holographic facts, semantic memories (memory.providers._pg)", _M5
     ),
+    Migration(
+        6,
+        "memory writes held for the user's confirmation (memory.curated._pg.PgHeldWrites)",
+        (
+            """CREATE TABLE curated_pending (
+                held_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                scope TEXT NOT NULL,
+                target TEXT NOT NULL CHECK (target IN ('memory', 'user')),
+                content TEXT NOT NULL,
+                origin TEXT NOT NULL CHECK (origin IN ('tool_result', 'fetched', 'recalled', 'pasted')),
+                held_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX curated_pending_scope ON curated_pending(scope, held_id)",
+        ),
+    ),
 )
 
 _TRIGRAM_INDEX = "messages_trigram"

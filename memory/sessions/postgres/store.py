@@ -70,6 +70,31 @@ def _opt(value: str | None) -> str | None:
     return None if value is None else pg_text(value)
 
 
+async def migrate_schema(
+    url: str, *, schema: str = "keel", connect_timeout_s: float = 10.0, trigram: bool | None = None
+) -> IndexFeatures:
+    """Create and migrate keel's `schema` on `url` as needed (one short connection).
+
+    Every store of the schema relies on it: `PgSessionStore.open` runs it, and so does a
+    command that opens only the other stores (`keel memory` on `storage.backend: postgres`).
+
+    Raises:
+        SessionStoreUnavailableError: bad URL, server down, login or database refused.
+        SessionSchemaError: the schema was written by a newer keel.
+    """
+    target = PgTarget(url, schema)
+    conn = await connect(target, search_path=f'"{schema}"', timeout_s=connect_timeout_s)
+    try:
+        with anyio.CancelScope(shield=True):
+            features = await migrate_pg(conn, schema, trigram=trigram)
+    except psycopg.Error as exc:
+        raise translate(exc, target) from exc
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+    return features
+
+
 class PgSessionStore:
     """The session store on PostgreSQL. Open it with `PgSessionStore.open` (or `open_session_store`).
 
@@ -116,15 +141,9 @@ class PgSessionStore:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, not {pool_size!r}")
         target = PgTarget(url, schema)
-        conn = await connect(target, search_path=f'"{schema}"', timeout_s=connect_timeout_s)
-        try:
-            with anyio.CancelScope(shield=True):
-                features = await migrate_pg(conn, schema, trigram=trigram)
-        except psycopg.Error as exc:
-            raise translate(exc, target) from exc
-        finally:
-            with anyio.CancelScope(shield=True):
-                await conn.close()
+        features = await migrate_schema(
+            url, schema=schema, connect_timeout_s=connect_timeout_s, trigram=trigram
+        )
         pool = await open_pool(
             target, size=pool_size, timeout_s=connect_timeout_s, lock_timeout_s=lock_timeout_s
         )

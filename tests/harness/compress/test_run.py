@@ -531,3 +531,30 @@ async def test_a_chunked_flush_that_fails_midway_keeps_what_earlier_pieces_saved
     warning = next(e for e in events if isinstance(e, Warning) and "flush failed" in e.message)
     assert "earlier pieces saved is kept" in warning.message
     assert any(isinstance(e, CompressionFinished) and not e.aborted for e in events)
+
+
+async def test_a_flush_entry_the_memory_block_already_holds_is_refused_as_already_in_memory() -> None:
+    # the memory snapshot reaches the flush apart from the system prompt: an echo of it is
+    # "already in memory", not "repeats the instructions"
+    memory = FakeMemory(entries=["Sam deploys on Fridays and uses vim"])
+    model = ScriptedModel(tokenizer=FakeTokenizer())
+    async with make_session(
+        model, cfg=config(**_small_window(compression__flush_reply="tool_calls")), memory=memory
+    ) as s:
+        await _fill(model, s, 4)
+        model.extend(
+            [
+                call_tool(
+                    "memory",
+                    {"action": "add", "target": "user", "content": "Sam deploys on Fridays and uses vim"},
+                ),
+                say("## Goal\nchat about tea"),
+                say("final answer"),
+            ]
+        )
+        events = await run_turn(s, f"third {LONG}")
+    flush = next(e for e in events if isinstance(e, FlushCompleted))
+    assert [(x.saved, x.reason) for x in flush.entries] == [
+        (False, "already in memory: an entry there says this (nothing new to save)")
+    ]
+    assert memory.entries == ["Sam deploys on Fridays and uses vim"]

@@ -120,3 +120,51 @@ def test_questions_and_greetings_copied_from_the_chat_are_not_facts() -> None:
     assert {r.reason for r in reading.refusals} == {
         "a question or a greeting copied from the chat, not a fact"
     }
+
+
+MEMORY_BLOCK = (
+    "USER PROFILE [40% — 120/300 chars]\nSam O'Neill maintains a Rust web service called quill.\n§\n"
+    "Sam's services run on Node 18."
+)
+
+
+def test_an_entry_the_memory_block_already_holds_is_refused_as_already_in_memory() -> None:
+    system = f"You are keel.\n\n{MEMORY_BLOCK}\n\nBe brief."
+    said = "I'm Sam O'Neill, I maintain a Rust web service called quill. We moved to Node 22 last week."
+    text = (
+        "user: Sam O'Neill maintains a Rust web service called quill.\nuser: Sam's services run on Node 22."
+    )
+    reading = read_flush_reply(
+        "text_list", _reply(text), instructions=[system], said=said, memory=MEMORY_BLOCK
+    )
+    # the corrected value is new; the echo is named for what it is, not "repeats the instructions"
+    assert [w.content for w in reading.writes] == ["Sam's services run on Node 22."]
+    assert [r.reason for r in reading.refusals] == [
+        "already in memory: an entry there says this (nothing new to save)"
+    ]
+
+
+def test_without_the_snapshot_apart_the_same_echo_reads_as_the_instructions() -> None:
+    system = f"You are keel.\n\n{MEMORY_BLOCK}"
+    text = "user: Sam O'Neill maintains a Rust web service called quill."
+    reading = read_flush_reply("text_list", _reply(text), instructions=[system], said="nothing of it")
+    assert [r.reason for r in reading.refusals] == [
+        "repeats the instructions instead of a fact from the conversation"
+    ]
+
+
+def test_every_refusal_of_a_malformed_call_says_what_to_send_instead() -> None:
+    ops = [
+        {"action": "drop", "content": "x"},
+        {"action": "remove"},
+        {"action": "replace", "content": "Sam uses vim daily."},
+    ]
+    reading = read_flush_reply(
+        "free_calls", _reply("", ("memory", {"operations": ops})), said="Sam uses vim daily."
+    )
+    reasons = [r.reason for r in reading.refusals]
+    assert reasons == [
+        "unknown action 'drop'; use add, replace or remove",
+        "remove without old_text (the entry's text to remove)",
+        "replace without old_text (the entry's text to replace)",
+    ]
