@@ -235,10 +235,10 @@ class Bench:
                 case.side_evaluated += ln.evaluated
                 case.side_reused += ln.reused
 
-    async def turn(self, session: object, text: str, case: Case, *, check: bool) -> None:
+    async def turn(self, session: Session, text: str, case: Case, *, check: bool) -> None:
         self.log.mark()
         started = time.monotonic()
-        async with session.run_turn(text) as events:  # type: ignore[attr-defined]  # an OpenedSession
+        async with session.run_turn(text) as events:
             async for _ in events:
                 pass
         wall = time.monotonic() - started

@@ -46,11 +46,11 @@ import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
-from harness.loop._groups import single_error
+from harness.loop.groups import single_error
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
+from harness.loop.system_prompt import PromptAssembler
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
@@ -61,6 +61,7 @@ from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
 from harness.wiring.resume import catch_up_from, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.slots import static_slot_gatherer
 from harness.wiring.stores import Stores, open_stores
 from harness.wiring.tool_port import add_session_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore

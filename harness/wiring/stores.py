@@ -16,6 +16,7 @@ is no fallback: a server that cannot be used fails the open with a clear error.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from memory.curated import (
     open_curated_pool,
 )
 from memory.lease import FileLease, PgLease, SessionLease
+from memory.pglog import routed_pg_logs
 from memory.providers import PgPlace
 from memory.sessions.postgres import migrate_schema
 from memory.skills import PgSkillLibrary, SkillLibrary
@@ -43,21 +45,33 @@ from memory.skills import PgSkillLibrary, SkillLibrary
 __all__ = ["MemoryPlace", "Stores", "curated_scopes", "open_place", "open_sessions", "open_stores"]
 
 
-def open_sessions(config: KeelConfig, home: Path) -> AbstractAsyncContextManager[SessionStore]:
+_LOG = logging.getLogger("keel.storage")
+
+
+def _pool_warning(message: str) -> None:
+    _LOG.warning("%s", message)
+
+
+@asynccontextmanager
+async def open_sessions(config: KeelConfig, home: Path) -> AsyncIterator[SessionStore]:
     """The session store `config.sessions` names, opened on entry and closed on exit.
 
     `open_stores` opens it with the rest; the `keel sessions` commands open it alone.
+    psycopg's pool warnings become keel's messages (`memory.pglog`) on the `keel.storage`
+    logger meanwhile.
     """
     s = config.sessions
-    return open_session_store(
-        s.backend,
-        home=home,
-        url=s.url,
-        pg_schema=s.pg_schema,
-        pool_size=s.pool_size,
-        connect_timeout_s=s.connect_timeout_s,
-        lock_timeout_s=s.lock_timeout_s,
-    )
+    with routed_pg_logs(_pool_warning):
+        async with open_session_store(
+            s.backend,
+            home=home,
+            url=s.url,
+            pg_schema=s.pg_schema,
+            pool_size=s.pool_size,
+            connect_timeout_s=s.connect_timeout_s,
+            lock_timeout_s=s.lock_timeout_s,
+        ) as store:
+            yield store
 
 
 def curated_scopes(principal: Principal) -> tuple[str, str]:
@@ -148,7 +162,14 @@ def open_place(config: KeelConfig, home: Path) -> AbstractAsyncContextManager[Me
         SessionStoreUnavailableError, StoreReadError: the PostgreSQL server cannot be used.
         SessionSchemaError: its schema was written by a newer keel.
     """
-    return _open_place(config, home, migrate=True)
+    return _routed(_open_place(config, home, migrate=True))
+
+
+@asynccontextmanager
+async def _routed(opened: AbstractAsyncContextManager[MemoryPlace]) -> AsyncIterator[MemoryPlace]:
+    with routed_pg_logs(_pool_warning):
+        async with opened as place:
+            yield place
 
 
 @asynccontextmanager
@@ -181,6 +202,7 @@ async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
     """
     s = config.sessions
     async with AsyncExitStack() as stack:
+        stack.enter_context(routed_pg_logs(_pool_warning))
         # The sessions first: opening them creates or migrates the schema the other rows use.
         sessions = await stack.enter_async_context(open_sessions(config, home))
         place = await stack.enter_async_context(_open_place(config, home, migrate=False))

@@ -23,7 +23,7 @@ from harness.telemetry import Telemetry
 from harness.tools import ToolFunction, ToolRegistry
 from harness.tools.builtin import BuiltinHandlers, JsonHandler, memory_handler
 from harness.tools.register import register_tools
-from harness.types import Message, ModelRequest
+from harness.types import Message, ModelReply, ModelRequest
 from harness.wiring.dense import start_dense
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.semantic import semantic_provider
@@ -148,8 +148,8 @@ def listing_manager(config: KeelConfig) -> MemoryManager:
         manager.add_provider(HolographicProvider(db_path=m.holographic.db_path))
     elif m.provider == "semantic":
 
-        async def never(request: object) -> object:  # listing only: no model call is made
+        async def never(request: ModelRequest) -> ModelReply:  # listing only: no model call is made
             raise AssertionError("no model call while listing tools")
 
-        manager.add_provider(semantic_provider(config, send=never))  # type: ignore[arg-type]  # never called
+        manager.add_provider(semantic_provider(config, send=never))
     return manager

@@ -14,8 +14,8 @@ from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
 from harness.models._stream import cap_reply
-from harness.models.usage import normalize_openai_usage
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall
+from harness.usage import normalize_openai_usage
 
 __all__ = ["ToolResultStyle", "build_body", "parse_completion", "tool_call_from_wire"]
 

@@ -3,7 +3,7 @@
 Works with OpenAI, vLLM, SGLang, llama.cpp's server, llama-cpp-python's server, Ollama,
 DeepSeek and OpenRouter: the request is the common subset (messages, tools, tool_choice,
 max_tokens, temperature, stream), and usage is normalized from each of their shapes
-(`harness.models.usage`).
+(`harness.usage`).
 """
 
 from __future__ import annotations
