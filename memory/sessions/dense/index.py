@@ -121,6 +121,8 @@ class DenseIndex:
         (a missing or altered model file) stops indexing, kept in `failure`.
         """
         while True:
+            # Sleep first: a short session (a test, a one-shot command) never pays for indexing.
+            await anyio.sleep(interval_s)
             try:
                 await self.catch_up()
             except SessionStoreError as exc:
@@ -130,7 +132,6 @@ class DenseIndex:
                 return
             else:
                 self.failure = None
-            await anyio.sleep(interval_s)
 
     async def status(self) -> DenseStatus:
         """The model, the storage, and how many messages have a vector."""
