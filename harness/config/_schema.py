@@ -15,9 +15,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.config._lifecycle import CacheLifecycleConfig
 from harness.config._mcp import McpConfig
 from harness.config._retention import RetentionConfig
 from harness.config._section import Section
+from harness.config._serve import ServeConfig
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from harness.config._telemetry import TelemetryConfig
 from harness.errors import ConfigError
@@ -390,7 +392,9 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     retention: RetentionConfig = RetentionConfig()
+    cache_lifecycle: CacheLifecycleConfig = CacheLifecycleConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    serve: ServeConfig = ServeConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()
