@@ -158,7 +158,12 @@ def _assembler(
         warn=warn,
         skills_pin=mem.skills_pin,
     )
-    return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+    return PromptAssembler(
+        order=config.prompt.slot_order,
+        static=gather,
+        tokenizer=counter.tokenizer,
+        memory_after_tools=config.memory_after_tools,
+    )
 
 
 def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
@@ -296,6 +301,7 @@ async def _build(
         principal=where.principal,
         functions=opts.tools,
         environ=env_of(opts),
+        warn=warnings,
     )
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
