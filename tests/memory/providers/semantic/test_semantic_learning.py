@@ -507,6 +507,7 @@ async def test_a_fact_the_user_denied_is_not_learned(home: Path, pg: PgPlace | N
         )
         assert contents(provider) == ["The user works in LibreOffice Calc."]
         assert provider.last_turn is not None
-        assert [(x.action, x.decided_by) for x in provider.last_turn.learned][0] == ("ungrounded", "meaning")
+        first = provider.last_turn.learned[0]
+        assert (first.action, first.decided_by) == ("ungrounded", "meaning")
     finally:
         await provider.shutdown()
