@@ -128,6 +128,10 @@ class LimitsConfig(Section):
 
 class PromptConfig(Section):
     slot_order: tuple[SlotId, ...] = DEFAULT_SLOT_ORDER
+    memory_after_tools: bool | None = None
+    """The memory, user and session slots go last, sent as a second system message that chat
+    templates render after the tool schemas (a compression then re-reads little); null →
+    on for `model.provider: local`, off for API models (whose order stays the seeds')."""
     context_files: bool = True
     context_file_max_chars: int = Field(20_000, ge=1_000)
     cwd: Path | None = None
@@ -419,6 +423,12 @@ class KeelConfig(Section):
             if not module or not attr.isidentifier():
                 raise ValueError(f"{item!r} is not an import path; write 'package.module:function'")
         return value
+
+    @property
+    def memory_after_tools(self) -> bool:
+        """`prompt.memory_after_tools`, its null resolved by the provider."""
+        chosen = self.prompt.memory_after_tools
+        return self.model.provider == "local" if chosen is None else chosen
 
     def resolved_home(self, environ: Mapping[str, str] | None = None) -> Path:
         """The keel home: config `home`, else `$KEEL_HOME`, else `~/.keel`."""

@@ -429,7 +429,7 @@ class Session:
                 max_tokens=self.settings.max_output_tokens,
                 temperature=self.settings.temperature,
                 purpose="turn",
-                stable_prefix_chars=len(self.system.text),
+                stable_prefix_chars=self.system.stable_chars,
             )
             reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls

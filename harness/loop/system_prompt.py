@@ -21,17 +21,49 @@ from prompts import (
     build_system_prompt,
 )
 
-__all__ = ["PromptAssembler", "PromptState", "StaticSlots"]
+__all__ = [
+    "TAIL_SLOTS",
+    "PromptAssembler",
+    "PromptState",
+    "StaticSlots",
+    "memory_after_tools_order",
+]
 
 StaticSlots = Callable[[], Awaitable[Mapping[SlotId, str]]]
 """Gathers the non-memory slot texts (may do file I/O; runs at build time only)."""
 
 
-class PromptAssembler:
-    """Builds `SystemPrompt`s; remembers the static slots between memory-only rebuilds."""
+TAIL_SLOTS: tuple[SlotId, ...] = ("memory", "user", "session")
+"""The slots whose text changes within a conversation (a memory write shows after the next
+compression, which also starts a new session id) or between sessions."""
 
-    def __init__(self, *, order: Sequence[SlotId], static: StaticSlots, tokenizer: Tokenizer) -> None:
-        self._order = tuple(order)
+
+def memory_after_tools_order(order: Sequence[SlotId]) -> tuple[SlotId, ...]:
+    """`order` with the `TAIL_SLOTS` moved to its end (their own order kept)."""
+    return tuple(s for s in order if s not in TAIL_SLOTS) + tuple(s for s in order if s in TAIL_SLOTS)
+
+
+class PromptAssembler:
+    """Builds `SystemPrompt`s; remembers the static slots between memory-only rebuilds.
+
+    Args:
+        memory_after_tools: the small-window local layout: the `TAIL_SLOTS` go last, and the
+            request marks where they start (`PromptState.stable_chars`) so the embedded
+            server's client sends them as a second system message, which chat templates
+            render after the tool schemas. A memory write then re-reads only that tail and
+            the conversation, not the guidance, skills index and tools before it.
+    """
+
+    def __init__(
+        self,
+        *,
+        order: Sequence[SlotId],
+        static: StaticSlots,
+        tokenizer: Tokenizer,
+        memory_after_tools: bool = False,
+    ) -> None:
+        self.memory_after_tools = memory_after_tools
+        self._order = memory_after_tools_order(order) if memory_after_tools else tuple(order)
         self._gather = static
         self._tokenizer = tokenizer
         self._static: Mapping[SlotId, str] | None = None
@@ -71,6 +103,15 @@ class PromptState:
     @property
     def text(self) -> str:
         return self.prompt.text
+
+    @property
+    def stable_chars(self) -> int:
+        """Where the text that changes within a conversation starts, under the local layout
+        (the first non-empty `TAIL_SLOTS` slot); the whole text otherwise."""
+        if not self._assembler.memory_after_tools:
+            return len(self.text)
+        starts = [s.start for s in self.prompt.slots if s.name in TAIL_SLOTS and s.end > s.start]
+        return min(starts, default=len(self.text))
 
     @property
     def memory(self) -> MemoryPort | None:

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,19 +89,21 @@ class KeelServer:
 def keel_servers(
     config: Path,
     *,
-    home: Path,
+    home: Path | Sequence[Path],
     count: int = 1,
     env: Mapping[str, str] | None = None,
     workers: int = 1,
     log_dir: Path | None = None,
     startup_s: float = 90.0,
 ) -> Iterator[list[KeelServer]]:
-    """Start `count` `keel serve` processes on `config` and `home` at once (each on a free
-    port); yields them once every `/healthz` answers 200, stops them all on exit."""
+    """Start `keel serve` processes on `config` at once (each on a free port): `count` on one
+    `home`, or one per home of a list; yields them once every `/healthz` answers 200, stops
+    them all on exit."""
+    homes = [home] * count if isinstance(home, Path) else list(home)
     servers: list[KeelServer] = []
     try:
-        for _ in range(count):
-            servers.append(_start(config, home, env, workers, log_dir))
+        for each in homes:
+            servers.append(_start(config, each, env, workers, log_dir))
         for server in servers:
             _wait_healthy(server, startup_s)
         yield servers

@@ -10,6 +10,7 @@ to read and from where is the wiring's business, so it lives here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from prompts import (
     session_line,
 )
 
-__all__ = ["static_slot_gatherer"]
+__all__ = ["SkillsPin", "static_slot_gatherer"]
 
 
 def _context_scan(text: str) -> list[str]:
@@ -58,6 +59,20 @@ def _read_identity(soul: Path, refuse: Callable[[str, str], None]) -> tuple[str,
     return load_text("identity"), False
 
 
+@dataclass(slots=True)
+class SkillsPin:
+    """The skills slot across a resume, as the curated pin is for memory: what the latest
+    build showed (`shown`, which the session row records) and what the next build shows
+    instead of today's index (`pinned`, once: a resumed session's recorded slot)."""
+
+    shown: str | None = None
+    pinned: str | None = None
+
+    def take(self) -> str | None:
+        text, self.pinned = self.pinned, None
+        return text
+
+
 def static_slot_gatherer(
     config: KeelConfig,
     *,
@@ -70,10 +85,12 @@ def static_slot_gatherer(
     today: Callable[[], date],
     cwd: Path,
     warn: Callable[[str], None] = lambda _message: None,
+    skills_pin: SkillsPin | None = None,
 ) -> StaticSlots:
     """The function that gathers every non-memory slot (runs at each prompt build).
 
     `warn` hears (once each) about a SOUL.md or context file that was refused (a symbolic link).
+    `skills_pin` hears what the skills slot showed, and gives a resumed session its recorded one.
     """
     warned: set[str] = set()
 
@@ -105,9 +122,15 @@ def static_slot_gatherer(
                 if f.refused is not None:
                     refuse(str(cwd / f.label), f.refused)
             context = render_context_files(files)
-        skills_index = ""
-        if skills is not None and "skill_view" in tools:
-            skills_index = await load_skills_index(skills, load_text("skills_index"), shared=shared_skills)
+        skills_index = None if skills_pin is None else skills_pin.take()
+        if skills_index is None:
+            skills_index = ""
+            if skills is not None and "skill_view" in tools:
+                skills_index = await load_skills_index(
+                    skills, load_text("skills_index"), shared=shared_skills
+                )
+        if skills_pin is not None:
+            skills_pin.shown = skills_index
         return {
             "identity": identity,
             "tool_guidance": "\n\n".join(guidance),

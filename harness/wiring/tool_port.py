@@ -10,7 +10,7 @@ listing, `listing_manager` builds the manager with the configured provider and n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 
 from pydantic import JsonValue
@@ -110,6 +110,7 @@ async def add_session_tools(
     principal: Principal,
     functions: Sequence[ToolFunction],
     environ: Mapping[str, str],
+    warn: Callable[[str], None],
 ) -> None:
     """Register the session's tools: keel's own (as the config enables them), then the user's and MCP servers'."""
     search = None
@@ -137,7 +138,9 @@ async def add_session_tools(
         ),
         provider=manager,
     )
-    await register_tools(stack, registry, config, builtin=handlers, functions=functions, environ=environ)
+    await register_tools(
+        stack, registry, config, builtin=handlers, functions=functions, environ=environ, warn=warn
+    )
 
 
 def listing_manager(config: KeelConfig) -> MemoryManager:

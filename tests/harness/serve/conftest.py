@@ -19,6 +19,13 @@ def model_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def client(server: KeelServer) -> Iterator[httpx.Client]:
+    """An httpx client of the module's `server` fixture."""
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
 def write_config(path: Path, model_url: str, **sections: object) -> Path:
     """A config file using the fake model (`model.provider: openai` at its URL), plus `sections`."""
     config: dict[str, object] = {

@@ -23,12 +23,6 @@ def server(model_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield s
 
 
-@pytest.fixture
-def client(server: KeelServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=30) as c:
-        yield c
-
-
 def new_session(client: httpx.Client) -> str:
     response = client.post("/v1/sessions")
     assert response.status_code == 201, response.text
