@@ -63,13 +63,12 @@ class PgVectors:
 
     async def _conn_pool(self) -> psycopg_pool.AsyncConnectionPool[Conn]:
         async with self._lock:
-            pool = self._pool
-            if pool is None:
+            if self._pool is None:
                 # Shielded: a pool cancelled half-open would leave its workers running.
                 with anyio.CancelScope(shield=True):
-                    pool = await open_pool(self._target, size=2, timeout_s=10.0)
-                self._pool = pool
-            return pool
+                    opened = await open_pool(self._target, size=2, timeout_s=10.0)
+                self._pool = opened
+            return self._pool
 
     async def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
         pool = await self._conn_pool()
