@@ -6,12 +6,13 @@ measured side by side in one run, and ends with one `name value` line for machin
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["default_data_dir", "median", "percentile"]
+__all__ = ["add_set_option", "default_data_dir", "median", "overrides", "percentile"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,3 +34,15 @@ def percentile(samples: Sequence[float], q: float) -> float:
     ordered = sorted(samples)
     rank = max(1, round(q / 100 * len(ordered)))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """`--set KEEL_X=V` (repeatable): config overrides given as environment keys."""
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEEL_X=V", help="extra config as environment keys"
+    )
+
+
+def overrides(args: argparse.Namespace) -> dict[str, str]:
+    """The `--set` overrides as a mapping."""
+    return dict(item.split("=", 1) for item in args.set)

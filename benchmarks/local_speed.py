@@ -64,6 +64,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._util import add_set_option, overrides
 from harness.config import KeelConfig, load_config
 from harness.events import CompressionFinished, Warning
 from harness.loop import Session
@@ -235,10 +236,10 @@ class Bench:
                 case.side_evaluated += ln.evaluated
                 case.side_reused += ln.reused
 
-    async def turn(self, session: object, text: str, case: Case, *, check: bool) -> None:
+    async def turn(self, session: Session, text: str, case: Case, *, check: bool) -> None:
         self.log.mark()
         started = time.monotonic()
-        async with session.run_turn(text) as events:  # type: ignore[attr-defined]  # an OpenedSession
+        async with session.run_turn(text) as events:
             async for _ in events:
                 pass
         wall = time.monotonic() - started
@@ -372,16 +373,13 @@ def _parse() -> argparse.Namespace:
     )
     p.add_argument("--json", type=Path, default=None, help="also write the report here")
     p.add_argument("--home", type=Path, default=None, help="keep the home here (default: a temporary one)")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="KEEL_X=V", help="extra config as environment keys"
-    )
+    add_set_option(p)
     return p.parse_args()
 
 
 if __name__ == "__main__":
     args = _parse()
-    overrides = dict(item.split("=", 1) for item in args.set)
-    out = anyio.run(partial(main, learning=not args.no_learning), args.turns, overrides, args.home)
+    out = anyio.run(partial(main, learning=not args.no_learning), args.turns, overrides(args), args.home)
     if args.json is not None:
         with contextlib.suppress(OSError):
             args.json.parent.mkdir(parents=True, exist_ok=True)

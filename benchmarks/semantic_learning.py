@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._util import median, percentile
 from benchmarks.local_flush import DATA, Conversation, load_conversations, matches
 from harness.config import DEFAULT_LOCAL_MODEL, LocalModelName
+from harness.models.base import ModelClient
 from harness.models.factory import local_client
 from harness.models.local import BUILTIN_MODELS, start_local_model
 from harness.types import ModelReply, ModelRequest
@@ -51,15 +52,14 @@ class LocalCompleter:
     """The embedded model as the provider's `Completer` (keel's own `SessionCompleter`),
     counting its calls."""
 
-    def __init__(self, client: object, *, max_tokens: int) -> None:
+    def __init__(self, client: ModelClient, *, max_tokens: int) -> None:
         self._client = client
         self._inner = SessionCompleter(self._send, max_tokens=max_tokens)
         self.calls = 0
 
     async def _send(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
-        reply: ModelReply = await self._client.complete(request)  # type: ignore[attr-defined]  # an OpenAIClient
-        return reply
+        return await self._client.complete(request)
 
     async def complete(self, messages: Sequence[TurnMessage]) -> str:
         return await self._inner.complete(messages)

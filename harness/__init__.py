@@ -14,7 +14,8 @@
 # `tools/`       everything the model can call: the registry, Python functions, keel's own
 #                tools, MCP servers (`tools/mcp/`), and the one registration of a session's tools
 # `errors.py` (the KeelError tree), `events.py` (what a turn streams), `types.py` (wire
-# types), `tokens.py` (tokenizers), `trace.py` (request traces).
+# types), `usage.py` (provider usage shapes → `Usage`), `tokens.py` (tokenizers), `trace.py`
+# (request traces).
 import typing
 
 from harness._lazy import lazy_names as _lazy_names

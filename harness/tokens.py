@@ -20,7 +20,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Literal, Protocol, TypeAlias
 
 import anyio.to_thread
@@ -60,6 +60,12 @@ _MEMO_MAX_CHARS = 4_000_000
 """The remembered texts' total length: the oldest are forgotten beyond it."""
 
 
+class _Encoding(Protocol):
+    """What `TiktokenTokenizer` uses of a `tiktoken.Encoding`."""
+
+    def encode(self, text: str, *, disallowed_special: Collection[str]) -> list[int]: ...
+
+
 class TiktokenTokenizer:
     """cl100k_base from the bundled offline table.
 
@@ -69,9 +75,9 @@ class TiktokenTokenizer:
     string up costs its hash.
     """
 
-    def __init__(self, encoding: object) -> None:
-        # `encoding` is a tiktoken.Encoding; typed loosely so importing this module
-        # does not import tiktoken (nothing happens at import time).
+    def __init__(self, encoding: _Encoding) -> None:
+        # `encoding` is a tiktoken.Encoding, typed by what is used of it so importing this
+        # module does not import tiktoken (nothing happens at import time).
         self._enc = encoding
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._counted_chars = 0
@@ -82,8 +88,7 @@ class TiktokenTokenizer:
         return "cl100k"
 
     def encode(self, text: str) -> list[int]:
-        ids: list[int] = self._enc.encode(text, disallowed_special=())  # type: ignore[attr-defined]  # tiktoken.Encoding
-        return ids
+        return self._enc.encode(text, disallowed_special=())
 
     def count(self, text: str) -> int:
         if len(text) < _MEMO_MIN_CHARS:

@@ -27,14 +27,15 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from harness.models.usage import usage_counts
 from harness.types import Message, ModelRequest, Purpose, ToolSpec, Usage
+from harness.usage import usage_counts
 from prompts.slots import SlotSpan
 
 __all__ = [
     "TraceBreakpoint",
     "TraceMessage",
     "TraceRecord",
+    "TraceRefresh",
     "TraceSlot",
     "TraceTool",
     "TraceToolCall",
@@ -89,6 +90,15 @@ class TraceUsage(_Model):
     reasoning: int = 0
 
 
+class TraceRefresh(_Model):
+    """Why a `keep_warm` request was sent: the wait it served and what it was expected to cost and save."""
+
+    reason: Literal["tool_wait", "user_idle"]
+    cost_usd: float
+    saving_usd: float
+    prefix_tokens: int
+
+
 class TraceBreakpoint(_Model):
     """An Anthropic cache_control marker: after the tools, the system prompt, or a message."""
 
@@ -116,6 +126,8 @@ class TraceRecord(_Model):
     usage: TraceUsage | None = None
     latency_s: float | None = None
     error: str | None = None
+    refresh: TraceRefresh | None = None
+    """Set on `keep_warm` requests (`harness.lifecycle`)."""
 
 
 def _message(m: Message) -> TraceMessage:
@@ -153,6 +165,7 @@ def record_for_request(
     breakpoints: Sequence[TraceBreakpoint] = (),
     cache_ttl: Literal["5m", "1h"] | None = None,
     timestamp: float | None = None,
+    refresh: TraceRefresh | None = None,
 ) -> TraceRecord:
     """Build the trace line for a request that was just sent."""
     settings: dict[str, JsonValue] = {"tool_choice": request.tool_choice}
@@ -176,6 +189,7 @@ def record_for_request(
         usage=None if usage is None else TraceUsage(**usage_counts(usage)),
         latency_s=latency_s,
         error=error,
+        refresh=refresh,
     )
 
 

@@ -30,7 +30,7 @@ __all__ = [
 JsonObject: TypeAlias = dict[str, JsonValue]
 
 Role = Literal["system", "user", "assistant", "tool"]
-Purpose = Literal["turn", "flush", "summary", "search", "extract"]
+Purpose = Literal["turn", "flush", "summary", "search", "extract", "keep_warm"]
 """Why a request was sent; traces and the cache meter break totals down by it."""
 
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | str

@@ -60,9 +60,9 @@ def pending(migrations: Sequence[Migration], current: int, too_new: TooNew) -> l
     return [m for m in migrations if m.version > current]
 
 
-def _table(time_type: str) -> str:
+def _table(time_type: str, table: str) -> str:
     return (
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+        f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER PRIMARY KEY, "
         f"name TEXT NOT NULL, applied_at {time_type} NOT NULL)"
     )
 
@@ -80,7 +80,7 @@ def migrate_sqlite(
         Exception: `too_new(found, known)` for a database newer than `migrations`.
     """
     stamp = time.time() if now is None else now
-    conn.execute(_table("REAL"))
+    conn.execute(_table("REAL", "schema_migrations"))
     current = int(conn.execute("SELECT COALESCE(max(version), 0) FROM schema_migrations").fetchone()[0])
     legacy = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if current == 0 and legacy > 0:
@@ -110,22 +110,26 @@ async def migrate_postgres(
     *,
     too_new: TooNew,
     now: float | None = None,
+    table: str = "schema_migrations",
 ) -> int:
     """Apply every pending migration inside the caller's transaction; return the version.
+
+    `table`: where the versions are recorded. A family of tables that shares a schema with
+    another (the serve runs beside the sessions) keeps its own versions in its own table.
 
     Raises:
         Exception: `too_new(found, known)` for a schema newer than `migrations`.
     """
     stamp = time.time() if now is None else now
-    await conn.execute(_table("DOUBLE PRECISION"))
-    cur = await conn.execute("SELECT COALESCE(max(version), 0) FROM schema_migrations")
+    await conn.execute(_table("DOUBLE PRECISION", table))
+    cur = await conn.execute(f"SELECT COALESCE(max(version), 0) FROM {table}")
     row = await cur.fetchone()
     current = int(str(row[0])) if row else 0
     for migration in pending(migrations, current, too_new):
         for statement in migration.statements:
             await conn.execute(statement)
         await conn.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+            f"INSERT INTO {table} (version, name, applied_at) VALUES (%s, %s, %s)",
             (migration.version, migration.name, stamp),
         )
     return len(migrations)

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:
     from memory.scanner import Finding
-    from memory.skills._guard import GuardReport
+    from memory.skills import GuardReport
 
 __all__ = [
     "AmbiguousMatchError",

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("_sessions_cmd", "list, show and search past sessions"),
     "skills": ("_skills_cmd", "list and read saved skills"),
     "storage": ("_storage_cmd", "where state lives, how big it is; prune it; move a home into PostgreSQL"),
+    "serve": ("_serve_cmd", "serve sessions over HTTP (native API, OpenAI-compatible doors)"),
     "tools": ("_tools_cmd", "list the tools the agent gets (keel's, yours, MCP servers')"),
     "cache": ("cache", "measure prompt-cache reuse in request traces"),
     "config": ("_config_cmd", "check the configuration"),

@@ -171,7 +171,8 @@ async def _loop(
 ) -> None:
     while True:
         console.print("[bold cyan]you>[/] ", end="")
-        line = await recv.receive()
+        async with session.idle():  # cache_lifecycle: keep the prompt cached while you think
+            line = await recv.receive()
         if line is None:
             console.print()
             return

@@ -60,16 +60,10 @@ def _flush_entries(run: CompressionRun) -> None:
 
 def _report(result: DemoResult) -> None:
     table = Table(title="frozen snapshot vs live re-read: per-turn wall time and prefix reuse")
-    for col, just in (
-        ("turn", "right"),
-        ("frozen s", "right"),
-        ("live s", "right"),
-        ("frozen reuse", "right"),
-        ("live reuse", "right"),
-        ("memory written after the turn", "left"),
-        ("compression (frozen run)", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]  # "left"/"right" are valid
+    for col in ("turn", "frozen s", "live s", "frozen reuse", "live reuse"):
+        table.add_column(col, justify="right")
+    for col in ("memory written after the turn", "compression (frozen run)"):
+        table.add_column(col, justify="left")
     for f, lv in zip(result.frozen.rows, result.live.rows, strict=False):
         table.add_row(
             str(f.turn),

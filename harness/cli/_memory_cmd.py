@@ -17,7 +17,7 @@ import anyio
 
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import KeelError
-from harness.wiring.scoped import curated_store, shared_memory_store
+from harness.wiring.scoped import curated_store, meaning_check, shared_memory_store
 from harness.wiring.stores import curated_scopes, open_place
 from memory import (
     AmbiguousMatchError,
@@ -55,14 +55,23 @@ class _Memory:
     held: HeldWrites
 
 
-def _with_memory(args: argparse.Namespace, work: Callable[[_Memory], Awaitable[T]]) -> T:
-    """Open the configured backend, run `work` on the principal's memory, close it."""
+def _with_memory(
+    args: argparse.Namespace, work: Callable[[_Memory], Awaitable[T]], *, writes: bool = False
+) -> T:
+    """Open the configured backend, run `work` on the principal's memory, close it.
+
+    A verb that `writes` checks what it saves as the session's memory tool does: the scanner's
+    rules and, as `memory.meaning_check` asks, the meaning check (built only for writes: it
+    loads the embedder).
+    """
     cfg, principal = principal_from_args(args)
     home = cfg.resolved_home(os.environ)
+    meaning = meaning_check(cfg) if writes else None
 
     async def main() -> T:
         async with open_place(cfg, home) as place:
-            store = curated_store(cfg, home, principal, policy="frozen", backend=place.curated(principal))
+            backend = place.curated(principal)
+            store = curated_store(cfg, home, principal, policy="frozen", meaning=meaning, backend=backend)
             shared = shared_memory_store(cfg, home, principal, stores=place)
             return await work(_Memory(store, shared, place.held(principal, home)))
 
@@ -90,10 +99,10 @@ def _user_error(exc: MemoryLayerError, target: MemoryTarget) -> KeelError:
 
 
 def _run_write(
-    args: argparse.Namespace, action: Callable[[MemoryStore], Awaitable[WriteResult]]
+    args: argparse.Namespace, action: Callable[[MemoryStore], Awaitable[WriteResult]], *, adds: bool
 ) -> WriteResult:
     try:
-        return _with_memory(args, lambda memory: action(memory.store))
+        return _with_memory(args, lambda memory: action(memory.store), writes=adds)
     except MemoryLayerError as exc:
         raise _user_error(exc, cast("MemoryTarget", args.target)) from exc
 
@@ -105,7 +114,7 @@ def _summary(result: WriteResult) -> str:
 
 
 def _add(args: argparse.Namespace) -> int:
-    result = _run_write(args, lambda store: store.add(args.target, args.text))
+    result = _run_write(args, lambda store: store.add(args.target, args.text), adds=True)
     if result.committed:
         console.out(f"Added. {_summary(result)}", highlight=False)
     else:
@@ -116,7 +125,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    result = _run_write(args, lambda store: store.remove(args.target, args.old_text))
+    result = _run_write(args, lambda store: store.remove(args.target, args.old_text), adds=False)
     removed = result.committed[0].previous or ""
     console.out(f"Removed: {preview(removed)}\n{_summary(result)}", highlight=False)
     return 0
@@ -254,7 +263,7 @@ def _confirm(args: argparse.Namespace) -> int:
             raise _user_error(exc, chosen.target) from exc
         return chosen, result
 
-    chosen, result = _with_memory(args, confirm)
+    chosen, result = _with_memory(args, confirm, writes=True)
     console.out(f"Saved: {preview(chosen.content)}\n{_summary(result)}", highlight=False)
     return 0
 

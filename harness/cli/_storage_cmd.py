@@ -5,8 +5,9 @@ keeping them bounded.
 - `migrate --to postgres`: a home copied into PostgreSQL, verified (`harness.wiring.migrate`).
 - `stats`: rows or files, bytes and growth (added in the last day and week) of each store.
 - `prune [--dry-run]`: applies `retention:` to sessions (whole lineages, never one a live
-  turn holds the lease of), traces, journals, evicted-entry archives and run events, on the
-  configured backend, and says what it removed (`memory.retention`).
+  turn holds the lease of), traces, journals, evicted-entry archives and `keel serve` run
+  events (through `memory.runs.RunStore.prune`), on the configured backend, and says what it
+  removed (`memory.retention`).
 
 The command acts on the whole home or schema (every user): retention is the operator's.
 Heavy imports (psycopg, the migration) happen inside the verbs, so `keel --help` stays fast.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -176,14 +178,38 @@ def _stats(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ prune
 
 
-def run_event_pruner(config: KeelConfig) -> None:
-    """The hook for `keel serve`'s run store: prune its events through its own API.
+async def _prune_run_events(config: KeelConfig, home: Path, *, dry_run: bool) -> Pruned | None:
+    """`keel serve`'s run events, through the run store's own `prune` (None: no run store here).
 
-    The run store (`memory/runs`) is not part of this build yet, so there is nothing to
-    prune; when it lands, this returns its pruner and `_prune_all` calls it with
-    `retention.run_events_max_age_days`.
+    The age is `retention.run_events_max_age_days`, else `serve.events_retention` (what the
+    serve workers prune by themselves). The run store cannot count without removing, so a
+    dry run says how old the removed events would be, not how many.
     """
-    del config
+    from memory.retention import Pruned, pg_has_table
+    from memory.runs import open_run_store
+    from memory.runs.sqlite import SERVE_DB_NAME
+
+    days = config.retention.run_events_max_age_days
+    age_s = config.serve.events_retention if days is None else days * _DAY_S
+    s = config.sessions
+    if config.storage.backend == "postgres":
+        if not await pg_has_table(_pg_target(config), "serve_events"):
+            return None
+    elif not (home / SERVE_DB_NAME).exists():
+        return None
+    if dry_run:
+        return Pruned(
+            f"run events of runs ended over {age_s / _DAY_S:g} days ago (not counted on a dry run)", 0
+        )
+    async with open_run_store(
+        config.storage.backend,
+        home=home,
+        url=s.url,
+        pg_schema=s.pg_schema,
+        connect_timeout_s=s.connect_timeout_s,
+    ) as runs:
+        removed = await runs.prune(events_before=time.time() - age_s)
+    return Pruned("run events", removed)
 
 
 async def _prune_all(config: KeelConfig, home: Path, *, dry_run: bool) -> list[Pruned]:
@@ -239,7 +265,9 @@ async def _prune_all(config: KeelConfig, home: Path, *, dry_run: bool) -> list[P
             lambda: prune_journals(home / JOURNAL_DIR_NAME, max_age_s=journal_age, dry_run=dry_run)
         )
     )
-    run_event_pruner(config)
+    events = await _prune_run_events(config, home, dry_run=dry_run)
+    if events is not None:
+        parts.append(events)
     return parts
 
 
@@ -248,8 +276,6 @@ def _prune(args: argparse.Namespace) -> int:
     home = config.resolved_home(os.environ)
     parts = anyio.run(lambda: _prune_all(config, home, dry_run=args.dry_run))
     _print_pruned(parts, dry_run=args.dry_run)
-    if config.retention.run_events_max_age_days is not None:
-        console.print("run events: no run store in this build (keel serve); nothing to prune", markup=False)
     return 0
 
 
@@ -261,7 +287,7 @@ def _print_pruned(parts: Sequence[Pruned], *, dry_run: bool) -> None:
             markup=False,
         )
     for p in parts:
-        if not (p.count or p.kept_live):
+        if not (p.count or p.kept_live or "dry run" in p.what):
             continue
         line = f"{verb} {p.count} {p.what}" + ("" if p.bytes is None else f" ({_size(p.bytes)})")
         if p.kept_live:

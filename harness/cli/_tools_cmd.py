@@ -9,13 +9,14 @@ import anyio
 
 from harness.cli._common import Subparsers, config_from_args, console
 from harness.tools.listing import tool_listing
+from harness.wiring.tool_port import listing_manager
 
 __all__ = ["register"]
 
 
 def _list(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    listing = anyio.run(lambda: tool_listing(cfg, environ=os.environ))
+    listing = anyio.run(lambda: tool_listing(cfg, environ=os.environ, provider=listing_manager(cfg)))
     width = max((len(t.name) for t in listing), default=0)
     for t in listing:
         line = f"{t.name.ljust(width)}  {t.source}"

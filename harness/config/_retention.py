@@ -25,4 +25,4 @@ class RetentionConfig(Section):
     archives_max_age_days: float | None = Field(None, gt=0)
     """Entries evicted from MEMORY.md / USER.md (ARCHIVE.jsonl, curated_archive) older than this."""
     run_events_max_age_days: float | None = Field(None, gt=0)
-    """`keel serve` run events older than this (when the run store is present)."""
+    """Events of `keel serve` runs ended longer ago; None: `serve.events_retention`."""

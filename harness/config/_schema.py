@@ -15,12 +15,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.config._lifecycle import CacheLifecycleConfig
 from harness.config._mcp import McpConfig
 from harness.config._retention import RetentionConfig
 from harness.config._section import Section
+from harness.config._serve import ServeConfig
 from harness.config._stores import SessionsConfig, StorageConfig, storage_moves_sessions
 from harness.config._telemetry import TelemetryConfig
-from memory import FlushMode, check_scope_id
+from harness.errors import ConfigError
+from memory import FlushMode, Principal, ScopeError, check_scope_id
 from prompts import DEFAULT_SLOT_ORDER, SlotId
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "SkillsConfig",
     "TracesConfig",
     "default_home",
+    "resolve_principal",
 ]
 
 
@@ -124,6 +128,10 @@ class LimitsConfig(Section):
 
 class PromptConfig(Section):
     slot_order: tuple[SlotId, ...] = DEFAULT_SLOT_ORDER
+    memory_after_tools: bool | None = None
+    """The memory, user and session slots go last, sent as a second system message that chat
+    templates render after the tool schemas (a compression then re-reads little); null →
+    on for `model.provider: local`, off for API models (whose order stays the seeds')."""
     context_files: bool = True
     context_file_max_chars: int = Field(20_000, ge=1_000)
     cwd: Path | None = None
@@ -388,7 +396,9 @@ class KeelConfig(Section):
     skills: SkillsConfig = SkillsConfig()
     traces: TracesConfig = TracesConfig()
     retention: RetentionConfig = RetentionConfig()
+    cache_lifecycle: CacheLifecycleConfig = CacheLifecycleConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    serve: ServeConfig = ServeConfig()
     prices: dict[str, PriceConfig] = Field(default_factory=_default_prices)
     mcp: McpConfig = McpConfig()
     tools: tuple[str, ...] = ()
@@ -408,6 +418,12 @@ class KeelConfig(Section):
                 raise ValueError(f"{item!r} is not an import path; write 'package.module:function'")
         return value
 
+    @property
+    def memory_after_tools(self) -> bool:
+        """`prompt.memory_after_tools`, its null resolved by the provider."""
+        chosen = self.prompt.memory_after_tools
+        return self.model.provider == "local" if chosen is None else chosen
+
     def resolved_home(self, environ: Mapping[str, str] | None = None) -> Path:
         """The keel home: config `home`, else `$KEEL_HOME`, else `~/.keel`."""
         if self.home is not None:
@@ -419,3 +435,27 @@ def default_home(environ: Mapping[str, str]) -> Path:
     """`$KEEL_HOME` if set, else `~/.keel`."""
     value = environ.get("KEEL_HOME")
     return Path(value).expanduser() if value else Path("~/.keel").expanduser()
+
+
+def resolve_principal(
+    config: KeelConfig, *, user_id: str | None = None, workspace: str | None = None
+) -> Principal:
+    """The principal a session runs for: the arguments, else `scope.*`, else `memory.user_id`.
+
+    Raises:
+        ConfigError: an id is not a safe directory name, or `scope.user` and the deprecated
+            `memory.user_id` name different users.
+    """
+    legacy, scoped = config.memory.user_id, config.scope.user
+    if user_id is None and legacy is not None and scoped is not None and legacy != scoped:
+        raise ConfigError(
+            f"scope.user {scoped!r} and memory.user_id {legacy!r} name different users; "
+            "memory.user_id is the old spelling of scope.user — keep only scope.user"
+        )
+    try:
+        return Principal(
+            user_id=user_id if user_id is not None else (scoped if scoped is not None else legacy),
+            workspace=workspace if workspace is not None else config.scope.workspace,
+        )
+    except ScopeError as exc:
+        raise ConfigError(f"{exc} (from --user/--workspace, scope.* or memory.user_id)") from exc

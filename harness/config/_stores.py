@@ -1,4 +1,4 @@
-"""Where a configured session's data lives, and the principal it runs for.
+"""Where a configured session's data lives.
 
 These sections validate and describe (`SessionsConfig.location`); opening the stores they
 name is the wiring's (`harness.wiring.stores`).
@@ -7,18 +7,14 @@ name is the wiring's (`harness.wiring.stores`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from harness.config._section import Section
-from harness.errors import ConfigError
-from memory import Principal, ScopeError, redact_url, session_store_location
+from memory import redact_url, session_store_location
 
-if TYPE_CHECKING:
-    from harness.config._schema import KeelConfig
-
-__all__ = ["SessionsConfig", "StorageConfig", "resolve_principal", "storage_moves_sessions"]
+__all__ = ["SessionsConfig", "StorageConfig", "storage_moves_sessions"]
 
 _PG_URL = "postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE"
 
@@ -108,27 +104,3 @@ class SessionsConfig(Section):
     def location(self, home: Path) -> str:
         """Where sessions are kept: the state.db path, or the URL (no password) and schema."""
         return session_store_location(self.backend, home=home, url=self.url, pg_schema=self.pg_schema)
-
-
-def resolve_principal(
-    config: KeelConfig, *, user_id: str | None = None, workspace: str | None = None
-) -> Principal:
-    """The principal a session runs for: the arguments, else `scope.*`, else `memory.user_id`.
-
-    Raises:
-        ConfigError: an id is not a safe directory name, or `scope.user` and the deprecated
-            `memory.user_id` name different users.
-    """
-    legacy, scoped = config.memory.user_id, config.scope.user
-    if user_id is None and legacy is not None and scoped is not None and legacy != scoped:
-        raise ConfigError(
-            f"scope.user {scoped!r} and memory.user_id {legacy!r} name different users; "
-            "memory.user_id is the old spelling of scope.user — keep only scope.user"
-        )
-    try:
-        return Principal(
-            user_id=user_id if user_id is not None else (scoped if scoped is not None else legacy),
-            workspace=workspace if workspace is not None else config.scope.workspace,
-        )
-    except ScopeError as exc:
-        raise ConfigError(f"{exc} (from --user/--workspace, scope.* or memory.user_id)") from exc

@@ -16,7 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from harness.events import Event
-from harness.loop._groups import single_error
+from harness.loop.groups import single_error
 
 __all__ = ["produced_events"]
 

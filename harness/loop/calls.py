@@ -14,15 +14,16 @@ from collections.abc import Awaitable, Callable
 
 from harness.errors import ModelError, SessionError
 from harness.events import UsageReported
+from harness.lifecycle import CachedPrefix
 from harness.loop.estimate import PromptEstimator
 from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
-from harness.models.usage import usage_counts
 from harness.telemetry import NO_TELEMETRY, Telemetry
-from harness.trace import TraceBreakpoint, TraceWriter, record_for_request
+from harness.trace import TraceBreakpoint, TraceRefresh, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
+from harness.usage import usage_counts
 from memory import MemoryLayerError
 from prompts.slots import SlotSpan
 
@@ -60,6 +61,9 @@ class ModelCalls:
         self.usage_total = Usage()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
+        self.prefix: CachedPrefix | None = None
+        """The last turn request (the session's cached prefix), for the cache keeper; None after a
+        compaction or a new conversation until the next turn request."""
 
     async def send(
         self,
@@ -68,9 +72,12 @@ class ModelCalls:
         summary: bool = False,
         on_text: Callable[[str], Awaitable[None]] | None = None,
         on_progress: Callable[[PromptProgress], None] | None = None,
+        refresh: TraceRefresh | None = None,
     ) -> tuple[ModelReply, UsageReported]:
         """Send one request (streamed), trace it, account its usage. `on_progress` hears
         the server's prefill progress, when it reports any.
+
+        `refresh` says why a `keep_warm` request was sent (it goes into its trace line).
 
         Raises:
             ModelError: the call failed (after the client's retries).
@@ -92,7 +99,7 @@ class ModelCalls:
                 reply = await _stream(client, request, on_text, on_progress, span.first_chunk)
             except ModelError as exc:
                 await self._trace(
-                    request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}"
+                    request, client, None, time.monotonic() - started, f"{type(exc).__name__}: {exc}", refresh
                 )
                 raise
             latency = time.monotonic() - started
@@ -102,12 +109,19 @@ class ModelCalls:
             span.replied(reply, usage, reported=reported, slots=self._slots(request))
         self.usage_total = self.usage_total + usage
         await self._save_usage(usage)
-        await self._trace(request, client, reply, latency, None)
+        await self._trace(request, client, reply, latency, None, refresh)
+        self._remember_prefix(request, started, usage)
         if reported and request.purpose == "turn":
             self.estimator.observe(request, usage, version=self._transcript.version)
         return reply, UsageReported(
             purpose=request.purpose, **usage_counts(usage), reported=reported, latency_s=latency
         )
+
+    def _remember_prefix(self, request: ModelRequest, sent_at: float, usage: Usage) -> None:
+        if request.purpose == "turn":
+            self.prefix = CachedPrefix(request, sent_at, usage.prompt)
+        elif request.purpose == "keep_warm" and self.prefix is not None:
+            self.prefix = CachedPrefix(self.prefix.request, sent_at, usage.prompt)
 
     def _slots(self, request: ModelRequest) -> tuple[SlotSpan, ...]:
         """The slot map, when the request carries the session's prefix (the same test as the trace's)."""
@@ -132,6 +146,7 @@ class ModelCalls:
         reply: ModelReply | None,
         latency: float,
         error: str | None,
+        refresh: TraceRefresh | None = None,
     ) -> None:
         if self.trace is None:
             return
@@ -152,6 +167,7 @@ class ModelCalls:
                 for b in reply.breakpoints
             ],
             cache_ttl=None if reply is None else reply.cache_ttl,
+            refresh=refresh,
         )
         await self.trace.write(record)
 

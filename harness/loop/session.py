@@ -22,7 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from harness.compress.flush import FlushOutcome
 from harness.compress.review import review_memory
 from harness.compress.run import Compressor
-from harness.errors import SessionError
+from harness.errors import ModelError, SessionError
 from harness.events import (
     Event,
     PrefillProgress,
@@ -34,12 +34,14 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
+from harness.lifecycle import CachedPrefix, CacheKeeper, Plan
 from harness.loop._stream import produced_events
 from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
 from harness.models.base import PromptProgress
 from harness.tools import error_json
+from harness.trace import TraceRefresh
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, ToolResult
 from memory import MemoryLayerError, is_trivial
 from prompts import SystemPrompt, attach_recall, cap_recall
@@ -80,6 +82,14 @@ class Session:
             recorder=path.transcript.recorder,
             today=parts.today,
         )
+        self.cache_keeper = CacheKeeper(
+            parts.settings.cache,
+            parts.settings.lifecycle,
+            prefix=lambda: self.calls.prefix,
+            refresh=self._refresh_cache,
+            compact=self._compact_before_expiry,
+        )
+        """Keeps the provider's cached prefix through waits (`cache_lifecycle`); off by default."""
 
     @property
     def turn(self) -> int:
@@ -179,6 +189,7 @@ class Session:
             raise SessionError("cannot start a new conversation while a turn is running")
         await self.providers.on_session_end(self._transcript.messages)
         await self._transcript.restart()
+        self.calls.prefix = None
         self.compressor.reset()
         self.estimator.invalidate()
         await self.system.rebuild(reload_memory=True)
@@ -195,6 +206,7 @@ class Session:
 
         async with self._leased():
             await self.compressor.compress(self._host, collect, manual=True, focus=focus)
+        self.calls.prefix = None  # a new prefix: the next turn request writes it
         return events
 
     async def review_memory(self, *, turns: int | None = None) -> FlushOutcome | None:
@@ -225,6 +237,38 @@ class Session:
         result, child_id = await self._spawn(task)
         await self.providers.on_delegation(task, result, child_session_id=child_id)
         return result
+
+    # ------------------------------------------------------------------ the cache through waits
+
+    @asynccontextmanager
+    async def idle(self) -> AsyncIterator[None]:
+        """Wrap the wait for the user's next message: the cached prefix is refreshed, or the
+        session compacted, before it expires when `cache_lifecycle` says so (nothing when off).
+
+            async with session.idle():
+                text = await read_the_next_message()
+        """
+        if self._busy:
+            raise SessionError("a turn is running; idle() wraps the wait between turns")
+        async with self.cache_keeper.waiting("user_idle"):
+            yield
+
+    async def _refresh_cache(self, plan: Plan, prefix: CachedPrefix) -> None:
+        request = replace(prefix.request, max_tokens=1, purpose="keep_warm")
+        note = TraceRefresh(
+            reason=plan.reason, cost_usd=plan.cost, saving_usd=plan.saving, prefix_tokens=prefix.tokens
+        )
+        try:
+            await self.calls.send(request, refresh=note)
+        except ModelError as exc:  # a failed refresh costs the cache, never the turn
+            self.warn(f"a cache refresh failed ({exc}); the next request may write the prompt again")
+
+    async def _compact_before_expiry(self, plan: Plan) -> None:
+        del plan
+        try:
+            await self.compress()
+        except (SessionError, ModelError, MemoryLayerError) as exc:
+            self.warn(f"the compaction before the cache expired did not run ({exc})")
 
     # ------------------------------------------------------------------ turns
 
@@ -387,7 +431,7 @@ class Session:
                 max_tokens=self.settings.max_output_tokens,
                 temperature=self.settings.temperature,
                 purpose="turn",
-                stable_prefix_chars=len(self.system.text),
+                stable_prefix_chars=self.system.stable_chars,
             )
             reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls
@@ -415,7 +459,9 @@ class Session:
                 return reply.message.content, iteration, "final"
             for call in calls:
                 send.send_nowait(ToolCallStarted(call_id=call.id, name=call.name, arguments=call.arguments))
-            for result, out in await self.tools.run_all(calls):
+            async with self.cache_keeper.waiting("tool_wait"):
+                results = await self.tools.run_all(calls)
+            for result, out in results:
                 # The transcript may keep a capped copy; the event carries the full output.
                 await self._transcript.append_tool_result(
                     result.to_message(), cap=self.settings.tool_result_chars

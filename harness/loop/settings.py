@@ -12,6 +12,7 @@ from typing import Literal
 from harness.compress.host import CompressionSettings
 from harness.compress.plan import effective_threshold
 from harness.config import KeelConfig
+from harness.lifecycle import CacheEconomics, LifecycleSettings, economics_for
 
 __all__ = ["SessionSettings"]
 
@@ -35,6 +36,8 @@ class SessionSettings:
             stored whole and kept capped, pointing at it (`limits.tool_result_chars`).
         compression: the compression settings.
         max_message_chars: the longest user message a turn takes (`limits.max_message_chars`).
+        lifecycle: keep-warm and compaction before expiry (`cache_lifecycle`).
+        cache: the provider's cache economics (`harness.lifecycle`); None: nothing to keep.
     """
 
     max_iterations: int = 12
@@ -56,11 +59,13 @@ class SessionSettings:
             context_window=8192,
         )
     )
+    lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
+    cache: CacheEconomics | None = None
 
     @classmethod
     def from_config(cls, config: KeelConfig) -> SessionSettings:
         """The settings a config describes."""
-        c, m = config.compression, config.model
+        c, m, life = config.compression, config.model, config.cache_lifecycle
         return cls(
             max_iterations=config.limits.max_iterations,
             max_output_tokens=m.max_output_tokens,
@@ -86,5 +91,9 @@ class SessionSettings:
                 summary_temperature=m.temperature,
                 review_interval=c.review_interval,
                 flush_chunk_tokens=c.chunk_tokens(),
+            ),
+            lifecycle=LifecycleSettings(**life.model_dump(exclude={"ttl_s"})),
+            cache=economics_for(
+                m.provider, model=m.name or "", cache_ttl=m.cache_ttl, prices=config.prices, ttl_s=life.ttl_s
             ),
         )

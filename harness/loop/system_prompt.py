@@ -1,8 +1,8 @@
 """The session's system prompt: its slots, how they are gathered, and when it is rebuilt.
 
 The *static* slots (identity, tool guidance, provider block, system message, skills index,
-context files, session line) are gathered by `static_slot_gatherer` at session start and at
-each compression; the MEMORY and USER slots come from the memory port under the snapshot
+context files, session line) are gathered by a `StaticSlots` function the wiring hands in
+(`harness.wiring.slots`) at session start and at each compression; the MEMORY and USER slots come from the memory port under the snapshot
 policy. `PromptAssembler` builds a `prompts.SystemPrompt` — text plus slot map with token
 offsets — and `PromptState` holds the current one for the session.
 """
@@ -10,41 +10,60 @@ offsets — and `PromptState` holds the current one for the session.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import date
-from pathlib import Path
 
-import anyio
-import anyio.to_thread
-
-from harness.config import KeelConfig
 from harness.loop.ports import MemoryBlocks, MemoryPort
 from harness.tokens import Tokenizer
 from harness.tools import ToolRegistry
 from harness.trace import TraceSlot, trace_slots
-from memory import MemoryManager, scan
-from memory.skills import SkillLibrary, load_skills_index
 from prompts import (
     SlotId,
     SystemPrompt,
     build_system_prompt,
-    discover_context_files,
-    load_text,
-    read_text_capped,
-    render_context_files,
-    session_line,
 )
 
-__all__ = ["PromptAssembler", "PromptState", "StaticSlots", "static_slot_gatherer"]
+__all__ = [
+    "TAIL_SLOTS",
+    "PromptAssembler",
+    "PromptState",
+    "StaticSlots",
+    "memory_after_tools_order",
+]
 
 StaticSlots = Callable[[], Awaitable[Mapping[SlotId, str]]]
 """Gathers the non-memory slot texts (may do file I/O; runs at build time only)."""
 
 
-class PromptAssembler:
-    """Builds `SystemPrompt`s; remembers the static slots between memory-only rebuilds."""
+TAIL_SLOTS: tuple[SlotId, ...] = ("memory", "user", "session")
+"""The slots whose text changes within a conversation (a memory write shows after the next
+compression, which also starts a new session id) or between sessions."""
 
-    def __init__(self, *, order: Sequence[SlotId], static: StaticSlots, tokenizer: Tokenizer) -> None:
-        self._order = tuple(order)
+
+def memory_after_tools_order(order: Sequence[SlotId]) -> tuple[SlotId, ...]:
+    """`order` with the `TAIL_SLOTS` moved to its end (their own order kept)."""
+    return tuple(s for s in order if s not in TAIL_SLOTS) + tuple(s for s in order if s in TAIL_SLOTS)
+
+
+class PromptAssembler:
+    """Builds `SystemPrompt`s; remembers the static slots between memory-only rebuilds.
+
+    Args:
+        memory_after_tools: the small-window local layout: the `TAIL_SLOTS` go last, and the
+            request marks where they start (`PromptState.stable_chars`) so the embedded
+            server's client sends them as a second system message, which chat templates
+            render after the tool schemas. A memory write then re-reads only that tail and
+            the conversation, not the guidance, skills index and tools before it.
+    """
+
+    def __init__(
+        self,
+        *,
+        order: Sequence[SlotId],
+        static: StaticSlots,
+        tokenizer: Tokenizer,
+        memory_after_tools: bool = False,
+    ) -> None:
+        self.memory_after_tools = memory_after_tools
+        self._order = memory_after_tools_order(order) if memory_after_tools else tuple(order)
         self._gather = static
         self._tokenizer = tokenizer
         self._static: Mapping[SlotId, str] | None = None
@@ -86,6 +105,15 @@ class PromptState:
         return self.prompt.text
 
     @property
+    def stable_chars(self) -> int:
+        """Where the text that changes within a conversation starts, under the local layout
+        (the first non-empty `TAIL_SLOTS` slot); the whole text otherwise."""
+        if not self._assembler.memory_after_tools:
+            return len(self.text)
+        starts = [s.start for s in self.prompt.slots if s.name in TAIL_SLOTS and s.end > s.start]
+        return min(starts, default=len(self.text))
+
+    @property
     def memory(self) -> MemoryPort | None:
         """The curated store the MEMORY and USER slots come from (None: no curated memory)."""
         return self._memory
@@ -121,91 +149,3 @@ class PromptState:
 
     async def _blocks_now(self) -> MemoryBlocks:
         return await self._memory.prompt_blocks() if self._memory is not None else MemoryBlocks("", "")
-
-
-def _context_scan(text: str) -> list[str]:
-    return [f.id for f in scan(text, "context")]
-
-
-def _read_identity(soul: Path, refuse: Callable[[str, str], None]) -> tuple[str, bool]:
-    """SOUL.md's text (scanned; never through a symbolic link), else the default identity."""
-    if soul.is_symlink():
-        refuse(str(soul), "it is a symbolic link (links are never followed)")
-        return load_text("identity"), False
-    if soul.is_file():
-        try:
-            text = read_text_capped(soul, 64 * 1024).strip()
-        except OSError:
-            return load_text("identity"), False
-        hits = _context_scan(text)
-        if hits:
-            return (
-                f"[BLOCKED: SOUL.md matched threat pattern(s) {', '.join(hits)}; not loaded.]\n\n"
-                + load_text("identity")
-            ), True
-        if text:
-            return text, True
-    return load_text("identity"), False
-
-
-def static_slot_gatherer(
-    config: KeelConfig,
-    *,
-    home: Path,
-    tools: ToolRegistry,
-    manager: MemoryManager,
-    skills: SkillLibrary | None,
-    model_name: str,
-    shared_skills: SkillLibrary | None = None,
-    today: Callable[[], date],
-    cwd: Path,
-    warn: Callable[[str], None] = lambda _message: None,
-) -> StaticSlots:
-    """The function that gathers every non-memory slot (runs at each prompt build).
-
-    `warn` hears (once each) about a SOUL.md or context file that was refused (a symbolic link).
-    """
-    warned: set[str] = set()
-
-    def refuse(label: str, why: str) -> None:
-        if label not in warned:
-            warned.add(label)
-            warn(f"{label} was not loaded into the prompt: {why}")
-
-    async def gather() -> Mapping[SlotId, str]:
-        soul = home / "SOUL.md"
-        identity, soul_used = await anyio.to_thread.run_sync(_read_identity, soul, refuse)
-        guidance = [
-            load_text(f"guidance_{name}")
-            for name in ("memory", "session_search", "skills")
-            if (name == "skills" and "skill_view" in tools) or name in tools
-        ]
-        context = ""
-        if config.prompt.context_files:
-            include_soul = not (soul_used and (cwd / "SOUL.md").resolve() == soul.resolve())
-            files = await anyio.to_thread.run_sync(
-                lambda: discover_context_files(
-                    cwd,
-                    scan=_context_scan,
-                    max_chars=config.prompt.context_file_max_chars,
-                    include_soul=include_soul,
-                )
-            )
-            for f in files:
-                if f.refused is not None:
-                    refuse(str(cwd / f.label), f.refused)
-            context = render_context_files(files)
-        skills_index = ""
-        if skills is not None and "skill_view" in tools:
-            skills_index = await load_skills_index(skills, load_text("skills_index"), shared=shared_skills)
-        return {
-            "identity": identity,
-            "tool_guidance": "\n\n".join(guidance),
-            "provider": manager.system_prompt_block(),
-            "system_message": config.agent.system_message,
-            "skills": skills_index,
-            "context_files": context,
-            "session": session_line(today(), platform=config.agent.platform, model=model_name),
-        }
-
-    return gather

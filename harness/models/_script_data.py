@@ -35,7 +35,7 @@ from harness.errors import (
     ModelTimeoutError,
 )
 from harness.models.scripted import RaiseStep, ReplyStep, ScriptStep, calls, tool_call
-from harness.models.usage import usage_from_counts
+from harness.usage import usage_from_counts
 
 __all__ = ["step_from_data", "steps_from_data"]
 

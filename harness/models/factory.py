@@ -177,6 +177,7 @@ def local_client(
         silence_timeout=True,
         streaming=streaming,
         tool_results=tool_results,
+        split_system=True,
     )
 
 

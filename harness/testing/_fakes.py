@@ -220,7 +220,12 @@ async def make_session(
             summary_model=summary_model,
             recorder=recorder or RecordingRecorder(),
             counter=TokenCounter(tokenizer),
-            assembler=PromptAssembler(order=cfg.prompt.slot_order, static=static, tokenizer=tokenizer),
+            assembler=PromptAssembler(
+                order=cfg.prompt.slot_order,
+                static=static,
+                tokenizer=tokenizer,
+                memory_after_tools=cfg.memory_after_tools,
+            ),
             memory=memory,
             trace=lambda _: trace,
             new_id=lambda: f"s{next(ids)}",

@@ -18,7 +18,7 @@ from harness.tools.builtin import BuiltinHandlers
 from harness.tools.functions import ToolFunction
 from harness.tools.register import register_tools
 from harness.tools.registry import ToolOutput, ToolRegistry
-from harness.wiring.tool_port import listing_manager
+from memory import MemoryManager
 
 __all__ = ["ToolListing", "tool_listing"]
 
@@ -47,21 +47,28 @@ async def _never_json(arguments: JsonValue) -> str:
     raise AssertionError("no tool call while listing tools")
 
 
-def _handlers(config: KeelConfig) -> BuiltinHandlers:
+def _handlers(config: KeelConfig, provider: MemoryManager | None) -> BuiltinHandlers:
     """Stand-ins for keel's own tools, present as a primary session of `config` has them."""
     m = config.memory
     return BuiltinHandlers(
         memory=_never_raw if m.memory_enabled or m.user_profile_enabled else None,
         session_search=_never_json if config.session_search.enabled else None,
         skills=(_never_json, _never_json, _never_json) if config.skills.enabled else None,
-        provider=listing_manager(config),
+        provider=provider,
     )
 
 
 async def tool_listing(
-    config: KeelConfig, *, environ: Mapping[str, str], functions: Sequence[ToolFunction] = ()
+    config: KeelConfig,
+    *,
+    environ: Mapping[str, str],
+    functions: Sequence[ToolFunction] = (),
+    provider: MemoryManager | None = None,
 ) -> list[ToolListing]:
     """The tools, in the order a session registers them.
+
+    `provider`: the manager whose provider tools a session would route (the CLI passes
+    `harness.wiring.tool_port.listing_manager(config)`; tools never import the wiring).
 
     Raises:
         ConfigError, ToolServerError: as `open_session` would for the same config.
@@ -69,7 +76,7 @@ async def tool_listing(
     registry = ToolRegistry()
     async with AsyncExitStack() as stack:
         await register_tools(
-            stack, registry, config, builtin=_handlers(config), functions=functions, environ=environ
+            stack, registry, config, builtin=_handlers(config, provider), functions=functions, environ=environ
         )
         specs = {spec.name: spec for spec in registry.specs()}
         return [

@@ -4,6 +4,7 @@
 # the memory manager and its provider, skills, traces), `tool_port.py` (the tools of
 # `harness.tools` joined to the session being built), `memory_bridge.py` (the `memory` package
 # adapted to the loop's ports), `scoped.py` (the principal's stores: who sees what),
+# `slots.py` (the system prompt's static slots: identity, guidance, context files, ...),
 # `semantic.py` (the semantic provider learning through the session's model calls),
 # `stores.py` (open_stores: every store of the configured backend, files or PostgreSQL,
 # opened once), `resume.py` (continuing a recorded session on any worker), `migrate.py` (a

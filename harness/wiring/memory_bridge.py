@@ -22,9 +22,9 @@ from pydantic import JsonValue
 
 from harness.events import FlushEntry
 from harness.loop.ports import EndReason
-from harness.models.usage import usage_counts
 from harness.telemetry import NO_TELEMETRY, Telemetry
 from harness.types import Message, ToolCall, Usage
+from harness.usage import usage_counts
 from memory import (
     FlushMode,
     MemoryBlocks,

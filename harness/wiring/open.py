@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -46,11 +46,11 @@ import anyio.to_thread
 
 from harness.config import KeelConfig, resolve_principal
 from harness.events import TurnEnded
-from harness.loop._groups import single_error
+from harness.loop.groups import single_error
 from harness.loop.parts import SessionParts, Spawn, call_path
 from harness.loop.session import Session
 from harness.loop.settings import SessionSettings
-from harness.loop.system_prompt import PromptAssembler, static_slot_gatherer
+from harness.loop.system_prompt import PromptAssembler
 from harness.loop.warnings import WarningSink
 from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
@@ -59,8 +59,9 @@ from harness.tools import ToolFunction, ToolRegistry
 from harness.wiring import steps
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
-from harness.wiring.resume import catch_up_from, resume_session
+from harness.wiring.resume import catch_up_from, prompt_pin, resume_session
 from harness.wiring.scoped import shared_memory_store, shared_skill_library
+from harness.wiring.slots import SkillsPin, static_slot_gatherer
 from harness.wiring.stores import Stores, open_stores
 from harness.wiring.tool_port import add_session_tools
 from memory import MemoryManager, MemoryStore, MemoryTool, Principal, ProviderContext, SessionStore
@@ -118,6 +119,7 @@ class _Memory:
     manager: MemoryManager
     skills: SkillLibrary | None
     shared_skills: SkillLibrary | None
+    skills_pin: SkillsPin = field(default_factory=SkillsPin)
 
 
 def _memory(config: KeelConfig, where: _Where, stores: Stores | None) -> _Memory:
@@ -154,8 +156,14 @@ def _assembler(
         today=opts.today,
         cwd=opts.cwd or config.prompt.cwd or Path.cwd(),
         warn=warn,
+        skills_pin=mem.skills_pin,
     )
-    return PromptAssembler(order=config.prompt.slot_order, static=gather, tokenizer=counter.tokenizer)
+    return PromptAssembler(
+        order=config.prompt.slot_order,
+        static=gather,
+        tokenizer=counter.tokenizer,
+        memory_after_tools=config.memory_after_tools,
+    )
 
 
 def _writer_tool(mem: _Memory, opts: SessionOptions) -> MemoryTool | None:
@@ -182,14 +190,15 @@ def _memory_port(
 def _recorder(
     db: SessionStore, opts: SessionOptions, where: _Where, mem: _Memory, journal: JournalledWriter
 ) -> DbRecorder:
-    """The session rows, each recording the curated versions its prompt was built from."""
+    """The session rows, each recording the curated versions and the skills slot its prompt
+    was built from (`resume.prompt_pin`)."""
     store = None if mem.curated is None else mem.curated[0]
     return DbRecorder(
         db,
         source=opts.source,
         user_id=where.principal.session_user,
         journal=journal,
-        memory_snapshot=lambda: None if store is None else store.snapshot_pin(),
+        memory_snapshot=lambda: prompt_pin(store, mem.skills_pin),
     )
 
 
@@ -292,6 +301,7 @@ async def _build(
         principal=where.principal,
         functions=opts.tools,
         environ=env_of(opts),
+        warn=warnings,
     )
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(
@@ -305,10 +315,17 @@ async def _build(
         lease=None if stores is None else stores.lease,
         catch_up=None if stores is None else catch_up_from(db),
     )
-    store = None if mem.curated is None else mem.curated[0]
     trace = None if path.calls.trace is None else path.calls.trace.path
-    handles = SessionHandles(where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal)
-    return parts, handles
+    return parts, _handles(where, mem, db, trace, journal)
+
+
+def _handles(
+    where: _Where, mem: _Memory, db: SessionStore, trace: Path | None, journal: JournalledWriter | None
+) -> SessionHandles:
+    store = None if mem.curated is None else mem.curated[0]
+    return SessionHandles(
+        where.home, where.principal, store, db, mem.skills, mem.manager, trace, journal, mem.skills_pin
+    )
 
 
 def _spawner(
@@ -378,6 +395,7 @@ async def _open(config: KeelConfig, opts: SessionOptions) -> AsyncIterator[Opene
                 principal,
                 memory if isinstance(memory, StoreMemory) else None,
                 opts.resume,
+                skills=handles.skills_pin,
             )
         for warning in [] if handles.store is None else steps.memory_warnings(handles.store):
             warnings(warning)

@@ -16,6 +16,7 @@ from harness.models.base import ModelClient
 from harness.telemetry import Telemetry
 from harness.tokens import Tokenizer
 from harness.tools import ToolFunction
+from harness.wiring.slots import SkillsPin
 from harness.wiring.stores import Stores
 from memory import AgentContext, MemoryManager, MemoryProvider, MemoryStore, Principal, SessionStore
 from memory.sessions import JournalledWriter
@@ -95,3 +96,5 @@ class SessionHandles:
     trace_path: Path | None
     journal: JournalledWriter | None = None
     """Session-store writes the store refused, kept on disk; `left_after_settle` once closed."""
+    skills_pin: SkillsPin | None = None
+    """What the skills slot showed (recorded on each session row; a resume shows it again)."""

@@ -1,9 +1,10 @@
 """Continuing a recorded session, maybe on another worker than the one that started it.
 
 A resumed session reads its row and messages from the session store, pins the curated
-memory to the versions recorded on the row (`MemoryStore.snapshot_pin`), and rebuilds the
-frozen prefix from them: the same bytes the session started with, so provider caches keep
-hitting. Before every turn, under the session lease, it takes the turns another worker
+memory to the versions recorded on the row (`MemoryStore.snapshot_pin`) and the skills slot
+to the text the row recorded (`prompt_pin`: a skill created since does not change it), and
+rebuilds the frozen prefix from them: the same bytes the session started with, so provider
+caches keep hitting. A row recorded before the skills slot was pinned says so in a warning. Before every turn, under the session lease, it takes the turns another worker
 added meanwhile (`catch_up`).
 
 A compression ends a session row and continues in a child. Resuming a session that was
@@ -17,7 +18,10 @@ messages read back are repaired as a cancelled turn's are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+
+from pydantic import JsonValue
 
 from harness.compress.plan import repair_tool_pairs
 from harness.errors import SessionError
@@ -25,9 +29,32 @@ from harness.loop.parts import CatchUp
 from harness.loop.session import Session
 from harness.types import Message
 from harness.wiring.memory_bridge import StoreMemory, restored
-from memory import Principal, SessionStore
+from harness.wiring.slots import SkillsPin
+from memory import MemoryStore, Principal, SessionStore
 
-__all__ = ["catch_up_from", "newest_continuation", "resume_session"]
+__all__ = ["catch_up_from", "newest_continuation", "prompt_pin", "resume_session"]
+
+_SKILLS = "skills"
+"""The key of the skills slot's text in a row's pin, beside the curated targets' versions."""
+
+
+def prompt_pin(store: MemoryStore | None, skills: SkillsPin) -> str | None:
+    """What a session row records of its prompt (`memory_snapshot`): the curated store's
+    `snapshot_pin()` (a JSON object of its targets' versions) with the skills slot's text
+    beside them. None when there is neither."""
+    raw: dict[str, JsonValue] = {} if store is None else json.loads(store.snapshot_pin())
+    if skills.shown is not None:
+        raw[_SKILLS] = skills.shown
+    return json.dumps(raw, sort_keys=True) if raw else None
+
+
+def _pinned_skills(pin: str | None) -> str | None:
+    try:
+        raw = json.loads(pin) if pin else None
+    except ValueError:
+        return None
+    text = raw.get(_SKILLS) if isinstance(raw, dict) else None
+    return text if isinstance(text, str) else None
 
 
 _MAX_FOLLOW = 10_000  # compressions followed at most (a loop in damaged rows cannot hang a resume)
@@ -75,9 +102,16 @@ def catch_up_from(db: SessionStore) -> CatchUp:
 
 
 async def resume_session(
-    session: Session, db: SessionStore, principal: Principal, memory: StoreMemory | None, session_id: str
+    session: Session,
+    db: SessionStore,
+    principal: Principal,
+    memory: StoreMemory | None,
+    session_id: str,
+    *,
+    skills: SkillsPin | None = None,
 ) -> None:
-    """Continue `session_id` in `session` (instead of `session.start()`).
+    """Continue `session_id` in `session` (instead of `session.start()`); `skills` is the
+    skills slot's pin the session's prompt builds read (see `prompt_pin`).
 
     Raises:
         SessionError: no such session, or it belongs to another user (never read across users).
@@ -96,6 +130,9 @@ async def resume_session(
             session_id, record = newest, followed
     if memory is not None:
         memory.pin(record.memory_snapshot)
+    recorded = _pinned_skills(record.memory_snapshot)
+    if skills is not None:
+        skills.pinned = recorded
     messages = await _messages(db, session_id)
     await session.resume(
         session_id,
@@ -106,6 +143,11 @@ async def resume_session(
     )
     if asked != session_id:
         session.warn(f"session {asked!r} was compressed and goes on as {session_id!r}; continuing that one")
+    if skills is not None and recorded is None and skills.shown:
+        session.warn(
+            f"session {session_id!r} was recorded before keel pinned the skills index, so the prompt shows "
+            "today's skills (one prompt-cache miss)"
+        )
     if memory is not None and memory.store.pin_missed:
         names = " and ".join(sorted(memory.store.pin_missed))
         session.warn(

@@ -10,7 +10,7 @@ listing, `listing_manager` builds the manager with the configured provider and n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 
 from pydantic import JsonValue
@@ -23,7 +23,7 @@ from harness.telemetry import Telemetry
 from harness.tools import ToolFunction, ToolRegistry
 from harness.tools.builtin import BuiltinHandlers, JsonHandler, memory_handler
 from harness.tools.register import register_tools
-from harness.types import Message, ModelRequest
+from harness.types import Message, ModelReply, ModelRequest
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.semantic import semantic_provider
 from harness.wiring.steps import new_manager
@@ -101,6 +101,7 @@ async def add_session_tools(
     principal: Principal,
     functions: Sequence[ToolFunction],
     environ: Mapping[str, str],
+    warn: Callable[[str], None],
 ) -> None:
     """Register the session's tools: keel's own (as the config enables them), then the user's and MCP servers'."""
     search = (
@@ -127,7 +128,9 @@ async def add_session_tools(
         ),
         provider=manager,
     )
-    await register_tools(stack, registry, config, builtin=handlers, functions=functions, environ=environ)
+    await register_tools(
+        stack, registry, config, builtin=handlers, functions=functions, environ=environ, warn=warn
+    )
 
 
 def listing_manager(config: KeelConfig) -> MemoryManager:
@@ -138,8 +141,8 @@ def listing_manager(config: KeelConfig) -> MemoryManager:
         manager.add_provider(HolographicProvider(db_path=m.holographic.db_path))
     elif m.provider == "semantic":
 
-        async def never(request: object) -> object:  # listing only: no model call is made
+        async def never(request: ModelRequest) -> ModelReply:  # listing only: no model call is made
             raise AssertionError("no model call while listing tools")
 
-        manager.add_provider(semantic_provider(config, send=never))  # type: ignore[arg-type]  # never called
+        manager.add_provider(semantic_provider(config, send=never))
     return manager

@@ -9,7 +9,7 @@
 
 from memory.retention.files import file_stats, prune_archives, prune_journals, prune_trace_dirs
 from memory.retention.policy import FileRetention, Pruned, PruneReport, SessionRetention, StoreStats
-from memory.retention.postgres import pg_stats, prune_archive_rows, prune_pg_sessions
+from memory.retention.postgres import pg_has_table, pg_stats, prune_archive_rows, prune_pg_sessions
 from memory.retention.sqlite import prune_state_db, state_db_stats
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "SessionRetention",
     "StoreStats",
     "file_stats",
+    "pg_has_table",
     "pg_stats",
     "prune_archive_rows",
     "prune_archives",

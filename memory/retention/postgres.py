@@ -28,7 +28,7 @@ from memory.retention._lineage import Lineage, SessionRow, doomed, group_lineage
 from memory.retention.policy import Pruned, SessionRetention, StoreStats
 from memory.sessions.postgres import PgTarget
 
-__all__ = ["pg_stats", "prune_archive_rows", "prune_pg_sessions"]
+__all__ = ["pg_has_table", "pg_stats", "prune_archive_rows", "prune_pg_sessions"]
 
 Conn = psycopg.AsyncConnection[TupleRow]
 _DAY_S = 86_400.0
@@ -50,6 +50,17 @@ async def _has_table(conn: Conn, target: PgTarget, table: str) -> bool:
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{target.schema}.{table}",))
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def pg_has_table(target: PgTarget, table: str) -> bool:
+    """Whether `table` exists in the schema `target` names (without creating anything)."""
+    conn = await _connect(target)
+    try:
+        return await _has_table(conn, target, table)
+    except psycopg.Error as exc:
+        raise SessionStoreError(f"reading the tables of {target.shown} failed: {exc}") from exc
+    finally:
+        await conn.close()
 
 
 async def _fenced(conn: Conn, schema: str, batch: Sequence[Lineage]) -> tuple[list[Lineage], list[int], int]:

@@ -118,7 +118,9 @@ def _memory_files(home: Path) -> dict[str, str]:
 
 async def _play(home: Path) -> tuple[ScenarioModel, Path]:
     scenario = _scenario()
-    cfg = apply_overrides(config(), scenario.config)
+    # The seeds' slot order, what API models get: the local layout (memory after the tools,
+    # on by default for provider local) is pinned by tests/harness/loop/test_local_layout.py.
+    cfg = apply_overrides(config(prompt__memory_after_tools="false"), scenario.config)
     model = ScenarioModel(scenario)
     cwd = home / "work"
     await anyio.to_thread.run_sync(lambda: cwd.mkdir(parents=True))

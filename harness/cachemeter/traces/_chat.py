@@ -27,8 +27,8 @@ from harness.cachemeter._request import (
     MeterTool,
     MeterToolCall,
 )
-from harness.models.usage import normalize_usage
 from harness.types import JsonObject, Purpose
+from harness.usage import normalize_usage
 
 __all__ = ["content_text", "dumps", "request_from_chat", "scalar", "timestamp_of"]
 

@@ -41,8 +41,8 @@ from pydantic import JsonValue
 from harness.cachemeter._request import MeterMessage, MeterRequest
 from harness.cachemeter.traces._chat import content_text, scalar, timestamp_of
 from harness.cachemeter.traces._lines import log_lines
-from harness.models.usage import normalize_usage
 from harness.types import JsonObject
+from harness.usage import normalize_usage
 
 __all__ = ["CLAUDE_CODE_LIMITS", "is_claude_code", "read_claude_code"]
 

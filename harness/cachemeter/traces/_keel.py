@@ -12,8 +12,8 @@ from harness.cachemeter._request import (
     MeterTool,
     MeterToolCall,
 )
-from harness.models.usage import usage_from_counts
 from harness.trace import TraceRecord
+from harness.usage import usage_from_counts
 
 __all__ = ["request_from_record", "requests_from_records"]
 

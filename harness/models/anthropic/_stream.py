@@ -20,8 +20,8 @@ from harness.errors import ModelResponseError
 from harness.models._http import error_for_status, snippet
 from harness.models._stream import ReplyBudget, SSEEvent
 from harness.models.anthropic._wire import CacheTTL
-from harness.models.usage import normalize_anthropic_usage
 from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ToolCall
+from harness.usage import normalize_anthropic_usage
 
 __all__ = ["ERROR_STATUS", "AnthropicStreamAccumulator"]
 

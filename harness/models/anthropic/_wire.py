@@ -26,8 +26,8 @@ from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
 from harness.models._stream import cap_reply
-from harness.models.usage import normalize_anthropic_usage
 from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ModelRequest, ToolCall
+from harness.usage import normalize_anthropic_usage
 
 __all__ = ["MAX_BREAKPOINTS", "CacheTTL", "build_body", "parse_message", "tool_input"]
 

@@ -280,12 +280,11 @@ class Engine:
         return out
 
     def _stable(self, messages: list[JsonDict], tools: list[JsonDict], tokens: list[int], when: float) -> int:
-        """How many leading tokens the system turn and tools make (what the disk cache keeps)."""
-        n_sys = 0
-        while n_sys < len(messages) and messages[n_sys].get("role") == "system":
-            n_sys += 1
-        if not n_sys:
+        """How many leading tokens the first system turn and the tools make (what the disk
+        cache keeps; a second system message — keel's memory block — changes too often)."""
+        if not messages or messages[0].get("role") != "system":
             return 0
+        n_sys = 1
         try:
             parts = self.chat.render_parts(
                 messages[:n_sys], tools, dialect="keel", generation=False, when=when

@@ -18,8 +18,8 @@ from pydantic import JsonValue
 from harness.errors import ModelResponseError, ModelServerError
 from harness.models._http import provider_message, snippet
 from harness.models._stream import ReplyBudget, SSEEvent
-from harness.models.usage import normalize_openai_usage
 from harness.types import JsonObject, Message, ModelReply, ToolCall
+from harness.usage import normalize_openai_usage
 
 __all__ = ["OpenAIStreamAccumulator"]
 

@@ -14,10 +14,17 @@ from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
 from harness.models._stream import cap_reply
-from harness.models.usage import normalize_openai_usage
-from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall
+from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec
+from harness.usage import normalize_openai_usage
 
-__all__ = ["ToolResultStyle", "build_body", "parse_completion", "tool_call_from_wire"]
+__all__ = [
+    "ToolResultStyle",
+    "build_body",
+    "parse_completion",
+    "system_messages",
+    "tool_call_from_wire",
+    "tool_json",
+]
 
 ToolResultStyle = Literal["native", "as_user"]
 
@@ -56,23 +63,45 @@ def _tool_choice(request: ModelRequest) -> JsonValue:
     return {"type": "function", "function": {"name": choice}}
 
 
+def tool_json(tool: ToolSpec) -> JsonObject:
+    """One entry of `tools`."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def system_messages(request: ModelRequest, *, split: bool) -> list[JsonValue]:
+    """The leading system message(s): with `split`, a system prompt whose stable prefix ends
+    before its end (`stable_prefix_chars`) becomes two messages, the stable part first, so a
+    chat template renders the rest after the tool schemas (see `PromptAssembler`)."""
+    system = request.system
+    if not system:
+        return []
+    cut = request.stable_prefix_chars or 0
+    if split and 0 < cut < len(system) and system[:cut].strip():
+        return [
+            {"role": "system", "content": system[:cut].rstrip()},
+            {"role": "system", "content": system[cut:].lstrip("\n")},
+        ]
+    return [{"role": "system", "content": system}]
+
+
 def build_body(
-    request: ModelRequest, *, model: str, stream: bool, tool_results: ToolResultStyle = "native"
+    request: ModelRequest,
+    *,
+    model: str,
+    stream: bool,
+    tool_results: ToolResultStyle = "native",
+    split_system: bool = False,
 ) -> JsonObject:
-    """The JSON body of `POST /chat/completions` for `request`."""
-    messages: list[JsonValue] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
+    """The JSON body of `POST /chat/completions` for `request` (`split_system`: see
+    `system_messages`)."""
+    messages: list[JsonValue] = system_messages(request, split=split_system)
     messages.extend(_message(m, tool_results) for m in request.messages)
     body: JsonObject = {"model": model, "messages": messages}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-            }
-            for t in request.tools
-        ]
+        body["tools"] = [tool_json(t) for t in request.tools]
         body["tool_choice"] = _tool_choice(request)
     if request.max_tokens is not None:
         body["max_tokens"] = request.max_tokens

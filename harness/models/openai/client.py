@@ -3,7 +3,7 @@
 Works with OpenAI, vLLM, SGLang, llama.cpp's server, llama-cpp-python's server, Ollama,
 DeepSeek and OpenRouter: the request is the common subset (messages, tools, tool_choice,
 max_tokens, temperature, stream), and usage is normalized from each of their shapes
-(`harness.models.usage`).
+(`harness.usage`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from harness.models._stream import SSEReplyStream, StaticEvents, sse_lines
 from harness.models.base import ModelEvent, ModelTextDelta
 from harness.models.openai._stream import OpenAIStreamAccumulator
 from harness.models.openai._wire import ToolResultStyle, build_body, parse_completion
-from harness.types import ModelReply, ModelRequest
+from harness.types import JsonObject, ModelReply, ModelRequest
 
 __all__ = ["OpenAIClient"]
 
@@ -50,6 +50,8 @@ class OpenAIClient:
         silence_timeout: `timeout_s` measures silence, not the whole call (keel's embedded
             server, which reports prefill progress and never falls silent while it works).
         streaming: False sends every request unstreamed (`model.stream: false`).
+        split_system: send a system prompt whose `stable_prefix_chars` ends early as two
+            system messages (keel's local layout: memory after the tools).
 
     A server that refuses a streamed request with tools (an error that names streaming, or a
     stream that breaks off before any text) is asked again without streaming, and requests
@@ -73,6 +75,7 @@ class OpenAIClient:
         provider_name: str = "openai",
         silence_timeout: bool = False,
         streaming: bool = True,
+        split_system: bool = False,
     ) -> None:
         headers = dict(extra_headers or {})
         if api_key:
@@ -83,6 +86,7 @@ class OpenAIClient:
         self._stream_with_tools = stream_with_tools
         self._silence = silence_timeout
         self._streaming = streaming
+        self._split = split_system
         self._tool_results: ToolResultStyle = tool_results
         self._endpoint = Endpoint(
             http,
@@ -97,13 +101,18 @@ class OpenAIClient:
     def model_name(self) -> str:
         return self._model
 
+    def _body(self, request: ModelRequest, *, stream: bool) -> JsonObject:
+        split = self._split
+        return build_body(
+            request, model=self._model, stream=stream, tool_results=self._tool_results, split_system=split
+        )
+
     def _deadline(self) -> Deadline:
         return Deadline(self._timeout_s, what=self._endpoint.what, silence=self._silence)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Send `request` without streaming and return the whole reply."""
-        body = build_body(request, model=self._model, stream=False, tool_results=self._tool_results)
-        data = await self._endpoint.post_json(body, self._deadline())
+        data = await self._endpoint.post_json(self._body(request, stream=False), self._deadline())
         return parse_completion(data, what=self._endpoint.what, fallback_model=self._model)
 
     @asynccontextmanager
@@ -113,7 +122,7 @@ class OpenAIClient:
             reply = await self.complete(request)
             yield StaticEvents(reply, [reply.message.content])
             return
-        body = build_body(request, model=self._model, stream=True, tool_results=self._tool_results)
+        body = self._body(request, stream=True)
         deadline = self._deadline()
         opened = False
         try:

@@ -89,3 +89,33 @@ def test_prune_and_stats_on_postgresql(
 def test_storage_path_still_prints_the_home(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["storage", "path"]) == 0
     assert str(home) in capsys.readouterr().out
+
+
+def test_run_events_of_long_ended_runs_are_pruned_through_the_run_store(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memory.runs import NewRun, RunEnd, open_run_store
+
+    old = time.time() - 30 * DAY
+
+    async def seed() -> None:
+        async with open_run_store("files", home=home) as runs:
+            for run_id, ended in (("r-old", old), ("r-new", time.time())):
+                await runs.admit(NewRun(run_id, f"s-{run_id}", "", "hi", "w1"), now=ended)
+                await runs.append(
+                    run_id, [(1, "text", "{}"), (2, "done", "{}")], end=RunEnd("completed"), now=ended
+                )
+
+    async def left() -> tuple[int, int]:
+        async with open_run_store("files", home=home) as runs:
+            return len(await runs.events_after("r-old", 0)), len(await runs.events_after("r-new", 0))
+
+    anyio.run(seed)
+    config = home / "keel.yaml"
+    config.write_text("retention:\n  run_events_max_age_days: 10\n")
+    assert main(["--config", str(config), "storage", "prune", "--dry-run"]) == 0
+    assert "not counted on a dry run" in capsys.readouterr().out
+    assert anyio.run(left) == (2, 2)
+    assert main(["--config", str(config), "storage", "prune"]) == 0
+    assert "removed 2 run events" in capsys.readouterr().out
+    assert anyio.run(left) == (0, 2)

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from harness.models.usage import (
+from harness.types import JsonObject, Usage
+from harness.usage import (
     normalize_anthropic_usage,
     normalize_openai_usage,
     normalize_usage,
     usage_counts,
     usage_from_counts,
 )
-from harness.types import JsonObject, Usage
 
 OPENAI_CASES: list[tuple[str, JsonObject | None, JsonObject | None, Usage | None]] = [
     ("nothing reported", None, None, None),
