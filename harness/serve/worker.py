@@ -7,9 +7,9 @@ to the newest child), runs the turn under the session lease, and writes its even
 run store as they come (batched: everything queued is written in one transaction). Any
 worker serves any run's stream from the store.
 
-Every worker holds a *liveness lease* (`serve-worker-<id>`, on the same lease backend as
-the sessions) for as long as it lives. A sweep, every second or so, looks at the runs other
-workers left open: a run whose worker's lease can be taken belongs to a dead worker, and is
+Every worker holds a *liveness lock* (`memory.runs.liveness`: a lock file, or an advisory
+lock on PostgreSQL) for as long as it lives. A sweep, every second or so, looks at the runs
+other workers left open: a run whose worker's lock is free belongs to a dead worker, and is
 failed with `worker_lost` (its events stay; the next turn runs anywhere). The sweep also
 cancels this worker's runs someone asked to cancel on another worker, and prunes events
 older than `serve.events_retention`.
@@ -37,10 +37,9 @@ from harness.serve.events import END_TYPES, Totals, run_event
 from harness.serve.http import ApiError
 from harness.wiring import SessionOptions, Stores, open_session
 from memory import Principal, SessionBusyError
-from memory.lease import SessionLease
-from memory.runs import NewRun, RunEnd, RunEvent, RunRecord, RunStore
+from memory.runs import Liveness, NewRun, RunEnd, RunEvent, RunRecord, RunStore
 
-__all__ = ["Worker", "WorkerParts", "liveness_key"]
+__all__ = ["Worker", "WorkerParts"]
 
 log = logging.getLogger("keel.serve")
 
@@ -53,11 +52,6 @@ _PRUNE_EVERY_S = 3600.0
 Emit = Callable[[str, dict[str, object]], Awaitable[None]]
 
 
-def liveness_key(worker_id: str) -> str:
-    """The lease a worker holds while it lives."""
-    return f"serve-worker-{worker_id}"
-
-
 @dataclass(frozen=True, slots=True)
 class WorkerParts:
     """What a worker is built from (opened by the app's lifespan)."""
@@ -68,8 +62,8 @@ class WorkerParts:
     stores: Stores
     runs: RunStore
     model: ModelClient
-    liveness: SessionLease
-    """A lease object with a short wait: held for `liveness_key(worker_id)`, and probes others'."""
+    liveness: Liveness
+    """Holds this worker's liveness lock (opened by the app) and tests other workers'."""
     worker_id: str
 
 
@@ -339,13 +333,7 @@ class Worker:
     # ------------------------------------------------------------------ liveness
 
     async def _alive(self, worker: str) -> bool:
-        if worker == self.id:
-            return True
-        try:
-            async with self.parts.liveness.hold(liveness_key(worker)):
-                return False  # its lease was free: the worker is gone
-        except SessionBusyError:
-            return True
+        return worker == self.id or await self.parts.liveness.alive(worker)
 
     async def _lost(self, run: RunRecord) -> bool:
         """Fail `run` as `worker_lost` if its worker is dead; True when it was (by us or anyone)."""

@@ -26,6 +26,7 @@ from harness.tools import ToolFunction, ToolRegistry
 from harness.tools.builtin import BuiltinHandlers, JsonHandler, WriteGuard, guarded, memory_handler
 from harness.tools.register import register_tools
 from harness.types import Message, ModelReply, ModelRequest
+from harness.wiring.dense import start_dense
 from harness.wiring.scoped import provenance_gate, session_user_ids
 from harness.wiring.semantic import semantic_provider
 from harness.wiring.steps import new_manager
@@ -33,6 +34,7 @@ from memory import MemoryManager, MemoryTool, Principal, SessionSearchTool, Sess
 from memory.gate import ProvenanceGate, written_texts
 from memory.provenance import TurnProvenance
 from memory.providers.holographic import HolographicProvider
+from memory.sessions import DenseIndex
 from memory.skills import SkillLibrary, SkillManageTool, SkillsListTool, SkillViewTool
 from prompts import load_text
 
@@ -40,7 +42,13 @@ __all__ = ["add_session_tools", "listing_manager", "write_guard"]
 
 
 def _session_search(
-    config: KeelConfig, db: SessionStore, *, calls: ModelCalls, transcript: Transcript, principal: Principal
+    config: KeelConfig,
+    db: SessionStore,
+    *,
+    calls: ModelCalls,
+    transcript: Transcript,
+    principal: Principal,
+    dense: DenseIndex | None = None,
 ) -> SessionSearchTool:
     ss = config.session_search
 
@@ -61,6 +69,7 @@ def _session_search(
         user_ids=session_user_ids(config, principal),
         # A page must fit the transcript's cap on tool results with room for the reply's fields.
         page_chars=config.limits.tool_result_chars - 600,
+        dense=dense,
     )
 
 
@@ -119,11 +128,12 @@ async def add_session_tools(
         return transcript_provenance(transcript.messages, described=_described(registry))
 
     guard = write_guard(tool.gate if tool is not None else provenance_gate(config), provenance)
-    search = (
-        _session_search(config, db, calls=calls, transcript=transcript, principal=principal)
-        if config.session_search.enabled
-        else None
-    )
+    search = None
+    if config.session_search.enabled:
+        dense = await start_dense(stack, config, db)
+        search = _session_search(
+            config, db, calls=calls, transcript=transcript, principal=principal, dense=dense
+        )
     handlers = BuiltinHandlers(
         memory=None
         if tool is None

@@ -38,10 +38,10 @@ def test_a_write_repeating_a_tool_results_words_is_derived_by_words() -> None:
 
 def test_a_write_in_a_script_only_the_tool_result_used_is_derived_by_script() -> None:
     page = "Справка: счета оплачиваются в течение тридцати дней."
-    found = derivation("Счета оплачиваются за тридцать дней.", _turn("What does the help page say?", page))
+    found = derivation("Платить нужно в конце месяца.", _turn("What does the help page say?", page))
     assert found is not None and found.by == "script"
     # the user writing in Russian themselves makes Russian theirs
-    assert derivation("Счета оплачиваются за тридцать дней.", _turn("Я плачу счета вовремя.", page)) is None
+    assert derivation("Платить нужно в конце месяца.", _turn("Я плачу вовремя.", page)) is None
     assert scripts("用户 pays") == frozenset({"Han"}) and scripts("plain latin") == frozenset()
 
 

@@ -11,6 +11,7 @@ is recorded as a refused `claimed` entry with that reason.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.compress.flush._reading import claims_a_save, read_flush_reply
@@ -37,9 +38,10 @@ class FlushOutcome:
         return tuple(e for e in self.entries if e.saved)
 
 
-def _said(message: Message) -> str:
-    calls = " ".join(c.arguments for c in message.tool_calls)
-    return f"{message.content} {calls}" if calls else message.content
+def _said(conversation: Sequence[Message]) -> str:
+    """What a fact may rest on: the user's words and the tools' results, never the
+    assistant's (its advice is not the user's practice, its guesses not their facts)."""
+    return "\n".join(m.content for m in conversation if m.role in ("user", "tool"))
 
 
 def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
@@ -73,7 +75,7 @@ async def execute_flush_reply(
         shape,
         reply,
         instructions=[request.system, note.content, *(t.description for t in request.tools)],
-        said="\n".join(_said(m) for m in conversation),
+        said=_said(conversation),
         memory=memory,
     )
     entries = [

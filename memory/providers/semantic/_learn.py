@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from memory.errors import SemanticInputError
 from memory.gate import standing_order
+from memory.grounding import Said, meaning_problem
 from memory.providers._breaker import CircuitBreaker
 from memory.providers._guard import joined_findings, write_findings
 from memory.providers.contract import TurnMessage
@@ -61,7 +62,9 @@ class Learned:
     candidate: str
     action: Literal["add", "update", "delete", "none", "blocked", "ungrounded"]
     memory_id: int | None
-    decided_by: Literal["similarity", "overlap", "model", "fallback", "scanner", "grounding", "directive"]
+    decided_by: Literal[
+        "similarity", "overlap", "model", "fallback", "scanner", "grounding", "meaning", "directive"
+    ]
     kind: Literal["learned"] = "learned"
 
 
@@ -155,6 +158,9 @@ class Learner:
             return Learned(candidate, "blocked", None, "directive")
         if not grounded(candidate, exchange):
             return Learned(candidate, "ungrounded", None, "grounding")
+        if meaning_problem(candidate, Said(exchange)) is not None:
+            # the words were said, but not so: denied, someone else's, hypothetical, corrected
+            return Learned(candidate, "ungrounded", None, "meaning")
         vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
         if self._meaning is not None and self._meaning.findings_for(self._meaning.score_vector(vector)):
             _log.warning("semantic memory: an extracted fact was refused by the meaning check")
