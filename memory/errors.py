@@ -18,6 +18,7 @@
     ├── SessionStoreError            the episodic session store (state.db, or a PostgreSQL schema)
     │   ├── SessionStoreBusyError        another process held the write lock past every retry (operator/retry)
     │   ├── SessionBusyError             another worker holds the session's lease past the wait (retry)
+    │   ├── SessionFencedError           this worker lost the session's lease; another took it (the turn stops writing)
     │   ├── SessionStoreUnavailableError the PostgreSQL server: bad URL, unreachable, login refused (operator)
     │   ├── SessionStoreCorruptError     the file is not a SQLite database, or it is damaged (operator)
     │   ├── SessionSchemaError           written by a newer keel, or a migration failed (operator)
@@ -80,6 +81,7 @@ __all__ = [
     "SemanticStoreError",
     "SessionBusyError",
     "SessionConflictError",
+    "SessionFencedError",
     "SessionNotFoundError",
     "SessionQueryError",
     "SessionSchemaError",
@@ -227,6 +229,12 @@ class SessionStoreError(MemoryLayerError):
 
 class SessionBusyError(SessionStoreError):
     """Another worker held the session's lease (a turn or a compression) past the bounded wait."""
+
+
+class SessionFencedError(SessionStoreError):
+    """A write carried the token of a session lease that another worker has taken since (the
+    holder lost the lease with its connection): the store refused it, so two workers' turns
+    never interleave in one session. Never journalled and never retried."""
 
 
 class SessionStoreBusyError(SessionStoreError):

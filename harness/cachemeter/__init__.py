@@ -6,9 +6,14 @@
 #             model's own chat template, over `harness.modelfiles`; `_factory` by name)
 #   sim/      the cache simulators, over a token radix tree
 #   attribution  the reason of each miss
-#   report/   runs everything over a trace (`measure`), owns the JSON schema, per phase, costs, tables
-#   sweep/    the same trace at several cache timeouts: hit ratio, cost, idle misses, keep-alive
-#   replicas/ N servers behind a router (round_robin, session, prefix): what each policy costs
+#   stream    a request rendered once and placed against the earlier ones (the content view)
+#   pricing   what a request, a miss and a cache write cost (the config's price table)
+#   run       THE KERNEL: `MeterRun` takes the inputs once and feeds one stream to every view
+#             below in one pass; `RequestMeter` is the same meter one request at a time
+#   report/   the report's pass: every simulator on every request, the JSON schema, per phase, tables
+#   sweep/    the TTL sweep's pass: several cache timeouts, idle misses, keep-alive
+#   replicas/ the replicas' pass: N servers behind a router (round_robin, session, prefix)
+# Sub-folders import each other only through their `__init__` (tests/test_layering.py).
 #   plot      the PNGs
 #   lint/     the habits behind the misses, at the text level
 #   contract  both as a test assertion
@@ -29,14 +34,18 @@ from harness.cachemeter.contract import CacheContractError, assert_cache_stable
 from harness.cachemeter.lint import LintFinding, LintReport, lint
 from harness.cachemeter.plot import plot_replicas, plot_report, plot_ttl_sweep
 from harness.cachemeter.render import CanonicalRenderer, ChatMLRenderer, Renderer, RendererName
-from harness.cachemeter.replicas import (
-    ROUTING_POLICIES,
-    ReplicaReport,
-    RoutingPolicy,
+from harness.cachemeter.replicas import ROUTING_POLICIES, ReplicaReport, RoutingPolicy, replica_table
+from harness.cachemeter.report import MeterReport, RequestResult, report_tables
+from harness.cachemeter.run import (
+    MeterResults,
+    MeterRun,
+    ReplicasAsk,
+    RequestMeter,
+    SweepAsk,
+    measure,
     replica_sweep,
-    replica_table,
+    ttl_sweep,
 )
-from harness.cachemeter.report import MeterReport, RequestResult, measure, measure_async, report_tables
 from harness.cachemeter.sim import (
     SIM_NAMES,
     SimName,
@@ -45,7 +54,7 @@ from harness.cachemeter.sim import (
     make_simulator,
     parse_sim_names,
 )
-from harness.cachemeter.sweep import TtlSweep, parse_ttls, sweep_tables, ttl_sweep
+from harness.cachemeter.sweep import TtlSweep, parse_ttls, sweep_tables
 from harness.cachemeter.traces import interleave, read_requests, request_from_record
 
 __all__ = [
@@ -63,18 +72,23 @@ __all__ = [
     "MeterMessage",
     "MeterReport",
     "MeterRequest",
+    "MeterResults",
+    "MeterRun",
     "MeterSlot",
     "MeterTool",
     "MeterToolCall",
     "Renderer",
     "RendererName",
     "ReplicaReport",
+    "ReplicasAsk",
     "ReportedUsage",
+    "RequestMeter",
     "RequestResult",
     "RoutingPolicy",
     "SimName",
     "SimRequest",
     "SimSettings",
+    "SweepAsk",
     "TtlSweep",
     "assert_cache_stable",
     "interleave",
@@ -83,7 +97,6 @@ __all__ = [
     "make_renderer",
     "make_simulator",
     "measure",
-    "measure_async",
     "parse_sim_names",
     "parse_tokenizer",
     "parse_ttls",

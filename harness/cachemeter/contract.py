@@ -30,11 +30,9 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from harness.cachemeter._request import MeterRequest
-from harness.cachemeter.lint._checks import check_step
-from harness.cachemeter.lint._rules import RULES
-from harness.cachemeter.lint._streams import Step, walk
+from harness.cachemeter.lint import Step, step_habits, walk
 from harness.cachemeter.render import CanonicalRenderer, Renderer
-from harness.cachemeter.report import measure
+from harness.cachemeter.run import measure
 from harness.cachemeter.traces import read_requests, request_from_record
 from harness.tokens import CharTokenizer
 from harness.trace import TraceRecord
@@ -114,15 +112,6 @@ def _allowed(step: Step, allow: Collection[AllowedEvent]) -> bool:
     return step.relation == "start"
 
 
-def _habits(step: Step) -> tuple[str, ...]:
-    lines: list[str] = []
-    for rule, occ in check_step(step):
-        lines.append(f"{rule} — {RULES[rule].title} ({occ.where})")
-        lines.extend(f"  - {text}" for text in occ.removed)
-        lines.extend(f"  + {text}" for text in occ.added)
-    return tuple(lines)
-
-
 def cache_breaks(
     trace: Path | Iterable[MeterRequest | TraceRecord],
     *,
@@ -162,7 +151,7 @@ def cache_breaks(
                 turn=req.turn,
                 reason=row.content.label,
                 lost=row.content.lost,
-                habits=_habits(step),
+                habits=step_habits(step),
             )
         )
     return breaks

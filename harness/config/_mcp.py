@@ -31,6 +31,14 @@ class McpServerConfig(Section):
     """The longest one tool call may take."""
     startup_timeout_s: float = Field(20.0, gt=0)
     """The longest the server may take to start and list its tools."""
+    max_result_bytes: int = Field(16_000_000, ge=10_000)
+    """The most one reply may take on the wire; a longer one is refused as it streams."""
+    max_result_lines: int = Field(200_000, ge=100)
+    """The most lines one HTTP reply (an SSE stream) may take."""
+    max_tools: int = Field(300, ge=1)
+    """The most tools taken from the server (by name); the rest are left out with a warning."""
+    max_schema_bytes: int = Field(100_000, ge=1000)
+    """A tool whose input schema is larger is left out with a warning."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -24,7 +24,7 @@ from typing import Literal
 import anyio.to_thread
 from pydantic import JsonValue
 
-from harness.cachemeter import CanonicalRenderer, MeterReport, SimName, load_meter_tokenizer, measure_async
+from harness.cachemeter import MeterReport, MeterRun, SimName
 from harness.config import KeelConfig
 from harness.experiments.runner import Progress, RunResult, apply_overrides, run_scenario
 from harness.experiments.scenarios.spec import Scenario
@@ -117,7 +117,7 @@ async def run_experiment(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> list[ArmResult]:
     """Run every arm of an experiment and meter each trace."""
-    tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
+    meter = await MeterRun.open(prices=config.prices, price=price)
     results: list[ArmResult] = []
     for arm in arms or arms_for(kind):
         cfg = apply_overrides(config, arm.overrides)
@@ -137,14 +137,7 @@ async def run_experiment(
             progress=per_turn,
         )
         records = await anyio.to_thread.run_sync(_read_all, run.trace_path)
-        report = await measure_async(
-            records,
-            CanonicalRenderer(tokenizer),
-            tokenizer="cl100k",
-            simulators=sims,
-            prices=config.prices,
-            price=price,
-        )
+        report = await meter.report_async(records, simulators=sims)
         results.append(ArmResult(arm, run, report, {s: steady_ratio(report, s) for s in sims}))
     return results
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic import JsonValue
 
-from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
+from harness.cachemeter import MeterRun
 from harness.config import KeelConfig, resolve_principal
 from harness.events import (
     CompressionFinished,
@@ -36,7 +36,6 @@ from harness.events import (
 )
 from harness.experiments.runner import apply_overrides
 from harness.models.base import ModelClient
-from harness.tokens import Tokenizer
 from harness.trace import TraceRecord, read_trace
 from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, MemoryTarget
@@ -206,9 +205,9 @@ def facts_in_text(text: str) -> tuple[str, ...]:
     return tuple(fact for fact, words in DEMO_FACTS.items() if any(w in low for w in words))
 
 
-def _per_turn_reuse(records: list[TraceRecord], tokenizer: Tokenizer) -> dict[int, tuple[int, int]]:
+def _per_turn_reuse(records: list[TraceRecord], meter: MeterRun) -> dict[int, tuple[int, int]]:
     """(prompt, reusable) tokens per turn under the llama.cpp single-slot rule."""
-    report = measure(records, CanonicalRenderer(tokenizer), tokenizer="cl100k", simulators=("llamacpp",))
+    report = meter.report(records, simulators=("llamacpp",))
     out: dict[int, tuple[int, int]] = {}
     for r in report.requests:
         if r.purpose != "turn" or r.turn is None:
@@ -226,7 +225,7 @@ async def _run_policy(
     turns: int,
     *,
     compress: bool,
-    tokenizer: Tokenizer,
+    meter: MeterRun,
     status: Callable[[str], None],
     on_event: Callable[[Event], None],
 ) -> tuple[PolicyRun, CompressionRun | None]:
@@ -268,7 +267,7 @@ async def _run_policy(
     trace_path = session.handles.trace_path
     assert trace_path is not None
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
-    reuse = await anyio.to_thread.run_sync(_per_turn_reuse, records, tokenizer)
+    reuse = await anyio.to_thread.run_sync(_per_turn_reuse, records, meter)
     rows = tuple(
         TurnRow(
             turn=n,
@@ -293,7 +292,7 @@ async def run_demo(
     on_event: Callable[[Event], None] = lambda _: None,
 ) -> DemoResult:
     """Run the demo conversation under `frozen` (then compress) and under `live`."""
-    tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
+    meter = await MeterRun.open()
     frozen, forced = await _run_policy(
         "frozen",
         config,
@@ -301,7 +300,7 @@ async def run_demo(
         root,
         turns,
         compress=True,
-        tokenizer=tokenizer,
+        meter=meter,
         status=status,
         on_event=on_event,
     )
@@ -312,7 +311,7 @@ async def run_demo(
         root,
         turns,
         compress=False,
-        tokenizer=tokenizer,
+        meter=meter,
         status=status,
         on_event=on_event,
     )

@@ -307,15 +307,17 @@ class Session:
         """Take the turns another worker added to this session while we did not hold its lease."""
         if self._catch_up is None:
             return
+        t = self._transcript
         try:
-            newer = await self._catch_up(self.session_id, len(self._transcript))
+            # After a fenced write our copy holds turns the store never took: reload it whole.
+            newer = await self._catch_up(self.session_id, 0 if t.fenced else len(t))
         except (MemoryLayerError, OSError) as exc:
             # the store is down: this turn goes on from what we hold (its writes are journalled)
             self.warn(f"could not check the session store for turns added elsewhere ({exc}); going on")
             return
         if newer is not None:
             turns = sum(1 for m in newer if m.role == "user")
-            t = self._transcript
+            t.fenced = False
             t.resume(
                 t.session_id,
                 newer,

@@ -11,6 +11,12 @@ A store that cannot take a write (state.db locked by another process past every 
 full disk) never loses a message and never ends the turn: the rows wait in order in an
 unsaved queue, each later write first retries them, and the session shows one warning.
 
+A write the store refuses because this worker lost the session lease to another
+(`SessionFencedError`: the lease's connection died and another worker resumed the session)
+is the one exception: the turn's unsaved rows are dropped, nothing more of the turn is
+written (it would land behind the other worker's turn), and `fenced` tells the session to
+reload the transcript from the store before its next turn.
+
 Each message kept in memory carries its store id (`Message.store_id`) once the store took
 it. A tool result longer than the transcript's cap is stored whole first, then kept in
 memory cut to the cap with a pointer to that stored row (`append_tool_result`): every
@@ -29,6 +35,7 @@ from harness.loop.ports import EndReason, Recorder
 from harness.tools import capped_result
 from harness.types import Message, ToolCall
 from memory import MemoryLayerError
+from memory.errors import SessionFencedError
 from memory.sessions import storable_text
 
 __all__ = ["Transcript", "new_session_id", "storable"]
@@ -111,6 +118,9 @@ class Transcript:
         self._messages: list[Message] = []
         self._unsaved: list[tuple[str, Message]] = []
         self._unopened: set[str] = set()
+        self.fenced = False
+        """The store refused a write because another worker took the session's lease: nothing
+        is written until the session reloads from the store (the session's next turn)."""
         self._last_id: int | None = None
 
     @property
@@ -188,6 +198,9 @@ class Transcript:
         recorder keeps no ids, or if nothing was queued).
         """
         self._last_id = None
+        if self.fenced:
+            self._unsaved.clear()  # this worker's turn lost the session: never behind another's
+            return False
         while self._unsaved:
             session_id, row = self._unsaved[0]
             try:
@@ -199,6 +212,11 @@ class Transcript:
                 self._last_id = await self._recorder.append_message(
                     session_id, row, token_count=self._count(row)
                 )
+            except SessionFencedError as exc:
+                self._warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
+                self.fenced = True
+                self._unsaved.clear()
+                return False
             except _STORE_ERRORS as exc:
                 self._warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "

@@ -2,7 +2,7 @@
 
 The lifespan opens, in order: the configured stores (files or PostgreSQL, shared by every
 session the worker opens), the run store beside them, the model client (one, shared), the
-worker's liveness lease, and a task group for runs and the sweep. On shutdown running runs
+worker's liveness lock (`memory.runs.liveness`), and a task group for runs and the sweep. On shutdown running runs
 get `serve.drain_s` to finish, then are cancelled (ended `failed`, `worker_stopped`).
 """
 
@@ -27,16 +27,14 @@ from harness.serve.native import native_routes
 from harness.serve.openai_chat import chat_routes
 from harness.serve.openai_responses import responses_routes
 from harness.serve.state import ServeState
-from harness.serve.worker import Worker, WorkerParts, liveness_key
+from harness.serve.worker import Worker, WorkerParts
 from harness.wiring import open_stores
 from memory import SessionStoreError
-from memory.lease import FileLease, PgLease, SessionLease
-from memory.runs import open_run_store
+from memory.runs import FileLiveness, Liveness, PgLiveness, open_run_store
 
 __all__ = ["create_app", "open_worker"]
 
 log = logging.getLogger("keel.serve")
-_PROBE_WAIT_S = 0.1  # how long a liveness probe waits for another worker's lease
 
 
 @asynccontextmanager
@@ -58,17 +56,13 @@ async def open_worker(config: KeelConfig, environ: Mapping[str, str]) -> AsyncIt
             )
         )
         model = await stack.enter_async_context(open_model(config, home=home, environ=environ))
-        liveness: SessionLease
+        liveness: Liveness
         if stores.backend == "postgres":
-            pg = PgLease(
-                s.url or "", schema=s.pg_schema, wait_s=_PROBE_WAIT_S, connect_timeout_s=s.connect_timeout_s
-            )
-            stack.push_async_callback(pg.aclose)
-            liveness = pg
+            liveness = PgLiveness(s.url or "", schema=s.pg_schema, connect_timeout_s=s.connect_timeout_s)
         else:
-            liveness = FileLease(home / "leases", wait_s=_PROBE_WAIT_S)
+            liveness = FileLiveness(home / "leases")
         worker_id = uuid.uuid4().hex[:16]
-        await stack.enter_async_context(liveness.hold(liveness_key(worker_id)))
+        await stack.enter_async_context(liveness.hold(worker_id))
         parts = WorkerParts(config, home, environ, stores, runs, model, liveness, worker_id)
         async with anyio.create_task_group() as tg:
             worker = Worker(parts, tg)

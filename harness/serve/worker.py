@@ -7,9 +7,9 @@ to the newest child), runs the turn under the session lease, and writes its even
 run store as they come (batched: everything queued is written in one transaction). Any
 worker serves any run's stream from the store.
 
-Every worker holds a *liveness lease* (`serve-worker-<id>`, on the same lease backend as
-the sessions) for as long as it lives. A sweep, every second or so, looks at the runs other
-workers left open: a run whose worker's lease can be taken belongs to a dead worker, and is
+Every worker holds a *liveness lock* (`memory.runs.liveness`: a lock file, or an advisory
+lock on PostgreSQL) for as long as it lives. A sweep, every second or so, looks at the runs
+other workers left open: a run whose worker's lock is free belongs to a dead worker, and is
 failed with `worker_lost` (its events stay; the next turn runs anywhere). The sweep also
 cancels this worker's runs someone asked to cancel on another worker, and prunes events
 older than `serve.events_retention`.
@@ -37,10 +37,9 @@ from harness.serve.events import END_TYPES, Totals, run_event
 from harness.serve.http import ApiError
 from harness.wiring import SessionOptions, Stores, open_session
 from memory import Principal, SessionBusyError
-from memory.lease import SessionLease
-from memory.runs import NewRun, RunEnd, RunEvent, RunRecord, RunStore
+from memory.runs import Liveness, NewRun, RunEnd, RunEvent, RunRecord, RunStore
 
-__all__ = ["Worker", "WorkerParts", "liveness_key"]
+__all__ = ["Worker", "WorkerParts"]
 
 log = logging.getLogger("keel.serve")
 
@@ -53,11 +52,6 @@ _PRUNE_EVERY_S = 3600.0
 Emit = Callable[[str, dict[str, object]], Awaitable[None]]
 
 
-def liveness_key(worker_id: str) -> str:
-    """The lease a worker holds while it lives."""
-    return f"serve-worker-{worker_id}"
-
-
 @dataclass(frozen=True, slots=True)
 class WorkerParts:
     """What a worker is built from (opened by the app's lifespan)."""
@@ -68,8 +62,8 @@ class WorkerParts:
     stores: Stores
     runs: RunStore
     model: ModelClient
-    liveness: SessionLease
-    """A lease object with a short wait: held for `liveness_key(worker_id)`, and probes others'."""
+    liveness: Liveness
+    """Holds this worker's liveness lock (opened by the app) and tests other workers'."""
     worker_id: str
 
 
@@ -83,7 +77,8 @@ class Worker:
         self.id = parts.worker_id
         self._tg = tg
         self._limiter = anyio.CapacityLimiter(parts.config.serve.max_running)
-        self._changed: dict[str, anyio.Event] = {}
+        self._changed: dict[str, anyio.Event] = {}  # set when a run's events were written
+        self._followers: dict[str, int] = {}  # streams following each run here
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._last_prune = 0.0
         self._idle = anyio.Event()
@@ -209,25 +204,38 @@ class Worker:
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[RunEvent]:
         """The run's events after `after`, as they are written, until its last."""
-        while True:
-            batch = await self.runs.events_after(run_id, after, limit=_PAGE)
-            for ev in batch:
-                yield ev
-                after = ev.seq
-                if ev.type in END_TYPES:
+        self._followers[run_id] = self._followers.get(run_id, 0) + 1
+        try:
+            while True:
+                # taken before reading: a batch written after the read sets it, none is missed
+                changed = self._changed.setdefault(run_id, anyio.Event())
+                batch = await self.runs.events_after(run_id, after, limit=_PAGE)
+                for ev in batch:
+                    yield ev
+                    after = ev.seq
+                    if ev.type in END_TYPES:
+                        return
+                if batch:
+                    continue
+                if await self._over(run_id, after):
                     return
-            if batch:
-                continue
-            run = await self.runs.get(run_id)
-            if run is None:
-                return
-            if run.ended or (run.worker != self.id and await self._lost(run)):
-                if not await self.runs.events_after(run_id, after, limit=1):
-                    return  # ended, and its events are all sent (or pruned)
-                continue
-            changed = self._changed.setdefault(run_id, anyio.Event())
-            with anyio.move_on_after(1.0 if run.worker == self.id else _REMOTE_POLL_S):
-                await changed.wait()
+                with anyio.move_on_after(1.0 if run_id in self._scopes else _REMOTE_POLL_S):
+                    await changed.wait()
+        finally:
+            self._followers[run_id] -= 1
+            if not self._followers[run_id]:
+                del self._followers[run_id]
+                self._changed.pop(run_id, None)
+
+    async def _over(self, run_id: str, after: int) -> bool:
+        """Whether a stream at `after` has nothing more to wait for (the run ended or is gone)."""
+        run = await self.runs.get(run_id)
+        if run is None:
+            return True
+        if run.ended or (run.worker != self.id and await self._lost(run)):
+            # ended: its events are all written (or pruned) unless some follow `after`
+            return not await self.runs.events_after(run_id, after, limit=1)
+        return False
 
     def _notify(self, run_id: str) -> None:
         changed = self._changed.pop(run_id, None)
@@ -339,13 +347,7 @@ class Worker:
     # ------------------------------------------------------------------ liveness
 
     async def _alive(self, worker: str) -> bool:
-        if worker == self.id:
-            return True
-        try:
-            async with self.parts.liveness.hold(liveness_key(worker)):
-                return False  # its lease was free: the worker is gone
-        except SessionBusyError:
-            return True
+        return worker == self.id or await self.parts.liveness.alive(worker)
 
     async def _lost(self, run: RunRecord) -> bool:
         """Fail `run` as `worker_lost` if its worker is dead; True when it was (by us or anyone)."""

@@ -6,7 +6,8 @@ per session object, as one trace file is one `keel cache report` input). The met
 (canonical, over cl100k: `keel cache report`'s defaults), places it against every earlier
 request of the stream, runs the simulator of the request's provider (`anthropic`, `openai`,
 `keel` for the embedded llama.cpp server; the content view, `ideal`, for any other) and
-attributes what it could not reuse to one cause — the report's attribution, by its own code.
+attributes what it could not reuse to one cause — the report's attribution and phase rule, by
+its own code: each stream's meter is the kernel's `RequestMeter` (`harness.cachemeter.run`).
 
     keel.cache.reusable_tokens   prompt tokens that provider's cache could reuse
     keel.cache.miss_cause        why not the whole prompt, when not: `cold` (the stream's
@@ -22,11 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from harness.cachemeter import CanonicalRenderer, Renderer, load_meter_tokenizer
-from harness.cachemeter.sim import SimName
+from harness.cachemeter import MeterRun, Renderer, RequestMeter, SimName
 from harness.telemetry import names as n
 from harness.telemetry._attrs import Attributes
-from harness.telemetry._meter import OnlineMeter
 from harness.telemetry._record import RequestRecord
 from harness.trace import TraceBreakpoint, record_for_request, trace_slots
 
@@ -41,7 +40,7 @@ SIMULATOR_OF_PROVIDER: Mapping[str, SimName] = {
 
 
 def _canonical() -> Renderer:
-    return CanonicalRenderer(load_meter_tokenizer("cl100k"))
+    return MeterRun.load("cl100k", "canonical").renderer
 
 
 class CacheAttribution:
@@ -61,7 +60,7 @@ class CacheAttribution:
         self._make_renderer = renderer
         self._renderer: Renderer | None = None
         self._simulators = simulators
-        self._meters: dict[tuple[str, SimName], OnlineMeter] = {}
+        self._meters: dict[tuple[str, SimName], RequestMeter] = {}
 
     def __call__(self, r: RequestRecord) -> Attributes:
         reply, usage = r.reply, r.usage
@@ -72,7 +71,7 @@ class CacheAttribution:
         sim = self._simulators.get(r.provider, "ideal")
         meter = self._meters.get((r.stream, sim))
         if meter is None:
-            meter = self._meters[(r.stream, sim)] = OnlineMeter(self._renderer, sim)
+            meter = self._meters[(r.stream, sim)] = RequestMeter(self._renderer, sim)
         record = record_for_request(
             r.request,
             session_id=r.session_id,

@@ -9,7 +9,8 @@ the session opens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 
 import anyio.to_thread
@@ -22,6 +23,12 @@ from harness.tools.registry import Tool, ToolRegistry
 
 __all__ = ["add_mcp_servers", "add_tools", "register_tools", "user_tools"]
 
+log = logging.getLogger(__name__)
+
+
+def _quiet(_: str) -> None:
+    """No user to warn (`keel tools list`): the log has it."""
+
 
 async def register_tools(
     stack: AsyncExitStack,
@@ -31,6 +38,7 @@ async def register_tools(
     builtin: BuiltinHandlers,
     functions: Sequence[ToolFunction],
     environ: Mapping[str, str],
+    warn: Callable[[str], None] = _quiet,
 ) -> None:
     """Register every tool of a session in `registry`, in the order of the module docstring.
 
@@ -44,7 +52,7 @@ async def register_tools(
     for origin, tool in builtin_tools(builtin, provider_origin=f"memory provider {config.memory.provider!r}"):
         registry.add(tool, origin=origin)
     add_tools(registry, await user_tools(config, functions), source="your tools")
-    await add_mcp_servers(stack, registry, config, environ=environ)
+    await add_mcp_servers(stack, registry, config, environ=environ, warn=warn)
 
 
 async def user_tools(config: KeelConfig, functions: Sequence[ToolFunction]) -> list[tuple[str, Tool]]:
@@ -77,7 +85,12 @@ def add_tools(registry: ToolRegistry, tools: Sequence[tuple[str, Tool]], *, sour
 
 
 async def add_mcp_servers(
-    stack: AsyncExitStack, registry: ToolRegistry, config: KeelConfig, *, environ: Mapping[str, str]
+    stack: AsyncExitStack,
+    registry: ToolRegistry,
+    config: KeelConfig,
+    *,
+    environ: Mapping[str, str],
+    warn: Callable[[str], None] = _quiet,
 ) -> None:
     """Connect every `mcp.servers` entry (in order; each closes with `stack`) and register its tools.
 
@@ -85,6 +98,8 @@ async def add_mcp_servers(
         ToolServerError: a server would not start or list its tools; those started before it
             are stopped as `stack` unwinds, so nothing is left running.
         ConfigError: a server's tool has the name of a tool already registered.
+
+    What a server's list had that could not be used (`McpToolSource.notes`) goes to `warn`.
     """
     if not config.mcp.servers:
         return
@@ -97,6 +112,9 @@ async def add_mcp_servers(
             connect(server, environ=environ, max_output_chars=config.limits.tool_output_chars)
         )
         source = McpToolSource(connection)
+        for note in source.notes:
+            log.warning("%s", note)
+            warn(note)
         try:
             registry.add_source(source)
         except ValueError as exc:

@@ -118,6 +118,11 @@ class ToolSource(Protocol):
         """Where the tools come from, for messages (`MCP server 'files'`)."""
         ...
 
+    @property
+    def notes(self) -> Sequence[str]:
+        """What the source left out of its last list, and why (warnings for the user)."""
+        ...
+
     def tools(self) -> Sequence[Tool]: ...
 
     async def refreshed(self) -> Sequence[Tool] | None:
@@ -191,15 +196,26 @@ class ToolRegistry:
         for slot in self._slots:
             if not isinstance(slot, _Group):
                 continue
-            new = await slot.source.refreshed()
-            if new is None:
+            try:
+                new = await slot.source.refreshed()
+            except Exception as exc:  # a source's failure must not fail the rebuild
+                log.warning("re-listing %s failed", slot.source.name, exc_info=True)
+                notes.append(
+                    f"{slot.source.name}: re-listing its tools failed ({exc}); its old tools are kept"
+                )
                 continue
+            if new is None:
+                notes.extend(slot.source.notes)
+                continue
+            if [t.spec for t in new] == [t.spec for t in slot.tools]:
+                continue  # listed again, the same tools: nothing changes, the prefix least of all
             try:
                 self._check(new, slot.source, replacing=slot.tools)
             except ValueError as exc:
                 notes.append(f"{exc}; its old tools are kept")
                 continue
             notes.append(f"{slot.source.name}: the tool list changed ({len(slot.tools)} → {len(new)} tools)")
+            notes.extend(slot.source.notes)
             slot.tools = list(new)
         tools: dict[str, Tool] = {}
         sourced: set[str] = set()

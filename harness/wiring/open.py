@@ -311,6 +311,7 @@ async def _build(
         principal=where.principal,
         functions=opts.tools,
         environ=env_of(opts),
+        warn=warnings,
     )
     tg = await stack.enter_async_context(anyio.create_task_group())
     parts = SessionParts(

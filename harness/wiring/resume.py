@@ -11,7 +11,9 @@ A compression ends a session row and continues in a child. Resuming a session th
 compressed continues its newest descendant instead (appending to the ended row would fork
 the conversation); a worker still holding the ended row when its next turn starts — another
 worker compressed it meanwhile — gets a clear error naming where the conversation went on,
-and nothing runs.
+and nothing runs. A turn whose worker lost the session mid-tool (killed, or fenced off when
+its lease went with its connection) leaves a tool call without a result in the store; the
+messages read back are repaired as a cancelled turn's are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
+from harness.compress.plan import repair_tool_pairs
 from harness.errors import SessionError
 from harness.loop.parts import CatchUp
 from harness.loop.session import Session
@@ -58,7 +61,10 @@ _MAX_FOLLOW = 10_000  # compressions followed at most (a loop in damaged rows ca
 
 
 async def _messages(db: SessionStore, session_id: str) -> list[Message]:
-    return [restored(r.message) for r in await db.get_messages(session_id)]
+    """The stored messages, with the tool calls of a turn that never got their results (its
+    worker lost the session: killed, or fenced off) stripped, as a cancelled turn is: no
+    endpoint accepts a call followed by anything but its result."""
+    return repair_tool_pairs([restored(r.message) for r in await db.get_messages(session_id)])
 
 
 async def newest_continuation(db: SessionStore, session_id: str) -> str | None:

@@ -8,23 +8,31 @@ so a worker that is killed (or loses the network) frees every lease it held when
 notices the connection is gone; nothing needs cleaning up.
 
 A connection that broke is replaced at the next `hold`. A lease held while its connection
-broke is lost with it (the server freed it); the holder is not told mid-turn, which is why
-every store write is itself atomic and the lease only orders turns.
+broke is lost with it (the server freed it), and the holder is not told mid-turn. So every
+lease is fenced: taking it bumps the lineage's token in `session_fences` (on the same
+connection, right after the lock), the holder's task writes under `Fence(lineage, token)`
+(`memory.sessions.contract.fenced`), and the session store refuses a write whose token is
+no longer the newest. A worker that lost its lease to another therefore stops writing
+instead of landing its turn behind the other's. (A schema keel has not migrated to fences
+yet leaves the lease unfenced, as before.)
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 import psycopg
+import psycopg.errors
 from psycopg.rows import TupleRow
 
 from memory.errors import SessionStoreUnavailableError
 from memory.lease.contract import LocalGate, busy
+from memory.sessions.contract import Fence, fenced
 
 __all__ = ["PgLease", "lease_key"]
 
@@ -63,6 +71,8 @@ class PgLease:
         self._conn: psycopg.AsyncConnection[TupleRow] | None = None
         self._gate = LocalGate()
         self._connecting = anyio.Lock()
+        self.holder = uuid.uuid4().hex
+        """This lease object's id in `session_fences` (one per process, like the connection)."""
 
     async def _connection(self) -> psycopg.AsyncConnection[TupleRow]:
         async with self._connecting:
@@ -89,6 +99,29 @@ class PgLease:
             ) from exc
         return bool(row and row[0])
 
+    async def _bump(self, session_id: str) -> Fence | None:
+        """The lineage's next fence token (None: the schema has no fences yet)."""
+        conn = await self._connection()
+        t = f'"{self._schema}".session_fences'
+        try:
+            # `held_from`: the first token of the holder's current run (its earlier writes stay good).
+            cur = await conn.execute(
+                f"INSERT INTO {t} (lineage, token, holder, held_from) VALUES (%s, 1, %s, 1) "
+                f"ON CONFLICT (lineage) DO UPDATE SET token = {t}.token + 1, held_from = CASE "
+                f"WHEN {t}.holder = excluded.holder THEN {t}.held_from ELSE {t}.token + 1 END, "
+                "holder = excluded.holder RETURNING token",
+                (session_id, self.holder),
+            )
+            row = await cur.fetchone()
+        except psycopg.errors.UndefinedTable:
+            return None
+        except psycopg.OperationalError as exc:
+            raise SessionStoreUnavailableError(
+                f"cannot take a session lease: the PostgreSQL server connection failed ({exc}); retry when it is back"
+            ) from exc
+        assert row is not None  # RETURNING always gives the row
+        return Fence(session_id, int(row[0]), self.holder)
+
     async def _release(self, key: int) -> None:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
@@ -109,7 +142,9 @@ class PgLease:
                     await anyio.sleep(self._poll_s * (0.5 + random.random()))
                 scope.deadline = float("inf")  # got it: the wait bound ends here
                 try:
-                    yield
+                    fence = await self._bump(session_id)
+                    with fenced(fence):
+                        yield
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self._release(key)

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
+import anyio
 import psycopg
 import psycopg_pool
 from psycopg.rows import TupleRow
@@ -117,9 +118,12 @@ class PgRunDb:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_PgTx]:
+        # Shielded: a query cancelled halfway (a client hanging up) would cost the pool its
+        # connection; every transaction here is a few short statements.
         try:
-            async with self._pool.connection() as conn, conn.transaction():
-                yield _PgTx(conn)
+            with anyio.CancelScope(shield=True):
+                async with self._pool.connection() as conn, conn.transaction():
+                    yield _PgTx(conn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise _error(exc, self._shown) from exc
 

@@ -15,6 +15,16 @@ show up nor crowd the caller's own out. Point reads (`get_session`, `get_message
 are by id and not filtered: a caller that hands out ids checks `SessionRecord.user_id`
 (`memory.sessions` does it for the tool with a scoped reader).
 
+**Fencing.** A session lease that can be lost without its holder hearing of it (a
+PostgreSQL advisory lock dies with its connection) fences the writes made under it: taking
+it bumps a token and names the holder, `fenced(Fence(...))` marks the holder's task, and a
+store that keeps fences refuses, in the same transaction as the write, a write made under
+a token another holder has taken the lease after (`SessionFencedError`). The holder's own
+later tokens do not fence its earlier writes: a journal its outage left is still replayed
+once the server is back, unless another worker ran a turn meanwhile. A task context carries the fence (a `ContextVar`) because
+the writes are made deep below the lease, by the recorder and the journal; tasks a turn
+starts inherit it, tasks started before it do not.
+
 Methods are coroutines. Errors are `memory.errors.SessionStoreError` subclasses; invalid
 arguments (an unknown role, an empty id) raise `ValueError` before anything is written.
 See `SessionDB` for the full description of each method.
@@ -22,7 +32,10 @@ See `SessionDB` for the full description of each method.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Protocol, Self
 
@@ -44,7 +57,35 @@ from memory.sessions._records import (
     StoredUsage,
 )
 
-__all__ = ["SessionReader", "SessionStore", "SessionWriter"]
+__all__ = ["Fence", "SessionReader", "SessionStore", "SessionWriter", "current_fence", "fenced"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The lease a write is made under: the lineage it leases, the token taking it got, and
+    who took it (one id per lease object, so per process)."""
+
+    lineage: str
+    token: int
+    holder: str
+
+
+_FENCE: ContextVar[Fence | None] = ContextVar("keel_session_fence", default=None)
+
+
+def current_fence() -> Fence | None:
+    """The fence the current task writes under (None: unfenced)."""
+    return _FENCE.get()
+
+
+@contextmanager
+def fenced(fence: Fence | None) -> Iterator[None]:
+    """Make the writes of this task (and of the tasks it starts) carry `fence`."""
+    token = _FENCE.set(fence)
+    try:
+        yield
+    finally:
+        _FENCE.reset(token)
 
 
 class SessionReader(Protocol):
@@ -206,6 +247,12 @@ class SessionWriter(Protocol):
 
 class SessionStore(SessionReader, SessionWriter, Protocol):
     """An open session store: a reader and a writer that holds connections until closed."""
+
+    @property
+    def identity(self) -> str:
+        """Which store this is, whatever the path or URL spelling that reached it (a resolved
+        file path; a server's system identifier, database and schema): journals are keyed by it."""
+        ...
 
     async def aclose(self) -> None:
         """Release the connection(s); calls already running finish first."""

@@ -49,11 +49,11 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
 from memory._atomic import fsync_dir
-from memory.errors import SessionConflictError, SessionQueryError, SessionStoreError
+from memory.errors import SessionConflictError, SessionFencedError, SessionQueryError, SessionStoreError
 from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredUsage
-from memory.sessions.contract import SessionStore
+from memory.sessions.contract import Fence, SessionStore, current_fence, fenced
 
-__all__ = ["JOURNAL_DIR_NAME", "JournalledWriter", "replay_journals"]
+__all__ = ["FENCED_DIR_NAME", "JOURNAL_DIR_NAME", "JournalledWriter", "replay_journals"]
 
 JOURNAL_DIR_NAME = "journal"
 """The journal directory's name under the keel home."""
@@ -70,6 +70,8 @@ class _Header(_Op):
     kind: Literal["header"] = "header"
     location: str
     version: Literal[1] = 1
+    identity: str | None = None
+    """The store's `identity` (journals written before it existed have only `location`)."""
 
 
 class _Applied(_Op):
@@ -77,7 +79,18 @@ class _Applied(_Op):
     count: int
 
 
-class _Create(_Op):
+class _FenceLine(_Op):
+    lineage: str
+    token: int
+    holder: str
+
+
+class _WriteOp(_Op):
+    fence: _FenceLine | None = None
+    """The session lease the write was made under (`memory.sessions.contract.Fence`)."""
+
+
+class _Create(_WriteOp):
     kind: Literal["create"] = "create"
     session_id: str
     source: str
@@ -88,20 +101,20 @@ class _Create(_Op):
     memory_snapshot: str | None = None
 
 
-class _Messages(_Op):
+class _Messages(_WriteOp):
     kind: Literal["messages"] = "messages"
     session_id: str
     messages: list[StoredMessage]
 
 
-class _End(_Op):
+class _End(_WriteOp):
     kind: Literal["end"] = "end"
     session_id: str
     reason: EndReason
     ended_at: float
 
 
-class _Usage(_Op):
+class _Usage(_WriteOp):
     kind: Literal["usage"] = "usage"
     session_id: str
     input: int
@@ -112,7 +125,7 @@ class _Usage(_Op):
     api_calls: int
 
 
-class _Flush(_Op):
+class _Flush(_WriteOp):
     kind: Literal["flush"] = "flush"
     session_id: str
     timestamp: float
@@ -141,8 +154,23 @@ def _usage_op(session_id: str, usage: StoredUsage) -> _Usage:
     )
 
 
-# Refusals the journal keeps; a caller's mistake (a duplicate id, a bad query) is raised as is.
-_CALLER_ERRORS = (SessionConflictError, SessionQueryError)
+# Refusals the journal keeps; a caller's mistake (a duplicate id, a bad query) is raised as is,
+# and so is a fenced write: the lease went to another worker, so it must never land later.
+_CALLER_ERRORS = (SessionConflictError, SessionQueryError, SessionFencedError)
+
+
+def _fence_of(op: _Write) -> Fence | None:
+    f = op.fence
+    return None if f is None else Fence(f.lineage, f.token, f.holder)
+
+
+def _stamped(ops: tuple[_Write, ...]) -> tuple[_Write, ...]:
+    """`ops` carrying the fence the current task writes under (unchanged when unfenced)."""
+    fence = current_fence()
+    if fence is None:
+        return ops
+    line = _FenceLine(lineage=fence.lineage, token=fence.token, holder=fence.holder)
+    return tuple(op.model_copy(update={"fence": line}) for op in ops)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -183,7 +211,7 @@ class _File:
             os.close(self.fd)
 
 
-def _create_file(directory: Path, location: str) -> _File:
+def _create_file(directory: Path, header: _Header) -> _File:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = time.strftime("%Y%m%d_%H%M%S_") + f"{os.getpid()}_{uuid.uuid4().hex[:8]}.jsonl"
     path = directory / name
@@ -192,7 +220,7 @@ def _create_file(directory: Path, location: str) -> _File:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         handle = _File(path, fd, [], 0)
-        handle.append(_Header(location=location))
+        handle.append(header)
         fsync_dir(directory)
     except BaseException:
         os.close(fd)
@@ -222,13 +250,13 @@ def _open_existing(path: Path) -> _File | None:
     return _File(path, fd, [], 0)
 
 
-def _read(handle: _File) -> str:
-    """Fill `handle` from its lines; returns the header's location."""
+def _read(handle: _File) -> _Header:
+    """Fill `handle` from its lines; returns its header."""
     with os.fdopen(os.dup(handle.fd), "rb") as stream:
         stream.seek(0)
         raw = stream.read().split(b"\n")
     lines = [line for line in raw if line.strip()]
-    location: str | None = None
+    header: _Header | None = None
     for i, line in enumerate(lines):
         try:
             parsed = _LINE.validate_json(line)
@@ -237,14 +265,14 @@ def _read(handle: _File) -> str:
                 break  # torn by a crash mid-write: never acknowledged
             raise ValueError(f"journal {str(handle.path)!r} line {i + 1} cannot be read") from None
         if isinstance(parsed, _Header):
-            location = parsed.location
+            header = parsed
         elif isinstance(parsed, _Applied):
             handle.applied = max(handle.applied, parsed.count)
         else:
             handle.writes.append(parsed)
-    if location is None:
+    if header is None:
         raise ValueError(f"journal {str(handle.path)!r} has no header line")
-    return location
+    return header
 
 
 # ---------------------------------------------------------------------------- replaying
@@ -322,20 +350,54 @@ async def _drain(store: SessionStore, handle: _File) -> None:
     first = True
     while handle.pending:
         op = handle.writes[handle.applied]
-        if not (first and await _already_stored(store, op)):
-            # A conflict: the session was created after all (a refusal that committed).
-            with contextlib.suppress(SessionConflictError):
-                await _apply(store, op)
+        with fenced(_fence_of(op)):  # each write under the lease it was made under
+            if not (first and await _already_stored(store, op)):
+                # A conflict: the session was created after all (a refusal that committed).
+                with contextlib.suppress(SessionConflictError):
+                    await _apply(store, op)
         first = False
         handle.applied += 1
         await anyio.to_thread.run_sync(handle.append, _Applied(count=handle.applied))
 
 
+def _ours(header: _Header, store: SessionStore) -> bool:
+    """Whether a journal's header names `store`: by its identity (the same server, database
+    and schema whatever the URL's spelling), or by location for a journal written before."""
+    if header.identity is not None:
+        return header.identity == store.identity
+    return header.location == store.location
+
+
+FENCED_DIR_NAME = "fenced"
+"""Where journals whose writes were fenced off go (under the journal directory), kept for inspection."""
+
+
+def _fence_out(handle: _File) -> Path:
+    """Move a journal whose next write was fenced off into `fenced/` (blocking); its new path."""
+    into = handle.path.parent / FENCED_DIR_NAME
+    into.mkdir(mode=0o700, exist_ok=True)
+    moved = into / handle.path.name
+    os.replace(handle.path, moved)
+    fsync_dir(handle.path.parent)
+    handle.path = moved
+    return moved
+
+
+def _fenced_message(count: int, moved: Path, exc: SessionFencedError) -> str:
+    return (
+        f"{count} session-store write(s) journalled in {str(moved.parent.parent / moved.name)!r} were made "
+        f"under a session lease another worker has taken since ({exc}); they were not stored (they would "
+        f"land behind that worker's turn) and are kept in {str(moved)!r} for you to inspect"
+    )
+
+
 async def replay_journals(directory: Path, store: SessionStore, *, warn: Callable[[str], None]) -> int:
     """Write the journals earlier sessions left in `directory` to `store`; returns the writes left.
 
-    Files whose header names another store, and files an active session still holds, are
-    left alone (and not counted). A file is deleted once all its writes are stored.
+    Files an active session still holds are left alone (and not counted). A file whose header
+    names another store is left in place and reported. A file whose next write another
+    worker's lease has fenced off moves to `fenced/` and is reported, never replayed. A
+    file is deleted once all its writes are stored.
     """
     paths = await anyio.to_thread.run_sync(_journal_files, directory)
     left = 0
@@ -345,12 +407,22 @@ async def replay_journals(directory: Path, store: SessionStore, *, warn: Callabl
             continue
         delete = False
         try:
-            location = await anyio.to_thread.run_sync(_read, handle)
-            if location != store.location:
+            header = await anyio.to_thread.run_sync(_read, handle)
+            if not _ours(header, store):
+                if handle.pending:
+                    warn(
+                        f"{handle.pending} session-store write(s) in {str(path)!r} were journalled for another "
+                        f"store ({header.location}), not this session's ({store.location}); they are left in "
+                        "place: run keel with that store's config to replay them"
+                    )
                 continue
             count = handle.pending
             try:
                 await _drain(store, handle)
+            except SessionFencedError as exc:
+                moved = await anyio.to_thread.run_sync(_fence_out, handle)
+                warn(_fenced_message(handle.pending, moved, exc))
+                continue
             except (SessionStoreError, OSError) as exc:
                 left += handle.pending
                 warn(
@@ -502,8 +574,13 @@ class JournalledWriter:
         if handle is None:
             return 0
         with anyio.CancelScope(shield=True):
-            with contextlib.suppress(SessionStoreError, OSError):
+            try:
                 await _drain(self.store, handle)
+            except SessionFencedError as exc:
+                await self._fence_out(handle, exc)  # set aside and reported: nothing left to retry
+                return 0
+            except (SessionStoreError, OSError):
+                pass
             left = handle.pending
             await anyio.to_thread.run_sync(partial(handle.close, delete=left == 0))
         self._file = None
@@ -553,12 +630,25 @@ class JournalledWriter:
         count = handle.pending
         try:
             await _drain(self.store, handle)
+        except SessionFencedError as exc:
+            await self._fence_out(handle, exc)  # never behind another worker's turn
+            return True
         except (SessionStoreError, OSError):
             self._back_off()
             return False
         self._pause_s = _FIRST_PAUSE_S
         self._warn(f"the session store took the {count} journalled write(s); the journal is empty again")
         return True
+
+    async def _fence_out(self, handle: _File, exc: SessionFencedError) -> None:
+        """Set the fenced-off rest of the journal aside (reported); this writer starts afresh."""
+        count = handle.pending
+        with anyio.CancelScope(shield=True):
+            moved = await anyio.to_thread.run_sync(_fence_out, handle)
+            handle.applied = len(handle.writes)  # nothing of it is written from here on
+            await anyio.to_thread.run_sync(partial(handle.close, delete=False))
+        self._file = None
+        self._warn(_fenced_message(count, moved, exc))
 
     def _back_off(self) -> None:
         self._retry_at = self._clock() + self._pause_s
@@ -569,10 +659,10 @@ class JournalledWriter:
         try:
             with anyio.CancelScope(shield=True):
                 if self._file is None:
-                    self._file = await anyio.to_thread.run_sync(
-                        _create_file, self._directory, self.store.location
-                    )
+                    header = _Header(location=self.store.location, identity=self.store.identity)
+                    self._file = await anyio.to_thread.run_sync(_create_file, self._directory, header)
                 handle = self._file
+                ops = _stamped(ops)
                 await anyio.to_thread.run_sync(handle.append, *ops)
                 handle.writes.extend(ops)
         except OSError as journal_exc:

@@ -16,11 +16,11 @@ from pydantic import JsonValue
 
 from harness.cachemeter._request import MeterMessage, MeterRequest, MeterTool
 from harness.cachemeter.lint._diff import Hunk, changed_span, hunks, quote, shared_prefix, value_kind
-from harness.cachemeter.lint._rules import HabitRule, Occurrence
+from harness.cachemeter.lint._rules import RULES, HabitRule, Occurrence
 from harness.cachemeter.lint._streams import Step
 from harness.cachemeter.render import system_slots
 
-__all__ = ["Hit", "check_step"]
+__all__ = ["Hit", "check_step", "step_habits"]
 
 Hit: TypeAlias = tuple[HabitRule, Occurrence]
 
@@ -255,3 +255,13 @@ def check_step(step: Step) -> list[Hit]:
     if step.relation == "continue":
         hits += _system(step, prev, mid_session=True) + _history(step, prev)
     return hits
+
+
+def step_habits(step: Step) -> tuple[str, ...]:
+    """The habits `step` shows, one line each, with the changed lines quoted under it."""
+    lines: list[str] = []
+    for rule, occ in check_step(step):
+        lines.append(f"{rule} — {RULES[rule].title} ({occ.where})")
+        lines.extend(f"  - {text}" for text in occ.removed)
+        lines.extend(f"  + {text}" for text in occ.added)
+    return tuple(lines)

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, get_args
 
-from harness.cachemeter.sim import SimRequest
-from harness.cachemeter.sim._tree import RadixTree
+from harness.cachemeter.sim import RadixTree, SimRequest
 
 __all__ = ["ROUTING_POLICIES", "Router", "RoutingPolicy"]
 

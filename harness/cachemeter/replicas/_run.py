@@ -9,27 +9,21 @@ holding the longest. Each request's server and miss reason are kept too (`Reques
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import JsonValue
 
 from harness.cachemeter._errors import MeterError
-from harness.cachemeter._request import MeterRequest
 from harness.cachemeter.attribution import attribute
-from harness.cachemeter.render import Renderer
+from harness.cachemeter.pricing import Pricer, RequestPrice, add_cost, billed_ttl
 from harness.cachemeter.replicas._fleet import FLEET_SIMS, FleetSimulator
 from harness.cachemeter.replicas._router import ROUTING_POLICIES, RoutingPolicy
-from harness.cachemeter.report._cost import Pricer, add_cost
-from harness.cachemeter.report._measure import billed_ttl
-from harness.cachemeter.report._stream import Prepared, Stream, normalized
 from harness.cachemeter.sim import SimName, SimSettings
-from harness.config import PriceConfig
-from harness.trace import TraceRecord
+from harness.cachemeter.stream import Prepared
 from harness.types import JsonObject
 
-__all__ = ["FleetCell", "ReplicaReport", "RequestRoute", "replica_sweep"]
+__all__ = ["FleetCell", "ReplicaPass", "ReplicaReport", "RequestRoute"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +115,7 @@ class _Run:
         self.routed_cost: float | None = None
         self.routes: list[RequestRoute] = []
 
-    def feed(
-        self, p: Prepared, pricer: Pricer, entry: str | None, ttl: Literal["5m", "1h"] | None, output: int
-    ) -> None:
+    def feed(self, p: Prepared, price: RequestPrice) -> None:
         """Send one request to the fleet and add up what it found."""
         n = p.rendered.n_tokens
         step = self.fleet.feed(p.sim)
@@ -132,81 +124,75 @@ class _Run:
         self.routes.append(RequestRoute(self.fleet.server, step.reusable, reason.label, reason.lost))
         self.prompt += n
         self.reusable += step.reusable
-        self.cost = add_cost(
-            self.cost,
-            pricer.cost(entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=ttl),
-        )
+        self.cost = add_cost(self.cost, price.cost(reusable=step.reusable, write=step.write))
         if reason.kind == "routed_away":
             self.routed += 1
             self.routed_lost += reason.lost
-            lost = pricer.lost(
-                entry, prompt=n, reusable=step.reusable, write=step.write, lost=reason.lost, ttl=ttl
-            )
+            lost = price.lost(reusable=step.reusable, write=step.write, lost=reason.lost)
             self.routed_cost = add_cost(self.routed_cost, lost)
 
+    def cell(self, policy: RoutingPolicy, replicas: int, sim: SimName) -> FleetCell:
+        return FleetCell(
+            policy=policy,
+            replicas=replicas,
+            sim=sim,
+            prompt_tokens=self.prompt,
+            reusable=self.reusable,
+            cost=self.cost,
+            routed_requests=self.routed,
+            routed_lost=self.routed_lost,
+            routed_cost=self.routed_cost,
+            warm_possible=self.fleet.warm_possible,
+            warm_landed=self.fleet.warm_landed,
+            routes=tuple(self.routes),
+        )
 
-def replica_sweep(
-    requests: Iterable[MeterRequest | TraceRecord],
-    renderer: Renderer,
-    *,
-    counts: Sequence[int] = (1, 2, 4, 8),
-    policies: Sequence[RoutingPolicy] = ROUTING_POLICIES,
-    simulators: Sequence[SimName] = ("sglang",),
-    settings: SimSettings | None = None,
-    prices: Mapping[str, PriceConfig] | None = None,
-    price: str | None = None,
-    threshold: float = 0.5,
-    progress: Callable[[int], None] | None = None,
-) -> ReplicaReport:
-    """Feed the trace to a fleet per (policy, count, simulator) (see the module docstring).
+
+class ReplicaPass:
+    """The replicas' pass over the meter's stream: a fleet per (policy, count, simulator)
+    (see the module docstring).
 
     Raises:
-        MeterError: a count below 1, a simulator that does not run on servers, or an unknown
-            price name.
+        MeterError: a count below 1, or a simulator that does not run on servers.
     """
-    sizes = tuple(sorted(set(counts)))
-    if not sizes or sizes[0] < 1:
-        raise MeterError(f"--replicas takes server counts of at least 1, got {list(counts)!r}")
-    names = tuple(dict.fromkeys(simulators))
-    bad = [n for n in names if n not in FLEET_SIMS]
-    if bad or not names:
-        raise MeterError(
-            f"replicas run server simulators ({', '.join(FLEET_SIMS)}); {', '.join(bad) or 'none'} cannot be"
-        )
-    cfg = settings or SimSettings()
-    pols = tuple(dict.fromkeys(policies))
-    runs = {
-        (pol, size, name): _Run(FleetSimulator(name, size, pol, settings=cfg, threshold=threshold))
-        for pol in pols
-        for size in sizes
-        for name in names
-    }
-    pricer = Pricer(prices, price)
-    stream = Stream(renderer)
-    for i, req in enumerate(normalized(requests)):
-        p = stream.prepare(i, req)
-        entry = pricer.pick(req.model)
-        ttl = billed_ttl(req.cache_ttl, cfg)
+
+    def __init__(
+        self,
+        *,
+        counts: Sequence[int] = (1, 2, 4, 8),
+        policies: Sequence[RoutingPolicy] = ROUTING_POLICIES,
+        simulators: Sequence[SimName] = ("sglang",),
+        settings: SimSettings,
+        pricer: Pricer,
+        threshold: float = 0.5,
+    ) -> None:
+        sizes = tuple(sorted(set(counts)))
+        if not sizes or sizes[0] < 1:
+            raise MeterError(f"--replicas takes server counts of at least 1, got {list(counts)!r}")
+        names = tuple(dict.fromkeys(simulators))
+        bad = [n for n in names if n not in FLEET_SIMS]
+        if bad or not names:
+            raise MeterError(
+                f"replicas run server simulators ({', '.join(FLEET_SIMS)}); {', '.join(bad) or 'none'} cannot be"
+            )
+        self.sizes, self.names, self.settings, self.pricer = sizes, names, settings, pricer
+        self.policies = tuple(dict.fromkeys(policies))
+        self.runs = {
+            (pol, size, name): _Run(FleetSimulator(name, size, pol, settings=settings, threshold=threshold))
+            for pol in self.policies
+            for size in sizes
+            for name in names
+        }
+
+    def feed(self, p: Prepared) -> None:
+        req = p.request
         output = req.usage.output if req.usage is not None else 0
-        for run in runs.values():
-            run.feed(p, pricer, entry, ttl, output)
-        if progress is not None:
-            progress(i + 1)
-    cells = tuple(
-        FleetCell(
-            policy=pol,
-            replicas=size,
-            sim=name,
-            prompt_tokens=run.prompt,
-            reusable=run.reusable,
-            cost=run.cost,
-            routed_requests=run.routed,
-            routed_lost=run.routed_lost,
-            routed_cost=run.routed_cost,
-            warm_possible=run.fleet.warm_possible,
-            warm_landed=run.fleet.warm_landed,
-            routes=tuple(run.routes),
+        price = self.pricer.request(
+            req.model, prompt=p.rendered.n_tokens, output=output, ttl=billed_ttl(req.cache_ttl, self.settings)
         )
-        for (pol, size, name), run in runs.items()
-    )
-    return ReplicaReport(pols, sizes, names, cells)
+        for run in self.runs.values():
+            run.feed(p, price)
+
+    def finish(self) -> ReplicaReport:
+        cells = tuple(run.cell(*key) for key, run in self.runs.items())
+        return ReplicaReport(self.policies, self.sizes, self.names, cells)

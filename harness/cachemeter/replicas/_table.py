@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from harness.cachemeter.pricing import money
 from harness.cachemeter.replicas._run import ReplicaReport
-from harness.cachemeter.report._table import money
 
 __all__ = ["replica_table"]
 

@@ -34,7 +34,15 @@ from pydantic import JsonValue
 from harness.cachemeter.report._results import BREAK_KINDS, RequestResult
 from harness.types import JsonObject
 
-__all__ = ["PHASES", "CompressionPhase", "PhaseName", "PhaseReport", "PhaseTotals", "phase_report"]
+__all__ = [
+    "PHASES",
+    "CompressionPhase",
+    "PhaseClock",
+    "PhaseName",
+    "PhaseReport",
+    "PhaseTotals",
+    "phase_report",
+]
 
 PhaseName: TypeAlias = Literal["cold", "steady", "flush", "summary", "rewarm", "other"]
 PHASES: tuple[PhaseName, ...] = get_args(PhaseName)
@@ -104,28 +112,39 @@ def _is_side(r: RequestResult) -> bool:
     return r.purpose in ("flush", "summary")
 
 
+class PhaseClock:
+    """The phase rule above, one request at a time: the report and telemetry both use it."""
+
+    def __init__(self) -> None:
+        self._warming = False
+
+    def phase(self, purpose: str, content: str) -> PhaseName:
+        """The phase of the next request, by its purpose and its content view's kind."""
+        if purpose in ("flush", "summary"):
+            self._warming = True
+            return "flush" if purpose == "flush" else "summary"
+        if content == "first_request":
+            return "cold"
+        if purpose != "turn":
+            return "other"
+        if self._warming and content in BREAK_KINDS:
+            return "rewarm"
+        self._warming = False
+        return "steady"
+
+
 def _assign(rows: Sequence[RequestResult]) -> tuple[list[PhaseName], list[tuple[int, int]]]:
     """Each request's phase, and the (start, stop) index range of each compression's calls."""
+    clock = PhaseClock()
     phases: list[PhaseName] = []
     runs: list[tuple[int, int]] = []
-    warming = False
     for i, r in enumerate(rows):
         if _is_side(r):
             if runs and runs[-1][1] == i:
                 runs[-1] = (runs[-1][0], i + 1)
             else:
                 runs.append((i, i + 1))
-            warming = True
-            phases.append("flush" if r.purpose == "flush" else "summary")
-        elif r.content.kind == "first_request":
-            phases.append("cold")
-        elif r.purpose != "turn":
-            phases.append("other")
-        elif warming and r.content.kind in BREAK_KINDS:
-            phases.append("rewarm")
-        else:
-            warming = False
-            phases.append("steady")
+        phases.append(clock.phase(r.purpose, r.content.kind))
     return phases, runs
 
 

@@ -6,18 +6,11 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from harness.cachemeter.pricing import money
 from harness.cachemeter.report._report import MeterReport
 from harness.cachemeter.report._results import RequestResult, SimTotals
 
-__all__ = ["money", "report_tables"]
-
-
-def money(value: float | None) -> str:
-    """Dollars to four places; — when unpriced."""
-    if value is None:
-        return "—"
-    sign = "-" if value < 0 and round(value, 4) != 0 else ""
-    return f"{sign}${abs(value):,.4f}"
+__all__ = ["report_tables"]
 
 
 def _top(t: SimTotals) -> str:

@@ -28,6 +28,7 @@ from harness.cachemeter.sim._keel import KeelLocalSimulator
 from harness.cachemeter.sim._llamacpp import LlamaCppRamSimulator, LlamaCppSimulator
 from harness.cachemeter.sim._providers import AnthropicSimulator, OpenAISimulator
 from harness.cachemeter.sim._settings import SIM_NAMES, SimSettings, make_simulator, parse_sim_names
+from harness.cachemeter.sim._tree import RadixTree
 from harness.cachemeter.sim._types import SimName, SimRequest, SimStep, Simulator
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "LlamaCppSimulator",
     "OpenAISimulator",
     "PrefixMatch",
+    "RadixTree",
     "SglangSimulator",
     "SimName",
     "SimRequest",

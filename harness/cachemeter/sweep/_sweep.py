@@ -19,24 +19,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from pydantic import JsonValue
 
 from harness.cachemeter._errors import MeterError
-from harness.cachemeter._request import MeterRequest
-from harness.cachemeter.render import Renderer
-from harness.cachemeter.report._cost import Pricer, add_cost
-from harness.cachemeter.report._measure import billed_ttl
-from harness.cachemeter.report._stream import Prepared, Stream, normalized
+from harness.cachemeter.pricing import Pricer, RequestPrice, add_cost, billed_ttl
+from harness.cachemeter.report import TokenRatios
 from harness.cachemeter.sim import SimName, SimSettings, SimStep, Simulator, make_simulator
-from harness.config import PriceConfig
-from harness.trace import TraceRecord
+from harness.cachemeter.stream import Prepared
 from harness.types import JsonObject
 
-__all__ = ["DEFAULT_TTLS", "TIME_AWARE", "TtlCell", "TtlSweep", "format_ttl", "parse_ttls", "ttl_sweep"]
+__all__ = ["DEFAULT_TTLS", "TIME_AWARE", "SweepPass", "TtlCell", "TtlSweep", "format_ttl", "parse_ttls"]
 
 TIME_AWARE: tuple[SimName, ...] = ("vllm", "sglang", "llamacpp", "llamacpp-ram", "openai", "anthropic")
 DEFAULT_TTLS: tuple[float, ...] = (30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
@@ -73,7 +68,7 @@ def format_ttl(seconds: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class TtlCell:
+class TtlCell(TokenRatios):
     """One simulator at one timeout: totals, and the idle view (see the module docstring).
 
     `ttl_s` is None for the settings as given. Dollar figures are None when unpriced.
@@ -91,14 +86,6 @@ class TtlCell:
     idle_cost: float | None
     keepalive_pings: int
     keepalive_cost: float | None
-
-    @property
-    def hit_ratio(self) -> float:
-        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    @property
-    def write_ratio(self) -> float:
-        return self.write / self.prompt_tokens if self.prompt_tokens else 0.0
 
     @property
     def keepalive_net(self) -> float | None:
@@ -173,41 +160,28 @@ class _Cell:
         self.idle_cost: float | None = None
         self.ping_cost: float | None = None
 
-    def add(
-        self,
-        p: Prepared,
-        step: SimStep,
-        pricer: Pricer,
-        entry: str | None,
-        timeout: float | None,
-        billed: Literal["5m", "1h"] | None,
-    ) -> None:
-        n = p.rendered.n_tokens
-        output = p.request.usage.output if p.request.usage is not None else 0
+    def add(self, p: Prepared, step: SimStep, price: RequestPrice, timeout: float | None) -> None:
         self.requests += 1
-        self.prompt += n
+        self.prompt += price.prompt
         self.reusable += step.reusable
         self.write += step.write
-        self.cost = add_cost(
-            self.cost,
-            pricer.cost(entry, prompt=n, reusable=step.reusable, write=step.write, output=output, ttl=billed),
-        )
-        self.write_cost = add_cost(self.write_cost, pricer.write_cost(entry, write=step.write, ttl=billed))
+        self.cost = add_cost(self.cost, price.cost(reusable=step.reusable, write=step.write))
+        self.write_cost = add_cost(self.write_cost, price.write_cost(write=step.write))
         lost = step.potential - step.reusable
         if step.loss != "ttl_expired" or lost <= 0:
             return
         self.idle_requests += 1
         self.idle_lost += lost
         self.idle_cost = add_cost(
-            self.idle_cost,
-            pricer.lost(entry, prompt=n, reusable=step.reusable, write=step.write, lost=lost, ttl=billed),
+            self.idle_cost, price.lost(reusable=step.reusable, write=step.write, lost=lost)
         )
         if timeout is None or p.gap is None:
             return
         pings = max(0, math.ceil(p.gap / timeout) - 1)
         self.pings += pings
+        pricer, entry = price.pricer, price.entry
         one = pricer.cost(
-            entry, prompt=step.potential, reusable=step.potential, write=0, output=1, ttl=billed
+            entry, prompt=step.potential, reusable=step.potential, write=0, output=1, ttl=price.ttl
         )
         self.ping_cost = add_cost(self.ping_cost, None if one is None else pings * one)
 
@@ -233,50 +207,48 @@ def with_timeout(settings: SimSettings, ttl_s: float) -> SimSettings:
     return replace(settings, openai_ttl_s=ttl_s, anthropic_ttl_s=ttl_s, server_idle_s=ttl_s)
 
 
-def ttl_sweep(
-    requests: Iterable[MeterRequest | TraceRecord],
-    renderer: Renderer,
-    *,
-    ttls: Sequence[float] = DEFAULT_TTLS,
-    simulators: Sequence[SimName] = TIME_AWARE,
-    settings: SimSettings | None = None,
-    prices: Mapping[str, PriceConfig] | None = None,
-    price: str | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> TtlSweep:
-    """Run every time-aware simulator at every timeout in one pass (see the module docstring).
+class SweepPass:
+    """The TTL sweep's pass over the meter's stream: every time-aware simulator at every timeout
+    (and as given), side by side (see the module docstring).
 
     Raises:
-        MeterError: no simulator with a clock was named, a timeout is not positive, or a price
-            name is unknown.
+        MeterError: no simulator with a clock was named, or a timeout is not positive.
     """
-    names = tuple(n for n in dict.fromkeys(simulators) if n in TIME_AWARE)
-    if not names:
-        raise MeterError(f"the TTL sweep needs a simulator with a clock: one of {', '.join(TIME_AWARE)}")
-    points = tuple(sorted(set(ttls)))
-    if not points or min(points) <= 0:
-        raise MeterError(f"TTL sweep timeouts must be positive seconds, got {list(ttls)!r}")
-    base = settings or SimSettings()
-    variants = [(None, base), *((t, with_timeout(base, t)) for t in points)]
-    sims: list[dict[str, Simulator]] = [
-        {n: make_simulator(n, settings=s) for n in names} for _, s in variants
-    ]
-    cells = [{n: _Cell(t) for n in names} for t, _ in variants]
-    pricer = Pricer(prices, price)
-    stream = Stream(renderer)
-    for i, req in enumerate(normalized(requests)):
-        p = stream.prepare(i, req)
-        entry = pricer.pick(req.model)
-        for k, (_, s) in enumerate(variants):
-            ttl = billed_ttl(req.cache_ttl, s)
-            for name in names:
-                step = sims[k][name].feed(p.sim)
-                cells[k][name].add(p, step, pricer, entry, _timeout(name, s, req.cache_ttl), ttl)
-        if progress is not None:
-            progress(i + 1)
-    return TtlSweep(
-        ttls=points,
-        simulators=names,
-        as_given={n: cells[0][n].freeze() for n in names},
-        rows={n: tuple(cells[k][n].freeze() for k in range(1, len(variants))) for n in names},
-    )
+
+    def __init__(
+        self, ttls: Sequence[float], simulators: Sequence[SimName], settings: SimSettings, pricer: Pricer
+    ) -> None:
+        names = tuple(n for n in dict.fromkeys(simulators) if n in TIME_AWARE)
+        if not names:
+            raise MeterError(f"the TTL sweep needs a simulator with a clock: one of {', '.join(TIME_AWARE)}")
+        points = tuple(sorted(set(ttls)))
+        if not points or min(points) <= 0:
+            raise MeterError(f"TTL sweep timeouts must be positive seconds, got {list(ttls)!r}")
+        self.names = names
+        self.points = points
+        self.pricer = pricer
+        self.variants = [(None, settings), *((t, with_timeout(settings, t)) for t in points)]
+        self.sims: list[dict[str, Simulator]] = [
+            {n: make_simulator(n, settings=s) for n in names} for _, s in self.variants
+        ]
+        self.cells = [{n: _Cell(t) for n in names} for t, _ in self.variants]
+
+    def feed(self, p: Prepared) -> None:
+        req = p.request
+        output = req.usage.output if req.usage is not None else 0
+        for k, (_, s) in enumerate(self.variants):
+            price = self.pricer.request(
+                req.model, prompt=p.rendered.n_tokens, output=output, ttl=billed_ttl(req.cache_ttl, s)
+            )
+            for name in self.names:
+                step = self.sims[k][name].feed(p.sim)
+                self.cells[k][name].add(p, step, price, _timeout(name, s, req.cache_ttl))
+
+    def finish(self) -> TtlSweep:
+        names, cells = self.names, self.cells
+        return TtlSweep(
+            ttls=self.points,
+            simulators=names,
+            as_given={n: cells[0][n].freeze() for n in names},
+            rows={n: tuple(cells[k][n].freeze() for k in range(1, len(self.variants))) for n in names},
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.table import Table
 
-from harness.cachemeter.report._table import money
+from harness.cachemeter.pricing import money
 from harness.cachemeter.sweep._sweep import TtlCell, TtlSweep, format_ttl
 
 __all__ = ["sweep_tables"]

@@ -10,7 +10,6 @@ import argparse
 import functools
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
 
@@ -23,18 +22,16 @@ from harness.cachemeter import (
     ROUTING_POLICIES,
     MeterError,
     MeterInputError,
-    MeterReport,
     MeterRequest,
+    MeterResults,
+    MeterRun,
     RendererName,
-    ReplicaReport,
+    ReplicasAsk,
     RoutingPolicy,
     SimName,
     SimSettings,
-    TtlSweep,
+    SweepAsk,
     interleave,
-    load_meter_tokenizer,
-    make_renderer,
-    measure,
     parse_sim_names,
     parse_tokenizer,
     parse_ttls,
@@ -42,11 +39,9 @@ from harness.cachemeter import (
     plot_report,
     plot_ttl_sweep,
     read_requests,
-    replica_sweep,
     replica_table,
     report_tables,
     sweep_tables,
-    ttl_sweep,
 )
 from harness.cli._common import Subparsers, config_from_args, console, err_console
 from harness.cli.cache._lint import add_lint_verb
@@ -57,13 +52,6 @@ __all__ = ["register"]
 
 # Show a progress bar from this many requests on (short traces finish before it would draw).
 _PROGRESS_FROM = 200
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    report: MeterReport
-    sweep: TtlSweep | None
-    replicas: ReplicaReport | None
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -130,16 +118,21 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(f"{path.stem}-{suffix}{path.suffix or '.png'}")
 
 
-async def _measure(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, ...]) -> _Outcome:
+async def _measure(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, ...]) -> MeterResults:
     paths: list[Path] = args.trace
     settings = _settings(args)
     tokenizer_choice = parse_tokenizer(args.tokenizer)
     renderer_name = cast(RendererName, args.renderer)
     if args.template is not None and renderer_name != "jinja":
         raise MeterError("--template only applies to --renderer jinja")
-    ttls = parse_ttls(args.ttl_sweep) if args.ttl_sweep is not None else None
-    counts = _counts(args.replicas, "--replicas") if args.replicas is not None else None
-    policies = _policies(args.routing)
+    sweep = SweepAsk(parse_ttls(args.ttl_sweep), sims) if args.ttl_sweep is not None else None
+    replicas = (
+        ReplicasAsk(
+            _counts(args.replicas, "--replicas"), _policies(args.routing), parse_sim_names(args.replica_sim)
+        )
+        if args.replicas is not None
+        else None
+    )
     notes: list[str] = []
     requests = await anyio.to_thread.run_sync(_read_all, paths, notes)
     if not requests:
@@ -148,55 +141,33 @@ async def _measure(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimNam
             if len(paths) == 1
             else "the traces hold no requests"
         )
-    tokenizer = await anyio.to_thread.run_sync(
-        functools.partial(load_meter_tokenizer, tokenizer_choice, gguf=args.gguf)
+    run = await MeterRun.open(
+        tokenizer_choice,
+        renderer_name,
+        template=args.template,
+        gguf=args.gguf,
+        settings=settings,
+        prices=cfg.prices,
+        price=args.price,
     )
-    hf = tokenizer_choice if isinstance(tokenizer_choice, Path) else None
-    renderer = await anyio.to_thread.run_sync(
-        functools.partial(
-            make_renderer, renderer_name, tokenizer, template=args.template, gguf=args.gguf, hf=hf
-        )
-    )
-    common = {"settings": settings, "prices": cfg.prices, "price": args.price}
     work = functools.partial(
-        measure, requests, renderer, tokenizer=tokenizer.name, simulators=sims, notices=notes, **common
+        run.measure, requests, report=sims, sweep=sweep, replicas=replicas, notices=notes
     )
-    report: MeterReport
     # The bar goes to stderr and only on a terminal, so `--json -` on stdout stays clean.
     if err_console.is_terminal and len(requests) >= _PROGRESS_FROM:
         columns = (TextColumn("metering"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         with Progress(*columns, console=err_console, transient=True) as bar:
             task = bar.add_task("requests", total=len(requests))
-            report = await anyio.to_thread.run_sync(
+            return await anyio.to_thread.run_sync(
                 functools.partial(work, progress=lambda done: bar.update(task, completed=done))
             )
-    else:
-        report = await anyio.to_thread.run_sync(work)
-    sweep = None
-    if ttls is not None:
-        sweep = await anyio.to_thread.run_sync(
-            functools.partial(ttl_sweep, requests, renderer, ttls=ttls, simulators=sims, **common)
-        )
-    replicas = None
-    if counts is not None:
-        fleet_sims = parse_sim_names(args.replica_sim)
-        replicas = await anyio.to_thread.run_sync(
-            functools.partial(
-                replica_sweep,
-                requests,
-                renderer,
-                counts=counts,
-                policies=policies,
-                simulators=fleet_sims,
-                **common,
-            )
-        )
-    return _Outcome(report, sweep, replicas)
+    return await anyio.to_thread.run_sync(work)
 
 
 async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, ...]) -> int:
     outcome = await _measure(args, cfg, sims)
     report, sweep, replicas = outcome.report, outcome.sweep, outcome.replicas
+    assert report is not None
     if args.json_out is not None:
         data = report.to_json()
         if sweep is not None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.grounding import content_words, grounded
+from memory.grounding import Said, content_words, grounded, meaning_problem
 
 __all__ = [
     "FACT_LABELS",
@@ -143,7 +143,21 @@ def check_entry(
         return "not in the conversation: a number or most of its words were never said (an invented detail?)"
     if said is not None and _invented_clause(text, said):
         return "not in the conversation: one part of it was never said (an invented detail?)"
-    return None
+    if said is not None and _copied_line(text, said):
+        return "a chat line copied whole with its speaker, not a fact: say what it tells about the user"
+    return None if said is None else meaning_problem(text, Said(said))
+
+
+_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?):\s+(.{24,})")
+
+
+def _copied_line(text: str, said: str) -> bool:
+    """`Caroline: The support group has made me feel…` — a line of the chat with its speaker."""
+    m = _SPEAKER.match(text)
+    if m is None:
+        return False
+    flat = " ".join(said.split()).lower()
+    return f"{m.group(1)}: {' '.join(m.group(2).split())[:40]}".lower() in flat
 
 
 def _invented_clause(text: str, said: str) -> bool:

@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-import anyio.to_thread
 from pydantic import JsonValue
 
-from harness.cachemeter import SimName, load_meter_tokenizer
+from harness.cachemeter import MeterRun, SimName
 from harness.config import DEFAULT_FLUSH_CHUNK_TOKENS, KeelConfig
 from harness.experiments.retention.costs import CompressionCosts, compression_costs
 from harness.experiments.retention.run import ArmRun, ReplayPlan, run_arm
@@ -259,7 +258,7 @@ async def run_retention(
     Raises:
         ConfigError: the conversation is too short for the window, or only the floor was asked.
     """
-    tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
+    meter = await MeterRun.open()
     # The arms replay the same conversation: identical temperature-0 requests are generated once.
     shared = model if isinstance(model, SharedReplies) else SharedReplies(model)
     plan: ReplayPlan | None = None
@@ -300,7 +299,7 @@ async def run_retention(
         )
         plan = plan or made
         costs, _ = await compression_costs(
-            run.trace_path, tokenizer=tokenizer, sims=options.sims, shared=shared.latencies[mark:]
+            run.trace_path, meter=meter, sims=options.sims, shared=shared.latencies[mark:]
         )
         done.append(RetentionArm(arm, run, _score(run), costs))
         on_arm(done[-1])

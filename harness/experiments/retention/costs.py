@@ -17,8 +17,7 @@ from pathlib import Path
 import anyio.to_thread
 from pydantic import JsonValue
 
-from harness.cachemeter import CanonicalRenderer, MeterReport, RequestResult, SimName, measure_async
-from harness.tokens import Tokenizer
+from harness.cachemeter import MeterReport, MeterRun, RequestResult, SimName
 from harness.trace import TraceRecord, read_trace
 
 __all__ = ["CallCost", "CompressionCosts", "compression_costs", "costs_from"]
@@ -107,7 +106,7 @@ def costs_from(
 async def compression_costs(
     path: Path | None,
     *,
-    tokenizer: Tokenizer,
+    meter: MeterRun,
     sims: Sequence[SimName],
     shared: Sequence[float | None] = (),
 ) -> tuple[CompressionCosts, MeterReport | None]:
@@ -118,5 +117,5 @@ async def compression_costs(
     records = await anyio.to_thread.run_sync(lambda: list(read_trace(found)) if found.exists() else [])
     if not records:
         return CompressionCosts(None, None, None), None
-    report = await measure_async(records, CanonicalRenderer(tokenizer), tokenizer="cl100k", simulators=sims)
+    report = await meter.report_async(records, simulators=sims)
     return costs_from(report, records, shared), report

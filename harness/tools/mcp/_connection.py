@@ -1,14 +1,23 @@
 """One MCP server, connected for the length of a session.
 
-`connect` starts the server (a subprocess over stdio, or a streamable HTTP endpoint), runs
-the protocol's `initialize`, and lists its tools — all within `startup_timeout_s`; a server
-that cannot is a `ToolServerError` naming it, with the tail of its stderr. Closing the
-context stops the subprocess (the SDK's transport does that, bounded).
+`connect` starts the server (a subprocess over stdio, `_stdio.py`, or a streamable HTTP
+endpoint through the guarded seam of `_http.py`), agrees a protocol version, and lists
+its tools — all within `startup_timeout_s`; a server that cannot is a `ToolServerError` naming
+it, with the tail of its stderr. Closing the context stops the subprocess (bounded).
 
-After the start nothing a server does ends the session: a call that fails, hangs past
-`timeout_s`, or finds the server gone becomes a tool error the model reads. A
-`notifications/tools/list_changed` only marks the tool list stale; the session re-lists at
-its next prompt rebuild (`relist`), so the cached prefix never changes mid-conversation.
+After the start nothing a server does ends the session. The transport and the SDK's session
+live in a *host* task of their own: whatever fails in there, at any point of a call or between
+turns, ends only that task, marks the server gone and wakes the calls in flight. A call that
+fails, hangs past `timeout_s`, sends a reply over `max_result_bytes`, or finds the server gone
+becomes a tool error naming the server.
+
+The protocol: the SDK's connect-time negotiation sends `server/discover` at 2026-07-28 (the
+stateless revision: no handshake, no session id) and falls back to the `initialize` handshake
+(2024-11-05 … 2025-11-25) for a server that does not answer it as a current one.
+
+A `notifications/tools/list_changed`, or the list's `ttlMs` running out, only marks the tool
+list stale; the session re-lists at its next prompt rebuild (`relist`), so the cached prefix
+never changes mid-conversation; a re-list that fails or is invalid keeps the old list.
 
 With telemetry on, a call carries the W3C trace context of its `execute_tool` span in the
 request's `params._meta` (`traceparent`), so an instrumented server's spans join keel's trace.
@@ -16,19 +25,22 @@ request's `params._meta` (`traceparent`), so an instrumented server's spans join
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from typing import TextIO, cast
+from typing import TextIO, TypeVar, cast
 
 import anyio
+import anyio.abc
+import httpx2
 from mcp import types
+from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, RequestParamsMeta
 from opentelemetry import context as otel_context
@@ -38,12 +50,18 @@ from pydantic import JsonValue
 from harness.config import McpServerConfig
 from harness.errors import ConfigError, ToolServerError
 from harness.telemetry import trace_context
+from harness.tools.mcp._http import GuardedTransport, HttpLimits
 from harness.tools.mcp._results import result_output
+from harness.tools.mcp._stdio import StdioLimits, stdio_transport
 from harness.tools.registry import ToolOutput, error_json
 
 __all__ = ["McpConnection", "connect"]
 
 _STDERR_TAIL = 2000
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 @contextmanager
@@ -66,24 +84,23 @@ def _ambient(trace: Mapping[str, str]) -> Iterator[None]:
 class McpConnection:
     """A connected server: its tools, and calls to them that never raise."""
 
-    def __init__(
-        self,
-        config: McpServerConfig,
-        session: ClientSession,
-        stderr: TextIO | None,
-        *,
-        max_output_chars: int,
-    ) -> None:
+    def __init__(self, config: McpServerConfig, stderr: TextIO | None, *, max_output_chars: int) -> None:
         self.config = config
         self.name = config.name
-        self._session = session
+        self._session: ClientSession | None = None
         self._stderr = stderr
         self._max_chars = max_output_chars
+        self._in_flight: set[anyio.CancelScope] = set()
+        self._stop = anyio.Event()
         self.tools: tuple[types.Tool, ...] = ()
         self.stale = False
         """The server said its tool list changed; applied at the next prompt rebuild."""
         self.gone: str | None = None
         """Why the server can no longer be called (None while it can)."""
+        self.relist_error: str | None = None
+        """Why the last re-list failed (None when it did not)."""
+        self._expires: float | None = None
+        """When the list's `ttlMs` runs out (None: the server gave none; wait for list_changed)."""
 
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr ("" for none, or an HTTP server)."""
@@ -98,57 +115,132 @@ class McpConnection:
         except (OSError, ValueError):
             return ""
 
+    def fail(self, why: str, *, quiet: bool = False) -> None:
+        """The server cannot be called any more: say why, and wake every call waiting on it."""
+        if self.gone is None:
+            self.gone = why
+            if not quiet:
+                log.warning("MCP server %r is not available: %s", self.name, why)
+        for scope in list(self._in_flight):
+            scope.cancel()
+
+    async def serve(
+        self,
+        environ: Mapping[str, str],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The host task: open the transport and the SDK session, start, then wait for `close`.
+
+        A failure before `task_status.started()` is the caller's (`connect` raises it); one
+        after it ends only this task and marks the server gone."""
+        started = False
+        try:
+            async with AsyncExitStack() as stack:
+                self._session = await _open_session(stack, self, environ)
+                with anyio.fail_after(self.config.startup_timeout_s):
+                    await negotiate_auto(self._session)
+                    await self.list_tools()
+                started = True
+                task_status.started()
+                await self._stop.wait()
+        except (ToolServerError, ConfigError):
+            raise
+        except Exception as exc:
+            if not started:
+                raise _start_error(self.config, exc, self._stderr) from exc
+            self.fail(f"its connection failed ({_describe(exc)})")
+        finally:
+            self.fail("it was closed", quiet=True)
+
+    def close(self) -> None:
+        """Ask the host task to stop the server."""
+        self._stop.set()
+
     async def list_tools(self) -> tuple[types.Tool, ...]:
         """Every tool the server offers (all pages), sorted by name: a stable order for the prefix."""
+        assert self._session is not None
         tools: list[types.Tool] = []
         cursor: str | None = None
+        ttls: list[int] = []
         while True:
             params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
             page = await self._session.list_tools(params=params)
             tools.extend(page.tools)
+            if "ttl_ms" in page.model_fields_set:  # a 2026-07-28 server says how long it holds
+                ttls.append(page.ttl_ms)
             cursor = page.next_cursor
             if not cursor:
                 break
         self.tools = tuple(sorted(tools, key=lambda t: t.name))
         self.stale = False
+        self._expires = anyio.current_time() + min(ttls) / 1000 if ttls else None
         return self.tools
 
+    def _due(self) -> bool:
+        """The server said its list changed, or the list's `ttlMs` has run out."""
+        return self.stale or (self._expires is not None and anyio.current_time() >= self._expires)
+
     async def relist(self) -> bool:
-        """Re-list the tools if the server said they changed; True when they were re-listed."""
-        if not self.stale or self.gone is not None:
+        """Re-list the tools if the server said they changed or their `ttlMs` ran out; True
+        when they were re-listed (the registry applies the list only if it differs).
+
+        A re-list that fails keeps the previous list; `relist_error` says why."""
+        self.relist_error = None
+        if not self._due() or self.gone is not None:
             return False
+        previous = self.tools
         try:
             with anyio.fail_after(self.config.timeout_s):
-                await self.list_tools()
+                await self._guarded(self.list_tools())
         except Exception as exc:
-            self.gone = f"listing its tools failed ({type(exc).__name__}: {exc})"
+            self.relist_error = f"re-listing its tools failed ({_describe(exc)})"
+            log.warning("MCP server %r: %s; the old list is kept", self.name, self.relist_error)
+            self.tools = previous
             return False
-        return True
+        return self.gone is None
+
+    async def _guarded(self, work: Awaitable[_T]) -> _T:
+        """Await `work` unless the server goes while it waits (then `ConnectionError`)."""
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            try:
+                return await work
+            finally:
+                self._in_flight.discard(scope)
+        raise ConnectionError(self.gone or "the server went away")
 
     async def on_message(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.stale = True
-        elif isinstance(message, Exception) and self.gone is None:
-            self.gone = f"its connection failed ({type(message).__name__}: {message})"
+        elif isinstance(message, Exception):
+            log.warning(
+                "MCP server %r: a message could not be read (%s); skipped", self.name, _describe(message)
+            )
 
     async def call(self, tool: str, arguments: dict[str, JsonValue]) -> ToolOutput:
-        """Call `tool`; every failure (gone, timed out, refused) is a tool error for the model."""
-        if self.gone is not None:
+        """Call `tool`; every failure (gone, timed out, refused, broken off) is a tool error for the model."""
+        if self.gone is not None or self._session is None:
             return ToolOutput(error_json(self._gone_text()), True)
+        session = self._session
         result: types.CallToolResult | None = None
         try:
             trace = trace_context()
             with anyio.move_on_after(self.config.timeout_s), _ambient(trace):
-                result = await self._session.call_tool(
-                    tool, arguments, meta=cast(RequestParamsMeta, trace) if trace else None
+                result = await self._guarded(
+                    session.call_tool(tool, arguments, meta=cast(RequestParamsMeta, trace) if trace else None)
                 )
         except Exception as exc:
+            if self.unavailable():
+                return ToolOutput(error_json(self._gone_text()), True)
             if _closed(exc):
-                self.gone = "it stopped (the connection closed)"
+                self.fail("it stopped (the connection closed)")
                 return ToolOutput(error_json(self._gone_text()), True)
             return ToolOutput(
-                error_json(f"MCP server {self.name!r} refused the call: {_describe(exc)}"), True
+                error_json(f"tool {tool!r} of MCP server {self.name!r} failed: {_describe(exc)}"), True
             )
+        if self.unavailable():  # it went while the call waited (even as the timeout fired)
+            return ToolOutput(error_json(self._gone_text()), True)
         if result is None:
             return ToolOutput(
                 error_json(
@@ -157,6 +249,15 @@ class McpConnection:
                 True,
             )
         return result_output(result, max_chars=self._max_chars)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version agreed with the server (None before the start)."""
+        return None if self._session is None else self._session.protocol_version
+
+    def unavailable(self) -> bool:
+        """True once the server is gone (it may go while a call waits)."""
+        return self.gone is not None
 
     def _gone_text(self) -> str:
         tail = self.stderr_tail()
@@ -174,8 +275,13 @@ def _closed(exc: Exception) -> bool:
     return isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, EOFError))
 
 
-def _describe(exc: Exception) -> str:
-    return exc.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, MCPError):
+        return exc.message
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in _leaves(exc)[:3])
+    text = " ".join(str(exc).split())  # a validation error spans lines
+    return f"{type(exc).__name__}: {text[:300]}"
 
 
 def _env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
@@ -196,23 +302,45 @@ def _headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, s
     return out
 
 
-async def _open_transport(
-    stack: AsyncExitStack, config: McpServerConfig, environ: Mapping[str, str], stderr: TextIO | None
-) -> tuple[object, object]:
+async def _open_session(
+    stack: AsyncExitStack, connection: McpConnection, environ: Mapping[str, str]
+) -> ClientSession:
+    """The transport (stdio or HTTP) and the SDK session over it, entered on `stack`."""
+    config = connection.config
     if config.command is not None:
         if not await anyio.to_thread.run_sync(_command_found, config.command):
             raise ToolServerError(
                 f"MCP server {config.name!r}: command {config.command!r} was not found; install it or fix "
                 "mcp.servers[].command"
             )
-        params = StdioServerParameters(
-            command=config.command, args=list(config.args), env=_env(config, environ), cwd=config.cwd
+        assert connection._stderr is not None
+        streams: tuple[object, object] = await stack.enter_async_context(
+            stdio_transport(
+                [config.command, *config.args],
+                name=config.name,
+                env=get_default_environment() | _env(config, environ),
+                cwd=config.cwd,
+                stderr=connection._stderr,
+                limits=StdioLimits(max_bytes=config.max_result_bytes, timeout_s=config.timeout_s),
+                on_failure=connection.fail,
+            )
         )
-        assert stderr is not None
-        return await stack.enter_async_context(stdio_client(params, errlog=stderr))
-    assert config.url is not None
-    client = await stack.enter_async_context(create_mcp_http_client(headers=_headers(config, environ)))
-    return await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
+    else:
+        assert config.url is not None
+        limits = HttpLimits(config.max_result_bytes, config.max_result_lines, config.timeout_s)
+        guarded = GuardedTransport(httpx2.AsyncHTTPTransport(), server=config.name, limits=limits)
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=_headers(config, environ),
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                transport=guarded,
+            )
+        )
+        streams = await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
+    read, write = streams
+    return await stack.enter_async_context(
+        ClientSession(read, write, message_handler=connection.on_message)  # type: ignore[arg-type]  # the SDK's stream types
+    )
 
 
 @asynccontextmanager
@@ -222,52 +350,18 @@ async def connect(
     """Start `config`'s server and list its tools; stop it when the block exits.
 
     Raises:
-        ToolServerError: the server would not start, initialize or list its tools in time.
+        ToolServerError: the server would not start, agree a protocol or list its tools in time.
         ConfigError: a variable named by `env` or `headers` is not set.
     """
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr_file:
         stderr = cast(TextIO, stderr_file) if config.command is not None else None
-        started = False
-        try:
-            async with AsyncExitStack() as stack:
-                connection = await _start(stack, config, environ, stderr, max_output_chars=max_output_chars)
-                started = True
+        connection = McpConnection(config, stderr, max_output_chars=max_output_chars)
+        async with anyio.create_task_group() as tg:
+            await tg.start(connection.serve, environ)
+            try:
                 yield connection
-        except (ToolServerError, ConfigError):
-            raise
-        except Exception as exc:
-            # A transport's background task may fail only as the stack unwinds (an HTTP
-            # connect error): still a failure to start, reported as one.
-            if started:
-                raise
-            raise _start_error(config, exc, stderr) from exc
-
-
-async def _start(
-    stack: AsyncExitStack,
-    config: McpServerConfig,
-    environ: Mapping[str, str],
-    stderr: TextIO | None,
-    *,
-    max_output_chars: int,
-) -> McpConnection:
-    holder: list[McpConnection] = []
-
-    async def on_message(message: IncomingMessage) -> None:
-        if holder:
-            await holder[0].on_message(message)
-
-    # Entered outside the time bound: they own task groups that outlive it.
-    read, write = await _open_transport(stack, config, environ, stderr)
-    session = await stack.enter_async_context(
-        ClientSession(read, write, message_handler=on_message)  # type: ignore[arg-type]  # the SDK's stream types
-    )
-    connection = McpConnection(config, session, stderr, max_output_chars=max_output_chars)
-    holder.append(connection)
-    with anyio.fail_after(config.startup_timeout_s):
-        await session.initialize()
-        await connection.list_tools()
-    return connection
+            finally:
+                connection.close()
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

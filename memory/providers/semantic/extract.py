@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from memory.grounding import content_stems, grounded
+from memory.grounding import content_stems, grounded, tokens
 from memory.provenance import own_words
 from memory.providers.contract import TurnMessage
 
@@ -123,7 +123,7 @@ def parse_candidates(reply: str, *, limit: int = 8) -> list[str]:
             continue
         if _ROLE_LABEL.match(line):  # the transcript echoed back, not a fact
             continue
-        if len(line) > MAX_FACT_CHARS or len(line.split()) < 3:  # "The user" alone says nothing
+        if len(line) > MAX_FACT_CHARS or len(tokens(line)) < 3:  # "The user" alone says nothing
             continue
         out.setdefault(line.casefold().rstrip("."), line)
         if len(out) >= limit:
@@ -136,7 +136,6 @@ _NEGATION = re.compile(
     r"\b(?:no longer|not anymore|any ?more|stopped|quit|gave up|doesn't|does not|don't|do not|never|isn't|is not)\b",
     re.IGNORECASE,
 )
-_CONTENT = re.compile(r"[a-z0-9]+")
 _FUNCTION_WORDS = frozenset(
     [
         "the",
@@ -194,10 +193,8 @@ def negates(candidate: str, memory: str) -> bool:
     """
     if _NEGATION.search(candidate) is None:
         return False
-    stems = {w[:5] for w in _CONTENT.findall(candidate.lower())}
-    needed = {
-        w[:5] for w in _CONTENT.findall(memory.lower()) if w not in _FUNCTION_WORDS and w not in _TRANSIENT
-    }
+    stems = {w[:5] for w in tokens(candidate)}
+    needed = {w[:5] for w in tokens(memory) if w not in _FUNCTION_WORDS and w not in _TRANSIENT}
     return bool(needed) and needed <= stems
 
 

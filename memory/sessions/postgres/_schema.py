@@ -308,6 +308,18 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX curated_pending_scope ON curated_pending(scope, held_id)",
         ),
     ),
+    Migration(
+        7,
+        "session lease fences: a token per lineage, bumped by every lease (memory.lease.postgres)",
+        (
+            """CREATE TABLE session_fences (
+                lineage TEXT PRIMARY KEY,
+                token BIGINT NOT NULL,
+                holder TEXT NOT NULL,
+                held_from BIGINT NOT NULL
+            )""",
+        ),
+    ),
 )
 
 _TRIGRAM_INDEX = "messages_trigram"

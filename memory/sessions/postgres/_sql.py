@@ -20,7 +20,7 @@ import psycopg.errors
 from psycopg.rows import TupleRow
 from pydantic import JsonValue
 
-from memory.errors import SessionConflictError, SessionNotFoundError
+from memory.errors import SessionConflictError, SessionFencedError, SessionNotFoundError
 from memory.sessions._records import (
     AnchoredView,
     EndReason,
@@ -41,6 +41,7 @@ from memory.sessions._rows import (
     roots_from_parents,
     session_from_row,
 )
+from memory.sessions.contract import Fence
 
 __all__ = [
     "COPY_THRESHOLD",
@@ -48,6 +49,7 @@ __all__ = [
     "add_usage",
     "anchored_views",
     "append_messages",
+    "check_fence",
     "continuation",
     "create_session",
     "end_session",
@@ -59,6 +61,7 @@ __all__ = [
     "list_sessions",
     "pg_text",
     "record_flush",
+    "server_identity",
 ]
 
 Conn = psycopg.AsyncConnection[TupleRow]
@@ -79,6 +82,42 @@ def pg_text(value: str) -> str:
 
 def _opt(value: str | None) -> str | None:
     return None if value is None else pg_text(value)
+
+
+async def check_fence(conn: Conn, fence: Fence) -> None:
+    """Refuse the transaction's write when another holder took the lineage's lease after
+    `fence` was taken (the row is share-locked until commit, so a worker taking the lease
+    meanwhile waits for this write to land first)."""
+    cur = await conn.execute(
+        "SELECT token, holder, held_from FROM session_fences WHERE lineage = %s FOR SHARE", (fence.lineage,)
+    )
+    row = await cur.fetchone()
+    if row is None or str(row[1]) != fence.holder or int(row[2]) > fence.token:
+        newest = None if row is None else int(row[0])
+        raise SessionFencedError(
+            f"this worker lost the lease of session {fence.lineage!r} (its token {fence.token}; token "
+            f"{newest} is another worker's): the session went on elsewhere, so this write was refused and "
+            "the turn stops writing. Resume the session to see what the other worker stored."
+        )
+
+
+async def server_identity(conn: Conn) -> str:
+    """`postgresql system <id> database <name>`: the cluster's system identifier (the same
+    through every address and port that reaches it) and the database."""
+    try:
+        async with conn.transaction():  # a savepoint: a refusal leaves the connection usable
+            cur = await conn.execute(
+                "SELECT system_identifier::text, current_database() FROM pg_control_system()"
+            )
+            row = await cur.fetchone()
+    except psycopg.errors.InsufficientPrivilege:  # a role without it: the server's own address
+        cur = await conn.execute(
+            "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' || "
+            "coalesce(inet_server_port(), 0)::text, current_database()"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return f"postgresql system {row[0]} database {row[1]}"
 
 
 async def _lock_session(conn: Conn, session_id: str) -> tuple[int, float]:

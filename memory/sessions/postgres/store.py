@@ -52,6 +52,7 @@ from memory.sessions._validate import (
     check_user_ids,
     checked_message,
 )
+from memory.sessions.contract import current_fence
 from memory.sessions.postgres import _sql as _pg_sql
 from memory.sessions.postgres._conn import DEFAULT_LOCK_TIMEOUT_S, PgTarget, connect, open_pool, translate
 from memory.sessions.postgres._schema import migrate_pg
@@ -82,17 +83,23 @@ async def migrate_schema(
         SessionStoreUnavailableError: bad URL, server down, login or database refused.
         SessionSchemaError: the schema was written by a newer keel.
     """
-    target = PgTarget(url, schema)
-    conn = await connect(target, search_path=f'"{schema}"', timeout_s=connect_timeout_s)
+    features, _ = await _prepare(PgTarget(url, schema), connect_timeout_s, trigram)
+    return features
+
+
+async def _prepare(target: PgTarget, timeout_s: float, trigram: bool | None) -> tuple[IndexFeatures, str]:
+    """Migrate the schema and ask the server who it is, on one short connection."""
+    conn = await connect(target, search_path=f'"{target.schema}"', timeout_s=timeout_s)
     try:
         with anyio.CancelScope(shield=True):
-            features = await migrate_pg(conn, schema, trigram=trigram)
+            features = await migrate_pg(conn, target.schema, trigram=trigram)
+            identity = await _pg_sql.server_identity(conn)
     except psycopg.Error as exc:
         raise translate(exc, target) from exc
     finally:
         with anyio.CancelScope(shield=True):
             await conn.close()
-    return features
+    return features, f"{identity} schema {target.schema}"
 
 
 class PgSessionStore:
@@ -103,11 +110,12 @@ class PgSessionStore:
     its password. Invalid arguments raise `ValueError` before anything is sent.
     """
 
-    def __init__(self, pool: Pool, target: PgTarget, features: IndexFeatures) -> None:
+    def __init__(self, pool: Pool, target: PgTarget, features: IndexFeatures, identity: str) -> None:
         # Use `PgSessionStore.open`: the schema must exist and be migrated first.
         self._pool = pool
         self._target = target
         self._features = features
+        self._identity = identity
         self._term_stats = TermStatsCache()
         self._closed = False
 
@@ -141,13 +149,11 @@ class PgSessionStore:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, not {pool_size!r}")
         target = PgTarget(url, schema)
-        features = await migrate_schema(
-            url, schema=schema, connect_timeout_s=connect_timeout_s, trigram=trigram
-        )
+        features, identity = await _prepare(target, connect_timeout_s, trigram)
         pool = await open_pool(
             target, size=pool_size, timeout_s=connect_timeout_s, lock_timeout_s=lock_timeout_s
         )
-        return cls(pool, target, features)
+        return cls(pool, target, features, identity)
 
     @property
     def location(self) -> str:
@@ -155,9 +161,20 @@ class PgSessionStore:
         return self._target.shown
 
     @property
+    def identity(self) -> str:
+        """The server's system identifier, the database and the schema: the same store
+        whatever the URL's spelling (`127.0.0.1` or `localhost`), what a journal names."""
+        return self._identity
+
+    @property
     def schema(self) -> str:
         """The schema holding the tables."""
         return self._target.schema
+
+    @property
+    def target(self) -> PgTarget:
+        """The server and schema (for `open_vectors`, which keeps its own small pool)."""
+        return self._target
 
     @property
     def features(self) -> IndexFeatures:
@@ -170,6 +187,18 @@ class PgSessionStore:
         with anyio.CancelScope(shield=True):
             result = await self._call(fn)
         return result
+
+    async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """A write transaction; under a fence (`contract.fenced`) it first checks the fence."""
+        fence = current_fence()
+        if fence is None:
+            return await self._tx(fn)
+
+        async def checked(conn: Conn) -> T:
+            await _pg_sql.check_fence(conn, fence)
+            return await fn(conn)
+
+        return await self._tx(checked)
 
     async def _call(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         try:
@@ -215,7 +244,7 @@ class PgSessionStore:
         if parent_session_id is not None:
             check_id(parent_session_id, "parent_session_id")
         check_user_id(user_id)
-        await self._tx(
+        await self._write(
             lambda c: _pg_sql.create_session(
                 c,
                 pg_text(session_id),
@@ -233,7 +262,7 @@ class PgSessionStore:
         """Mark a session ended; False if it had already ended."""
         check_end_reason(reason)
         check_time(ended_at, "ended_at")
-        return await self._tx(
+        return await self._write(
             lambda c: _pg_sql.end_session(c, pg_text(session_id), reason=reason, ended_at=ended_at)
         )
 
@@ -252,12 +281,12 @@ class PgSessionStore:
                 await _pg_sql.add_usage(c, sid, values=usage.as_dict())
             return mid
 
-        return await self._tx(write)
+        return await self._write(write)
 
     async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
         """Append several messages in one transaction (all or none); big batches go by COPY."""
         batch = tuple(checked_message(m) for m in messages)
-        return await self._tx(lambda c: _pg_sql.append_messages(c, pg_text(session_id), batch))
+        return await self._write(lambda c: _pg_sql.append_messages(c, pg_text(session_id), batch))
 
     async def add_usage(
         self,
@@ -274,7 +303,7 @@ class PgSessionStore:
         values = {"input": input, "output": output, "cache_read": cache_read}
         values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
         check_usage(values)
-        await self._tx(lambda c: _pg_sql.add_usage(c, pg_text(session_id), values=values))
+        await self._write(lambda c: _pg_sql.add_usage(c, pg_text(session_id), values=values))
 
     async def record_flush(
         self,
@@ -289,7 +318,7 @@ class PgSessionStore:
         """Log a memory flush; return its id."""
         check_flush_mode(mode)
         check_time(timestamp, "timestamp")
-        return await self._tx(
+        return await self._write(
             lambda c: _pg_sql.record_flush(
                 c,
                 pg_text(session_id),

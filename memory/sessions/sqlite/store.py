@@ -152,6 +152,11 @@ class SessionDB:
         return str(self._conn.path)
 
     @property
+    def identity(self) -> str:
+        """The database file's resolved path: what a journal names (see `SessionStore.identity`)."""
+        return f"sqlite {self._conn.path.resolve()}"
+
+    @property
     def write_batches(self) -> int:
         """Write transactions run so far (concurrent writes share them: see `_group`)."""
         return self._group.batches

@@ -47,6 +47,6 @@ def test_a_session_with_export_off_loads_no_opentelemetry_at_all() -> None:
         m
         for m in modules
         if m.startswith("harness.telemetry.")
-        and m.split(".")[-1] in {"_export", "_worker", "_cache", "_meter", "_attrs"}
+        and m.split(".")[-1] in {"_export", "_worker", "_cache", "_attrs"}
     ]
     assert ours == []

@@ -6,7 +6,18 @@ import json
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterError, measure, measure_async
+from harness.cachemeter import (
+    CanonicalRenderer,
+    MeterError,
+    MeterRequest,
+    MeterRun,
+    ReplicasAsk,
+    SweepAsk,
+    measure,
+    replica_sweep,
+    ttl_sweep,
+)
+from harness.cachemeter.render import Rendered
 from harness.cachemeter.report._report import SCHEMA
 from harness.config import PriceConfig
 from harness.tokens import CharTokenizer
@@ -141,6 +152,27 @@ def test_json_report_follows_the_documented_schema() -> None:
     assert data["cost"]["unpriced_requests"] == 0
 
 
-async def test_measure_async_runs_the_meter_off_the_event_loop() -> None:
-    report = await measure_async([rec(1), rec(2)], CanonicalRenderer(CharTokenizer()), simulators=("ideal",))
+async def test_report_async_runs_the_meter_off_the_event_loop() -> None:
+    run = MeterRun(CanonicalRenderer(CharTokenizer()))
+    report = await run.report_async([rec(1), rec(2)], simulators=("ideal",))
     assert report.requests[1].sims["ideal"].reusable == report.requests[0].prompt_tokens
+
+
+def test_one_run_gives_the_report_the_sweep_and_the_replicas_from_one_rendering() -> None:
+    class Counting(CanonicalRenderer):
+        renders = 0
+
+        def render(self, req: MeterRequest) -> Rendered:
+            Counting.renders += 1
+            return super().render(req)
+
+    records = [rec(1), rec(2), rec(3)]
+    run = MeterRun(Counting(CharTokenizer()))
+    results = run.measure(records, sweep=SweepAsk((60.0,), ("vllm",)), replicas=ReplicasAsk(counts=(1, 2)))
+    assert Counting.renders == len(records)  # each request rendered once for all three views
+    assert results.report is not None and results.report == measure(
+        records, CanonicalRenderer(CharTokenizer())
+    )
+    renderer = CanonicalRenderer(CharTokenizer())
+    assert results.sweep == ttl_sweep(records, renderer, ttls=(60.0,), simulators=("vllm",))
+    assert results.replicas == replica_sweep(records, renderer, counts=(1, 2))

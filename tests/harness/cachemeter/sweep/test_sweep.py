@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest
-from harness.cachemeter.sweep import format_ttl, parse_ttls, ttl_sweep
+from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest, ttl_sweep
+from harness.cachemeter.sweep import format_ttl, parse_ttls
 from harness.cachemeter.sweep._sweep import DEFAULT_TTLS, TIME_AWARE
 from harness.config import PriceConfig
 from harness.errors import MeterError

@@ -168,3 +168,34 @@ def test_every_refusal_of_a_malformed_call_says_what_to_send_instead() -> None:
         "remove without old_text (the entry's text to remove)",
         "replace without old_text (the entry's text to replace)",
     ]
+
+
+def test_facts_in_other_scripts_pass_the_flush_as_latin_ones_do() -> None:
+    said = "Меня зовут Андрей, я технический переводчик.\n你好！我叫王丽，是杭州的一名平面设计师。\nΕίμαι η Ελένη, δασκάλα μαθηματικών."
+    text = "user: Андрей — технический переводчик.\nuser: 王丽是杭州的平面设计师。\nuser: Η Ελένη είναι δασκάλα μαθηματικών."
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert len(reading.writes) == 3 and reading.refusals == ()
+
+
+def test_an_entry_that_inverts_or_misattributes_what_the_user_said_is_refused_with_what_they_said() -> None:
+    said = (
+        "Use g = 9.8 m/s², never 9.81, because that's what our exam board uses.\n"
+        "My business partner Declan swears by QuickBooks for the accounts, but that's his side of things."
+    )
+    text = "user: Exam board uses 9.81\nuser: Swears by QuickBooks for the accounts\nuser: Uses g = 9.8 m/s²"
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [w.content for w in reading.writes] == ["Uses g = 9.8 m/s²"]
+    assert [r.reason.split(" (")[0] for r in reading.refusals] == [
+        "the opposite of what the user said",
+        "about someone else, not the user",
+    ]
+    assert "never 9.81" in reading.refusals[0].reason
+
+
+def test_a_chat_line_copied_with_its_speaker_is_refused() -> None:
+    said = "Caroline: The support group has made me feel accepted and given me courage to embrace myself."
+    text = "user: Caroline: The support group has made me feel accepted and given me courage"
+    reading = read_flush_reply("text_list", _reply(text), said=said)
+    assert [r.reason for r in reading.refusals] == [
+        "a chat line copied whole with its speaker, not a fact: say what it tells about the user"
+    ]

@@ -181,20 +181,21 @@ async def test_by_default_every_fact_of_a_session_is_said_before_its_first_compr
     assert all(d == {1, 2, 3} for d in depths.values())
 
 
-async def test_an_arm_that_saves_what_the_user_denied_reports_it_as_a_wrong_memory(tmp_path: Path) -> None:
+async def test_an_arm_that_saves_a_trapped_entry_reports_it_as_a_wrong_memory(tmp_path: Path) -> None:
     conv = FactConversation(
         "editor",
         (
-            ("user", "I'm Sam. I never use Emacs, only vim, and my team lead is the Emacs fan."),
+            ("user", "I'm Sam. Emacs is my least favourite editor, only vim for me."),
             ("assistant", "OK."),
         ),
         (PlantedFact("editor", (("vim",),)),),
-        (MustNot("emacs", (("emacs",),), ("never", "not", "lead")),),
+        (MustNot("emacs", (("emacs",),), ("least", "never", "not")),),
     )
 
     def reply(request: ModelRequest) -> ReplyLike:
-        if request.purpose == "flush" and "never use Emacs" in "\n".join(m.content for m in request.messages):
-            return say("user: Sam uses Emacs.\nuser: Sam never uses Emacs; he uses vim.")
+        if request.purpose == "flush" and "least favourite" in "\n".join(m.content for m in request.messages):
+            # the first is a wrong memory the flush's checks cannot see (no negation said)
+            return say("user: Sam uses Emacs.\nuser: Emacs is Sam's least favourite editor.")
         return say("Dana talked about her garden and the weather.")
 
     state = await run_long_retention(

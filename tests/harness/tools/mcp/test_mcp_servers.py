@@ -6,15 +6,11 @@ loopback. A scripted model calls the tools; the transcript, the trace and the er
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 
 from harness.config import KeelConfig, McpServerConfig
@@ -31,6 +27,7 @@ from harness.testing import (
 )
 from harness.trace import read_trace
 from harness.wiring import SessionOptions, open_session
+from tests.harness.tools.mcp.mcpkit import children_named, free_port, start_http_server
 
 SERVER = [sys.executable, "-m", "harness.testing.project_server", "--faults"]
 
@@ -44,30 +41,11 @@ def _with_servers(*servers: McpServerConfig, **env: str) -> KeelConfig:
     return cfg.model_copy(update={"mcp": cfg.mcp.model_copy(update={"servers": servers})})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """The project server over streamable HTTP on a loopback port, stopped after the test."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*SERVER, "--http", str(port)], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
+    proc, url = start_http_server(SERVER)
     try:
-        for _ in range(300):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None:
-                    raise RuntimeError("the HTTP project server exited at start") from None
-                anyio.run(anyio.sleep, 0.1)
         yield url
     finally:
         proc.terminate()
@@ -76,19 +54,7 @@ def http_server() -> Iterator[str]:
 
 def _servers_started_by_us() -> list[int]:
     """Live project-server processes whose parent is this test process."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"project_server" in cmdline:
-            found.append(int(entry.name))
-    return found
+    return children_named(b"project_server")
 
 
 def _results(events: Sequence[object]) -> dict[str, ToolResultReady]:
@@ -236,7 +202,7 @@ async def test_a_server_that_fails_at_start_names_itself_and_quotes_its_stderr(h
 
 
 async def test_a_url_nobody_answers_is_a_clear_error_at_open(home: Path) -> None:
-    server = McpServerConfig(name="away", url=f"http://127.0.0.1:{_free_port()}/mcp", startup_timeout_s=5)
+    server = McpServerConfig(name="away", url=f"http://127.0.0.1:{free_port()}/mcp", startup_timeout_s=5)
     with pytest.raises(ToolServerError, match=r"'away'.*failed to start"):
         async with open_session(
             _with_servers(server),

@@ -471,3 +471,43 @@ def test_contradicts_needs_one_exclusive_frame_and_one_changed_word_each_side() 
     assert not contradicts("The user works remotely", "The user works at Acme")
     assert not contradicts("The user no longer prefers tabs", "The user prefers tabs")  # a negation
     assert negates("The user no longer lives in Porto", "The user lives in Porto now")
+
+
+async def test_facts_in_other_scripts_are_learned_as_latin_ones_are(home: Path, pg: PgPlace | None) -> None:
+    # issue 43, item 5: grounding counted only [a-z0-9] words, so these were never learned
+    completer = ScriptedCompleter(
+        [
+            "- Пользователя зовут Андрей, он переводит с немецкого.\n",
+            "- 用户叫王丽，是杭州的平面设计师。\n",
+            "- Ο χρήστης λέγεται Ελένη και γράφει σε LaTeX.\n",
+        ]
+    )
+    provider = await learner(home, completer, pg=pg)
+    try:
+        await provider.sync_turn(
+            "Меня зовут Андрей. Я перевожу документацию с немецкого.", "Понятно.", session_id="s1"
+        )
+        await provider.sync_turn("你好！我叫王丽，是杭州的一名平面设计师。", "你好王丽！", session_id="s1")
+        await provider.sync_turn(
+            "Είμαι η Ελένη. Γράφω τις ασκήσεις μου σε LaTeX.", "Κατάλαβα.", session_id="s1"
+        )
+        assert len(contents(provider)) == 3
+    finally:
+        await provider.shutdown()
+
+
+async def test_a_fact_the_user_denied_is_not_learned(home: Path, pg: PgPlace | None) -> None:
+    completer = ScriptedCompleter(["- The user uses Excel.\n- The user works in LibreOffice Calc.\n"])
+    provider = await learner(home, completer, pg=pg)
+    try:
+        await provider.sync_turn(
+            "I do not use Excel, I can't stand it. Everything I have is in LibreOffice Calc.",
+            "OK.",
+            session_id="s1",
+        )
+        assert contents(provider) == ["The user works in LibreOffice Calc."]
+        assert provider.last_turn is not None
+        first = provider.last_turn.learned[0]
+        assert (first.action, first.decided_by) == ("ungrounded", "meaning")
+    finally:
+        await provider.shutdown()

@@ -2,8 +2,8 @@
 
 `Stream.prepare` renders one request, asks the `ideal` simulator which earlier request shares
 the longest prefix (the content view every simulator's attribution starts from), and notes
-how long that prefix had been idle. The report (`_measure`), the TTL sweep and the replica
-runs all feed their simulators from it, so they see the same tokens.
+how long that prefix had been idle. The meter's run (`run.MeterRun`) prepares each request
+once and feeds it to the report, the TTL sweep and the replicas, so they see the same tokens.
 """
 
 from __future__ import annotations

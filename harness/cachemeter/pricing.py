@@ -1,14 +1,40 @@
-"""Cost estimates from the config's price table (USD per million tokens; cache multipliers)."""
+"""What requests cost: the config's price table (USD per million tokens; cache multipliers).
+
+Shared by every consumer of the meter's stream (the report, the TTL sweep, the replicas):
+`Pricer` picks a model's table entry once, `Pricer.request` prices one request, and
+`RequestPrice` answers what a simulator's step on it costs, what its lost tokens cost and what
+its cache writes cost. `billed_ttl` says which write price applies; `money` prints dollars.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from harness.cachemeter._errors import MeterError
+from harness.cachemeter.sim import SimSettings
 from harness.config import PriceConfig
 
-__all__ = ["Pricer", "add_cost", "pick_price", "request_cost"]
+__all__ = ["Pricer", "RequestPrice", "add_cost", "billed_ttl", "money", "pick_price", "request_cost"]
+
+BilledTtl = Literal["5m", "1h"] | None
+
+
+def money(value: float | None) -> str:
+    """Dollars to four places; — when unpriced."""
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 and round(value, 4) != 0 else ""
+    return f"{sign}${abs(value):,.4f}"
+
+
+def billed_ttl(request_ttl: Literal["5m", "1h"] | None, settings: SimSettings) -> BilledTtl:
+    """The TTL cache writes are billed at: the request's own, unless the settings impose one
+    (a TTL over 5 minutes is billed as Anthropic's 1-hour writes, the cheapest that covers it)."""
+    if settings.anthropic_ttl_s is None:
+        return request_ttl
+    return "1h" if settings.anthropic_ttl_s > 300 else "5m"
 
 
 def add_cost(a: float | None, b: float | None) -> float | None:
@@ -71,6 +97,10 @@ class Pricer:
         if prices is not None and override is not None:
             pick_price("", prices, override=override)  # an unknown name fails here, once
 
+    def request(self, model: str, *, prompt: int, output: int, ttl: BilledTtl) -> RequestPrice:
+        """One request of `prompt` tokens (and `output` generated) under this table."""
+        return RequestPrice(self, self.pick(model), prompt, output, ttl)
+
     def pick(self, model: str) -> str | None:
         """The price-table entry for `model` (None: unpriced, or no table)."""
         if self.prices is None:
@@ -125,3 +155,30 @@ class Pricer:
         price = self.prices[entry]
         rate = price.cache_write_1h if ttl == "1h" else price.cache_write
         return write * rate * price.input / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrice:
+    """One request under a price table; every figure is None when it is unpriced."""
+
+    pricer: Pricer
+    entry: str | None
+    prompt: int
+    output: int
+    ttl: BilledTtl
+
+    def cost(self, *, reusable: int, write: int) -> float | None:
+        """The request, with `reusable` tokens read from the cache and `write` written to it."""
+        p = self.pricer
+        return p.cost(
+            self.entry, prompt=self.prompt, reusable=reusable, write=write, output=self.output, ttl=self.ttl
+        )
+
+    def lost(self, *, reusable: int, write: int, lost: int) -> float | None:
+        """What `lost` tokens that missed the cache cost (`Pricer.lost`)."""
+        p = self.pricer
+        return p.lost(self.entry, prompt=self.prompt, reusable=reusable, write=write, lost=lost, ttl=self.ttl)
+
+    def write_cost(self, *, write: int) -> float | None:
+        """Dollars spent on the cache writes alone."""
+        return self.pricer.write_cost(self.entry, write=write, ttl=self.ttl)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest, measure
-from harness.cachemeter.report._cost import Pricer, request_cost
+from harness.cachemeter.pricing import Pricer, request_cost
 from harness.config import PriceConfig
 from harness.tokens import CharTokenizer
 

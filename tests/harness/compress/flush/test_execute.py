@@ -1,0 +1,33 @@
+"""Executing a flush reply: facts rest on the user's and the tools' words, never the assistant's."""
+
+from __future__ import annotations
+
+from harness.compress.flush import execute_flush_reply
+from harness.types import Message, ModelRequest
+from tests.harness.compress.flush.flushkit import reply as _reply
+
+
+async def test_the_assistants_advice_is_not_grounds_for_a_fact_about_the_user() -> None:
+    request = ModelRequest(
+        system="You are keel.",
+        messages=(
+            Message(
+                "user", "I need a spreadsheet for flour orders; everything I have is in LibreOffice Calc."
+            ),
+            Message("assistant", "You might consider moving the orders into QuickBooks as well."),
+            Message("tool", "Supplier list: Shipton Mill, 25 kg sacks of strong white flour."),
+            Message("user", "[System: this conversation is about to be compressed.]"),
+        ),
+        purpose="flush",
+    )
+    text = (
+        "user: Keeps the flour orders in LibreOffice Calc\n"
+        "user: Moves the orders into QuickBooks\n"
+        "user: Orders flour from Shipton Mill in 25 kg sacks"
+    )
+    outcome = await execute_flush_reply(_reply(text), request, shape="text_list", memory_tool=None)
+    refused = {e.content: e.reason for e in outcome.entries}
+    assert refused["Moves the orders into QuickBooks"].startswith("not in the conversation")
+    # the user's words and the tool's result still ground facts (no memory tool here: none is saved)
+    assert refused["Keeps the flour orders in LibreOffice Calc"].startswith("no memory tool")
+    assert refused["Orders flour from Shipton Mill in 25 kg sacks"].startswith("no memory tool")
