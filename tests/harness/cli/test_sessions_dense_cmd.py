@@ -64,7 +64,7 @@ def test_reindex_embeds_the_history_with_progress_then_search_explains_both_rank
 
     assert run(home, "sessions", "search", "deploy_v2.sh", "--explain") == 0
     out = capsys.readouterr().out
-    assert "route: lexical — an identifier ('deploy_v2.sh'): words only" in out
+    assert "route: lexical — a path or URL ('deploy_v2.sh'): words only" in out
     assert "1. session deploy" in out
     assert "[words #1, meaning #-]" in out
 
