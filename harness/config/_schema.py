@@ -199,6 +199,10 @@ class MemoryConfig(Section):
     """The scanner's second layer on every memory write; `auto`: when the local embedder is installed.
     Off by default: it refused the short note "Dog is Biscuit" (see config.example.yaml)."""
     meaning_threshold: float = Field(0.9, gt=0.0, lt=1.0)
+    provenance_meaning: Literal["auto", "always", "never"] = "auto"
+    """The provenance gate's check by meaning (`memory.gate`): a write saying what a tool result
+    says is derived from it; `auto`: when the local embedder is installed."""
+    provenance_similarity: float = Field(0.65, gt=0.0, lt=1.0)
 
 
 class ScopeConfig(Section):
