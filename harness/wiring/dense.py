@@ -17,7 +17,6 @@ import anyio
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
-from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import DenseIndex, SessionReader, open_vectors
 
 __all__ = ["DenseChoice", "dense_choice", "dense_index", "start_dense"]
@@ -40,6 +39,10 @@ def dense_choice(config: KeelConfig) -> DenseChoice:
     mode = config.session_search.dense
     if mode == "off":
         return DenseChoice(False, "session_search.dense is off: words only")
+    # Here and below, not at import: the CLI's session commands import this module, and only
+    # a search needs the semantic package (the embedder).
+    from memory.providers.semantic import embedder_unavailable_reason
+
     missing = embedder_unavailable_reason()
     if missing is None:
         return DenseChoice(True, f"session_search.dense is {mode} and the embedder is installed")
@@ -53,6 +56,8 @@ def dense_index(config: KeelConfig, db: SessionReader) -> DenseIndex | None:
     vectors = open_vectors(db) if dense_choice(config).on else None
     if vectors is None:
         return None
+    from memory.providers.semantic import MiniLmEmbedder
+
     threads = config.memory.semantic.embedder_threads
     return DenseIndex(vectors, MiniLmEmbedder(threads=threads), batch=config.session_search.dense_batch)
 
