@@ -299,8 +299,8 @@ _ORDER = re.compile(
     r"|\b(?:repl(?:y|ies)|answers?|responses?|messages?|outputs?)\s+(?:that|which|to)\s+(?:always\s+)?"
     r"(?:include|contain|mention|end|start|link|send|reveal|show|list)"
     rf"|\b{_YOU}\s+(?:should|must|shall|will|need\s+to|have\s+to|are\s+to|may)\s+(?:always\s+|never\s+|now\s+)?\w+"
-    r"|(?:^|[.!?;]\s*)(?:always|never|please|do\s+not|don'?t|make\s+sure|ensure|remember\s+to)\b"
-    r"|以后|今后|从现在起|впредь|отныне|с\s+этого\s+момента|всегда|никогда",
+    r"|(?:^|[.!?;]\s*)(?:always|never|do\s+not|don'?t|make\s+sure|ensure|remember\s+to|всегда|никогда)\b"
+    r"|从现在起|从今以后|以后请|今后请|以后都|впредь|отныне|с\s+этого\s+момента",
     re.IGNORECASE | re.MULTILINE,
 )
 

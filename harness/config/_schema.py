@@ -299,6 +299,14 @@ class SessionSearchConfig(Section):
     dense_batch: int = Field(64, ge=1, le=1024)
     dense_interval_s: float = Field(5.0, gt=0, le=3600)
 
+    @field_validator("dense", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare on/off as a boolean: `dense: off` must still mean off.
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
+
 
 class SkillsConfig(Section):
     enabled: bool = True
