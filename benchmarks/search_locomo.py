@@ -1,101 +1,142 @@
-"""Retrieval quality of session_search on LoCoMo: recall@1/3/5 of the evidence turns.
+"""Retrieval quality of session_search on LoCoMo: lexical vs hybrid, per category, on both backends.
 
-    python benchmarks/search_locomo.py [--data PATH] [--json OUT] [--backend sqlite|postgres|both]
+    python benchmarks/search_locomo.py [--data PATH] [--backend sqlite|postgres|both]
+                                       [--conversations heldout|tuning|all] [--json OUT]
 
-Setup. Each LoCoMo conversation gets its own fresh `state.db` (one user's history), and
-each of its dated sessions becomes one keel session: speaker_a speaks as `user`,
-speaker_b as `assistant`, timestamps are the session's date plus a few seconds per turn,
-and a shared image is stored as its caption (`[shares a photo: ...]`) appended to the turn, as a
-multimodal transcript would keep it. Every stored message id is mapped back to its
-LoCoMo `dia_id`.
+Setup. Each LoCoMo conversation gets its own fresh store (a `state.db`, or a fresh
+PostgreSQL schema dropped afterwards), and each of its dated sessions becomes one keel
+session: speaker_a speaks as `user`, speaker_b as `assistant`, timestamps are the
+session's date plus 30 s per turn, and a shared image is stored as its caption appended to
+the turn. Every stored message id is mapped back to its LoCoMo `dia_id`. Sessions are
+separate lineages (separate days of chatting), so recall@5 means five sessions' windows.
 
-Why one lineage per session. The tool groups hits by lineage root and returns one window
-per lineage. Chaining a conversation's sessions into one lineage (as compression
-continuations) would collapse every query to a single result per conversation, and
-recall@3/@5 would mean nothing. LoCoMo sessions are separate days of chatting — in keel,
-separate sessions a user starts afresh — so each is its own lineage, and the benchmark
-measures exactly what the model gets back: ranked sessions, each a window of ±5 messages
-around the best match.
+Two rankings run through the real tool handler (`SessionSearchTool.handle`, discover mode,
+`limit=5`) on the same store:
 
-Scoring. For every QA item with evidence, session_search runs in discover mode with the
-question as the query and `limit=5`, through the real tool handler (its JSON reply is
-parsed). A returned result covers the messages in its window (`messages`, not the
-bookends). recall@k = the fraction of the item's evidence turns covered by the top k
-results, averaged over items; reported per QA category and overall.
+- `lexical`: the tool's `best` strategy, words only (what keel does without the semantic extra);
+- `hybrid`: the same with the store's message embeddings (MiniLM, the semantic extra),
+  indexed by `DenseIndex.catch_up` after loading, then routed and fused
+  (`memory.sessions.dense.hybrid`).
 
-Strategies, side by side on the same databases (`memory/sessions/_ranking.py`):
-- `all_terms`: a plain FTS5 AND of the question's words, as the sanitizer keeps them;
-- `any_terms`: an OR of the non-stopword terms, ranked by BM25 (porter-stemmed index);
-- `best` (the tool's default): the same OR, then every candidate window is re-ranked by
-  the BM25 mass of the hits inside it times one plus the IDF-weighted share of the
-  question's terms the window covers.
-Nothing is tuned per question; the few constants (window decay, coverage weight 1) are
-round numbers chosen on this dev file, and the same script runs on any LoCoMo file.
+Scoring, per QA item with evidence (category names as in the LoCoMo paper's numbering of
+this file: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial):
+- recall@5: the fraction of the evidence turns inside the top five windows (`messages`);
+- Hit@1: the first window holds at least one evidence turn;
+- NDCG@5: a window is relevant when it holds an evidence turn no better-ranked window held;
+  the ideal ranking has one relevant window per session holding evidence (at most five).
 
-Backends. `--backend postgres` runs the same on the PostgreSQL store (`--postgres-url`,
-default `$KEEL_TEST_POSTGRES_URL` or postgresql://postgres@127.0.0.1:5432/test), one fresh
-schema per conversation, dropped afterwards; `--backend both` runs both and prints them
-side by side. Ranking differs between the backends (BM25 vs `ts_rank_cd`, Porter vs
-Snowball stemming), so recall may too; the target is PostgreSQL within 0.03 of SQLite.
+Held-out. The fusion constants and the routing rule were fixed on conv-26 and conv-30;
+by default (`--conversations heldout`) only the file's other conversations are scored
+(conv-41 and conv-42 in `locomo-dev.json`; every conversation of a file without those
+two). `tuning` scores the two tuning conversations, `all` every one.
 
 The data is CC BY-NC 4.0 and read at run time; nothing derived from it is written except
-the optional `--json` report. The last lines are `name value`: `recall@5` (SQLite, `best`)
-and/or `pg_recall@5`, plus `pg_recall@5_delta` (PostgreSQL minus SQLite) with `both`.
+the optional `--json` report (counts and rates). Embeddings are computed once per
+conversation and shared by the two backends. The last two lines are `recall@5 X` and
+`multi_hop_recall@5 Y`: hybrid, on SQLite (PostgreSQL's when only it ran).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
 import uuid
-from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import anyio
+import numpy as np
+from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo import Conversation, load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir
+from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import (
+    DenseIndex,
     PgSessionStore,
-    SearchStrategy,
     SessionSearchTool,
     SessionStore,
     StoredMessage,
     open_session_db,
+    open_vectors,
+    route_query,
 )
 
 Backend = Literal["sqlite", "postgres"]
-
-STRATEGIES: tuple[SearchStrategy, ...] = ("all_terms", "any_terms", "best")
-KS = (1, 3, 5)
+Mode = Literal["lexical", "hybrid"]
+MODES: tuple[Mode, ...] = ("lexical", "hybrid")
+METRICS = ("recall@5", "hit@1", "ndcg@5")
+TUNING = ("conv-26", "conv-30")
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+K = 5
+
+
+class CachedEmbedder:
+    """MiniLM with a text → vector cache, so the second backend reuses the first one's vectors."""
+
+    def __init__(self) -> None:
+        self._inner = MiniLmEmbedder()
+        self._cache: dict[str, NDArray[np.float32]] = {}
+        self.model_id = self._inner.model_id
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            for text, vector in zip(missing, self._inner.embed(missing), strict=True):
+                self._cache[text] = vector
+            self.embedded += len(missing)
+        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
 
 @dataclass
 class Tally:
-    """Sums of recall@k over QA items, per strategy and category."""
+    """Sums of each metric per (mode, category); category 0 is every item."""
 
-    sums: dict[tuple[str, int, int], float] = field(default_factory=lambda: defaultdict(float))
-    counts: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    sums: dict[tuple[Mode, int, str], float] = field(default_factory=lambda: defaultdict(float))
+    counts: Counter[int] = field(default_factory=Counter)
+    routes: Counter[str] = field(default_factory=Counter)
 
-    def add(self, strategy: str, category: int, recalls: dict[int, float]) -> None:
-        for k, value in recalls.items():
-            self.sums[(strategy, category, k)] += value
-            self.sums[(strategy, 0, k)] += value
+    def add(self, mode: Mode, category: int, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            self.sums[(mode, category, name)] += value
+            self.sums[(mode, 0, name)] += value
 
-    def recall(self, strategy: str, category: int, k: int) -> float:
+    def rate(self, mode: Mode, category: int, metric: str) -> float:
         n = self.counts[category]
-        return self.sums[(strategy, category, k)] / n if n else 0.0
+        return self.sums[(mode, category, metric)] / n if n else 0.0
+
+
+def score(windows: list[set[str]], evidence: AbstractSet[str]) -> dict[str, float]:
+    """recall@5, Hit@1 and NDCG@5 of ranked windows (sets of dia_ids) against the evidence."""
+    top = windows[:K]
+    found: set[str] = set().union(*top) if top else set()
+    gains: list[float] = []
+    seen: set[str] = set()
+    for window in top:
+        new = (window & evidence) - seen
+        gains.append(1.0 if new else 0.0)
+        seen |= new
+    ideal = min(K, len({d.split(":")[0] for d in evidence}))
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    idcg = sum(1 / math.log2(i + 2) for i in range(ideal))
+    return {
+        "recall@5": len(evidence & found) / len(evidence),
+        "hit@1": 1.0 if top and top[0] & evidence else 0.0,
+        "ndcg@5": dcg / idcg if idcg else 0.0,
+    }
 
 
 async def load_conversation(db: SessionStore, conv: Conversation) -> dict[int, str]:
@@ -125,11 +166,10 @@ def _covered(reply: str, mapping: dict[int, str]) -> list[set[str]]:
     payload = json.loads(reply)
     if not payload.get("success"):
         raise RuntimeError(f"session_search failed: {reply}")
-    windows: list[set[str]] = []
-    for result in payload["results"]:
-        ids = {m["id"] for m in result.get("messages", [])}
-        windows.append({mapping[i] for i in ids if i in mapping})
-    return windows
+    return [
+        {mapping[m["id"]] for m in result.get("messages", []) if m["id"] in mapping}
+        for result in payload["results"]
+    ]
 
 
 @asynccontextmanager
@@ -144,94 +184,129 @@ async def fresh_store(backend: Backend, name: str, tmp: Path, url: str) -> Async
             yield pg
 
 
+async def run_one(
+    db: SessionStore,
+    conv: Conversation,
+    embedder: CachedEmbedder,
+    tally: Tally,
+    latencies: dict[Mode, list[float]],
+) -> None:
+    mapping = await load_conversation(db, conv)
+    vectors = open_vectors(db)
+    assert vectors is not None
+    index = DenseIndex(vectors, embedder)
+    try:
+        await index.catch_up()
+        tools = {
+            "lexical": SessionSearchTool(db, current_session_id=lambda: None),
+            "hybrid": SessionSearchTool(db, current_session_id=lambda: None, dense=index),
+        }
+        known = set(mapping.values())
+        for item in conv.qa:
+            evidence = item.evidence_ids() & known
+            if not evidence:
+                continue
+            tally.counts[item.category] += 1
+            tally.counts[0] += 1
+            tally.routes[route_query(item.question).route] += 1
+            for mode in MODES:
+                started = time.perf_counter()
+                reply = await tools[mode].handle({"query": item.question, "limit": K})
+                latencies[mode].append(time.perf_counter() - started)
+                tally.add(mode, item.category, score(_covered(reply, mapping), evidence))
+    finally:
+        await index.aclose()
+
+
 async def run(
-    conversations: list[Conversation], backend: Backend = "sqlite", url: str = ""
-) -> tuple[Tally, dict[str, list[float]]]:
+    conversations: list[Conversation], backend: Backend, url: str, embedder: CachedEmbedder
+) -> tuple[Tally, dict[Mode, list[float]]]:
     tally = Tally()
-    latencies: dict[str, list[float]] = defaultdict(list)
+    latencies: dict[Mode, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="keel-locomo-") as tmp:
         for conv in conversations:
             async with fresh_store(backend, conv.sample_id, Path(tmp), url) as db:
-                mapping = await load_conversation(db, conv)
-                known = set(mapping.values())
-                tools = {
-                    s: SessionSearchTool(db, current_session_id=lambda: None, strategy=s) for s in STRATEGIES
-                }
-                for item in conv.qa:
-                    evidence = item.evidence_ids() & known
-                    if not evidence:
-                        continue
-                    tally.counts[item.category] += 1
-                    tally.counts[0] += 1
-                    for strategy, tool in tools.items():
-                        started = time.perf_counter()
-                        reply = await tool.handle({"query": item.question, "limit": max(KS)})
-                        latencies[strategy].append(time.perf_counter() - started)
-                        windows = _covered(reply, mapping)
-                        recalls: dict[int, float] = {}
-                        for k in KS:
-                            found: set[str] = set().union(*windows[:k])
-                            recalls[k] = len(evidence & found) / len(evidence)
-                        tally.add(strategy, item.category, recalls)
+                await run_one(db, conv, embedder, tally, latencies)
     return tally, latencies
 
 
-def report(tally: Tally, latencies: dict[str, list[float]]) -> dict[str, object]:
+def report(tally: Tally, latencies: dict[Mode, list[float]]) -> dict[str, object]:
     categories = [0, *sorted(c for c in tally.counts if c != 0)]
-    header = f"{'category':<16}{'n':>5}  " + "  ".join(
-        f"{s + ' @' + str(k):>13}" for s in STRATEGIES for k in KS
-    )
-    print(header)
+    cells = [f"{m[:3]} {mode[:3]}" for m in METRICS for mode in MODES]
+    print(f"{'category':<16}{'n':>5}  " + "".join(f"{c:>10}" for c in cells))
     table: dict[str, object] = {}
     for c in categories:
         name = "all" if c == 0 else f"{c} {CATEGORY_NAMES.get(c, '')}"
-        cells = {f"{s}@{k}": tally.recall(s, c, k) for s in STRATEGIES for k in KS}
-        table[name] = {"n": tally.counts[c], **cells}
-        print(f"{name:<16}{tally.counts[c]:>5}  " + "  ".join(f"{v:>13.3f}" for v in cells.values()))
-    print()
-    for s in STRATEGIES:
-        lat = sorted(latencies[s])
+        values = {f"{mode} {m}": tally.rate(mode, c, m) for m in METRICS for mode in MODES}
+        table[name] = {"n": tally.counts[c], **values}
+        print(f"{name:<16}{tally.counts[c]:>5}  " + "".join(f"{v:>10.3f}" for v in values.values()))
+    routes = ", ".join(f"{r} {n}" for r, n in sorted(tally.routes.items()))
+    print(f"routes: {routes}")
+    for mode in MODES:
+        lat = sorted(latencies[mode])
         median = lat[len(lat) // 2] * 1000 if lat else 0.0
-        print(
-            f"{s:<10} recall@1 {tally.recall(s, 0, 1):.3f}  recall@3 {tally.recall(s, 0, 3):.3f}  "
-            f"recall@5 {tally.recall(s, 0, 5):.3f}  median latency {median:.1f} ms"
-        )
+        print(f"{mode:<8} median latency {median:.1f} ms over {len(lat)} queries")
     return table
+
+
+def pick(conversations: list[Conversation], which: str) -> list[Conversation]:
+    if which == "all":
+        return conversations
+    if which == "tuning":
+        return [c for c in conversations if c.sample_id in TUNING]
+    return [c for c in conversations if c.sample_id not in TUNING]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=default_data_dir() / "locomo-dev.json")
-    parser.add_argument("--json", type=Path, default=None, help="write the table as JSON here")
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument("--json", type=Path, default=None, help="write the tables as JSON here")
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--conversations", choices=["heldout", "tuning", "all"], default="heldout")
     parser.add_argument("--postgres-url", default=postgres_url_default(), help="the PostgreSQL server")
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}; pass --data or set KEEL_DATA_DIR", file=sys.stderr)
         return 2
-    conversations = load_locomo(args.data)
+    reason = embedder_unavailable_reason()
+    if reason is not None:
+        print(f"hybrid search needs the embedder: {reason}", file=sys.stderr)
+        return 2
+    conversations = pick(load_locomo(args.data), args.conversations)
+    if not conversations:
+        print(f"no {args.conversations} conversations in {args.data}", file=sys.stderr)
+        return 2
+    print(f"conversations ({args.conversations}): {', '.join(c.sample_id for c in conversations)}")
     backends: list[Backend] = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    embedder = CachedEmbedder()
     tables: dict[str, object] = {}
-    recall5: dict[str, float] = {}
+    tallies: dict[Backend, Tally] = {}
     for backend in backends:
         print(f"== {backend}")
-        tally, latencies = anyio.run(run, conversations, backend, args.postgres_url)
+        started = time.perf_counter()
+        tally, latencies = anyio.run(run, conversations, backend, args.postgres_url, embedder)
         tables[backend] = report(tally, latencies)
-        recall5[backend] = tally.recall("best", 0, 5)
+        tallies[backend] = tally
+        print(f"({time.perf_counter() - started:.0f} s, {embedder.embedded} texts embedded so far)")
         print()
     if len(backends) == 2:
-        print(f"{'strategy best':<16}{'sqlite':>10}{'postgres':>10}")
-        print(f"{'recall@5':<16}{recall5['sqlite']:>10.4f}{recall5['postgres']:>10.4f}")
+        print(f"{'hybrid recall@5':<24}{'sqlite':>10}{'postgres':>10}{'delta':>10}")
+        for c in [0, *sorted(c for c in tallies["sqlite"].counts if c != 0)]:
+            a, b = (
+                tallies["sqlite"].rate("hybrid", c, "recall@5"),
+                tallies["postgres"].rate("hybrid", c, "recall@5"),
+            )
+            name = "all" if c == 0 else CATEGORY_NAMES.get(c, str(c))
+            print(f"{name:<24}{a:>10.4f}{b:>10.4f}{b - a:>+10.4f}")
         print()
     if args.json is not None:
-        report_json = tables if len(backends) == 2 else tables[backends[0]]
-        args.json.write_text(json.dumps(report_json, indent=2) + "\n", encoding="utf-8")
-    if "sqlite" in recall5:
-        print(f"recall@5 {recall5['sqlite']:.4f}")
-    if "postgres" in recall5:
-        print(f"pg_recall@5 {recall5['postgres']:.4f}")
-    if len(recall5) == 2:
-        print(f"pg_recall@5_delta {recall5['postgres'] - recall5['sqlite']:+.4f}")
+        args.json.write_text(json.dumps(tables, indent=2) + "\n", encoding="utf-8")
+    main_tally = tallies["sqlite"] if "sqlite" in tallies else tallies["postgres"]
+    for backend, tally in tallies.items():
+        print(f"{backend}_lexical_recall@5 {tally.rate('lexical', 0, 'recall@5'):.4f}")
+        print(f"{backend}_hybrid_recall@5 {tally.rate('hybrid', 0, 'recall@5'):.4f}")
+    print(f"recall@5 {main_tally.rate('hybrid', 0, 'recall@5'):.4f}")
+    print(f"multi_hop_recall@5 {main_tally.rate('hybrid', 1, 'recall@5'):.4f}")
     return 0
 
 

@@ -45,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from harness.testing.processes import KeelServer, fake_model, keel_servers
 
+_ATTEMPTS = 5
+
 
 @dataclass
 class Tally:
@@ -55,24 +57,38 @@ class Tally:
     events_lost: int = 0
     sent: dict[str, str] = field(default_factory=dict)  # run id -> input
     failed: dict[str, int] = field(default_factory=dict)  # error code -> runs
+    retries: int = 0  # requests resent after a broken connection
 
 
-async def read_stream(client: httpx.AsyncClient, run_id: str) -> tuple[list[tuple[int, str]], float | None]:
-    """The run's `(id, event)` pairs, and when its first `text.delta` arrived (monotonic)."""
+async def read_stream(
+    client: httpx.AsyncClient, run_id: str, tally: Tally | None = None
+) -> tuple[list[tuple[int, str]], float | None]:
+    """The run's `(id, event)` pairs, and when its first `text.delta` arrived (monotonic).
+
+    A connection that breaks is resumed with `Last-Event-ID` (counted in `tally.retries`)."""
     events: list[tuple[int, str]] = []
     first: float | None = None
-    fields: dict[str, str] = {}
-    async with client.stream("GET", f"/v1/runs/{run_id}/events", timeout=300) as response:
-        async for line in response.aiter_lines():
-            if line:
-                name, _, value = line.partition(": ")
-                fields[name] = value
-                continue
-            if fields:
-                events.append((int(fields["id"]), fields["event"]))
-                if fields["event"] == "text.delta" and first is None:
-                    first = time.monotonic()
-            fields = {}
+    for _ in range(_ATTEMPTS):
+        headers = {"Last-Event-ID": str(events[-1][0])} if events else {}
+        fields: dict[str, str] = {}
+        try:
+            async with client.stream(
+                "GET", f"/v1/runs/{run_id}/events", headers=headers, timeout=300
+            ) as response:
+                async for line in response.aiter_lines():
+                    if line:
+                        name, _, value = line.partition(": ")
+                        fields[name] = value
+                        continue
+                    if fields:
+                        events.append((int(fields["id"]), fields["event"]))
+                        if fields["event"] == "text.delta" and first is None:
+                            first = time.monotonic()
+                    fields = {}
+            return events, first
+        except httpx.TransportError:
+            if tally is not None:
+                tally.retries += 1
     return events, first
 
 
@@ -84,23 +100,49 @@ def intact(events: list[tuple[int, str]], last: str) -> bool:
     )
 
 
-async def post_turn(client: httpx.AsyncClient, session: str, text: str) -> str:
-    response = await client.post(f"/v1/sessions/{session}/turns", json={"input": text}, timeout=300)
-    response.raise_for_status()
-    return str(response.json()["run_id"])
+async def new_session(client: httpx.AsyncClient) -> str:
+    """A new session (a broken connection is retried: at worst an unused session is left)."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return str((await client.post("/v1/sessions", timeout=300)).json()["id"])
+        except httpx.TransportError:
+            if attempt == _ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def post_turn(client: httpx.AsyncClient, session: str, text: str, tally: Tally | None = None) -> str:
+    """POST a turn, retried with the same `Idempotency-Key` when the connection breaks."""
+    key = uuid.uuid4().hex
+    for attempt in range(_ATTEMPTS):
+        try:
+            response = await client.post(
+                f"/v1/sessions/{session}/turns",
+                json={"input": text},
+                headers={"Idempotency-Key": key},
+                timeout=300,
+            )
+            response.raise_for_status()
+            return str(response.json()["run_id"])
+        except httpx.TransportError:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            if tally is not None:
+                tally.retries += 1
+    raise AssertionError("unreachable")
 
 
 async def one_session(
     clients: list[httpx.AsyncClient], s: int, turns: int, latency_ms: float, tally: Tally
 ) -> str:
-    session = str((await clients[s % 2].post("/v1/sessions", timeout=300)).json()["id"])
+    session = await new_session(clients[s % 2])
     for t in range(turns):
         client = clients[(s + t) % 2]
         start = time.monotonic()
         text = f"session {s} turn {t}"
-        run_id = await post_turn(client, session, text)
+        run_id = await post_turn(client, session, text, tally)
         tally.sent[run_id] = text
-        events, first = await read_stream(client, run_id)
+        events, first = await read_stream(client, run_id, tally)
         if events and events[-1][1] == "run.failed":
             code = str(((await client.get(f"/v1/runs/{run_id}")).json()["error"] or {}).get("code"))
             tally.failed[code] = tally.failed.get(code, 0) + 1
@@ -158,7 +200,7 @@ async def kill_phase(servers: list[KeelServer], count: int) -> KillReport:
         httpx.AsyncClient(base_url=servers[0].url) as a,
         httpx.AsyncClient(base_url=servers[1].url) as b,
     ):
-        sessions = [str((await a.post("/v1/sessions", timeout=300)).json()["id"]) for _ in range(count)]
+        sessions = [await new_session(a) for _ in range(count)]
         sent = {await post_turn(a, s, f"long turn of {s} [sleep=30]"): s for s in sessions}
         for run_id in sent:
             async with b.stream("GET", f"/v1/runs/{run_id}/events", timeout=300) as response:
@@ -229,6 +271,7 @@ def main() -> int:
         f"added_latency_ms p50: {statistics.median(tally.added_ms):.1f}  p99: {pct(tally.added_ms, 0.99):.1f}"
     )
     print(f"runs_failed: {sum(tally.failed.values())} {tally.failed or ''}".rstrip())
+    print(f"client retries (Idempotency-Key / Last-Event-ID): {tally.retries}")
     print(f"events_lost: {tally.events_lost + killed.events_lost}")
     print(f"duplicated_turns: {duplicated}")
     print(f"killed worker: {killed.runs} runs in flight, worker_lost after at most {killed.detect_s:.1f} s")

@@ -121,6 +121,10 @@ class FlushEntry:
     content: str
     saved: bool
     reason: str = ""
+    via: str = "flush"
+    """What wrote it: `flush` (at a compression) or `review` (the periodic memory review)."""
+    grounded_on: str = ""
+    """The user's (or a tool's) message it rests on, cut short ("" when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)

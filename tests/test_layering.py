@@ -47,6 +47,7 @@ FORBIDDEN = (
             "_validate",
             "journal",
             "writes",
+            "dense",
         )
         for backend in ("sqlite", "postgres")
     ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast, get_args
@@ -18,7 +19,8 @@ import anyio
 from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import KeelError
 from harness.wiring.scoped import curated_store, meaning_check, shared_memory_store
-from harness.wiring.stores import curated_scopes, open_place
+from harness.wiring.stores import curated_scopes, open_place, open_sessions
+from harness.wiring.why import EntryOrigin, entry_origins
 from memory import (
     AmbiguousMatchError,
     MemoryLayerError,
@@ -161,8 +163,29 @@ def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
     return lines
 
 
+def _origins(args: argparse.Namespace, entries: list[str]) -> dict[str, EntryOrigin]:
+    """Where each entry came from (`harness.wiring.why`), from the configured session store."""
+    cfg, principal = principal_from_args(args)
+
+    async def main() -> dict[str, EntryOrigin]:
+        async with open_sessions(cfg, cfg.resolved_home(os.environ)) as db:
+            return await entry_origins(db, principal.session_user, entries)
+
+    return anyio.run(main)
+
+
+def _why(origin: EntryOrigin | None) -> str:
+    if origin is None:
+        return "why: no record in the sessions (written by hand, with `keel memory add`, or before keel kept one)"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(origin.timestamp))
+    grounds = f", grounded on {origin.grounded_on!r}" if origin.grounded_on else ""
+    return f"why: {origin.via} in session {origin.session_id} ({when}){grounds}"
+
+
 def _list(args: argparse.Namespace) -> int:
     store = _loaded(args).store
+    every = [e for t in _targets(args) if store.enabled(t) for e in store.entries(t)]
+    origins = _origins(args, every) if getattr(args, "why", False) else None
     blocks: list[str] = []
     for target in _targets(args):
         problems = _status_lines(store, target)
@@ -178,6 +201,8 @@ def _list(args: argparse.Namespace) -> int:
             first, *rest = entry.split("\n")
             lines.append(f"  {n:>{width}}. {first}")
             lines.extend(f"  {' ' * width}  {line}" for line in rest)
+            if origins is not None:
+                lines.append(f"  {' ' * width}  {_why(origins.get(entry))}")
         lines.extend(problems)
         blocks.append("\n".join(lines))
     console.out("\n\n".join(blocks), highlight=False)
@@ -289,6 +314,12 @@ def register(sub: Subparsers) -> None:
 
     list_p = verbs.add_parser("list", help="numbered entries with usage, per target")
     list_p.add_argument("target", nargs="?", choices=_TARGETS, metavar="TARGET", help=target_help)
+    list_p.add_argument(
+        "--why",
+        action="store_true",
+        help="under each entry, where it came from: the session, the flush, review or memory tool call, "
+        "and the message it rests on",
+    )
     list_p.set_defaults(handler=_list)
 
     show_p = verbs.add_parser("show", help="the rendered block(s) exactly as the system prompt shows them")

@@ -1,4 +1,4 @@
-"""`keel sessions list|show|search|path`: look through the episodic history (`<home>/state.db`,
+"""`keel sessions list|show|search|reindex|path`: look through the episodic history (`<home>/state.db`,
 or the PostgreSQL server `sessions.url` names). `keel storage` is `_storage_cmd.py`.
 
 Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -18,7 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
+from harness.config import KeelConfig
 from harness.errors import CommandError
+from harness.wiring.dense import dense_choice, dense_index
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.stores import open_sessions
 from memory import (
@@ -29,6 +32,7 @@ from memory import (
     SessionStore,
     SessionStoreError,
 )
+from memory.sessions import DenseIndex, route_query
 
 __all__ = ["register"]
 
@@ -159,24 +163,37 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    limit = args.limit or config_from_args(args).session_search.default_limit
+    config = config_from_args(args)
+    limit = args.limit or config.session_search.default_limit
     users = _user_ids(args)
     query = " ".join(args.query).strip()
     if not query:
         raise CommandError("the search query is empty; give some words to look for")
 
     async def work(db: SessionStore) -> int:
-        tool = SessionSearchTool(db, current_session_id=lambda: None, user_ids=users)
-        results = await tool.discover(query, limit=limit)
+        dense = dense_index(config, db)
+        try:
+            if args.explain:
+                await _explain(config, dense, query)
+            tool = SessionSearchTool(db, current_session_id=lambda: None, user_ids=users, dense=dense)
+            results = await tool.discover(query, limit=limit)
+        finally:
+            if dense is not None:
+                await dense.aclose()
         if not results:
             console.print(f"No matching sessions found for {query!r}.", markup=False)
             return 0
         for rank, result in enumerate(results, 1):
             p = result.payload
+            found_by = ""
+            if args.explain:
+                r = result.ranked
+                found_by = f"  [words #{r.lexical_rank or '-'}, meaning #{r.dense_rank or '-'}]"
             console.print(
                 Text(
                     f"{rank}. session {p.get('session_id')} — {p.get('when')}, {p.get('source')}"
-                    + (f", {p.get('model')}" if p.get("model") else ""),
+                    + (f", {p.get('model')}" if p.get("model") else "")
+                    + found_by,
                     style="bold",
                 )
             )
@@ -185,6 +202,57 @@ def _search(args: argparse.Namespace) -> int:
             for record in (*view.before, view.anchor, *view.after):
                 marker = ">" if record.id == view.anchor.id else " "
                 console.print(_message_text(record, marker=marker))
+        return 0
+
+    done = _with_db(args, work)
+    return 0 if done is None else done
+
+
+async def _explain(config: KeelConfig, dense: DenseIndex | None, query: str) -> None:
+    """Say whether meaning is searched, how far the index has got, and the query's route."""
+    choice = dense_choice(config)
+    if dense is None:
+        console.print(f"hybrid search: off — {choice.reason}", markup=False)
+        return
+    status = await dense.status()
+    console.print(f"hybrid search: on — {choice.reason}", markup=False)
+    console.print(
+        f"dense index: {status.model}, {status.kind}; {status.embedded:,} of {status.total:,} messages embedded"
+        + ("" if status.embedded >= status.total else " (run `keel sessions reindex` for the rest)"),
+        markup=False,
+    )
+    routing = route_query(query)
+    console.print(f"route: {routing.route} — {routing.reason}", markup=False)
+
+
+# ------------------------------------------------------------------ reindex
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    choice = dense_choice(config)
+    if not choice.on:
+        raise CommandError(f"nothing to index: {choice.reason}")
+
+    async def work(db: SessionStore) -> int:
+        dense = dense_index(config, db)
+        if dense is None:
+            raise CommandError("this session store has no dense index")
+        started = time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            rate = done / max(time.monotonic() - started, 1e-6)
+            console.print(f"embedded {done:,} of {total:,} messages ({rate:,.0f}/s)", markup=False)
+
+        try:
+            count = await dense.catch_up(progress=progress)
+            status = await dense.status()
+        finally:
+            await dense.aclose()
+        console.print(
+            f"done: {count:,} messages embedded now; {status.embedded:,} of {status.total:,} have a vector",
+            markup=False,
+        )
         return 0
 
     done = _with_db(args, work)
@@ -216,7 +284,17 @@ def register(sub: Subparsers) -> None:
     search.add_argument(
         "--limit", type=_search_limit, default=None, help="sessions to return, 1–10 (default from config)"
     )
+    search.add_argument(
+        "--explain",
+        action="store_true",
+        help="say whether meaning is searched, and how each result was found",
+    )
     search.set_defaults(handler=_search)
+
+    reindex = verbs.add_parser(
+        "reindex", help="embed every message that has no vector yet (hybrid search; resumable)"
+    )
+    reindex.set_defaults(handler=_reindex)
 
     path = verbs.add_parser("path", help="print where the session store lives")
     path.set_defaults(handler=_path)

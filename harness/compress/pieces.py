@@ -45,9 +45,11 @@ async def flush_each_piece(
     mode: FlushMode,
     on_piece: Callable[[FlushOutcome, UsageReported], Awaitable[None]] | None = None,
     span: Callable[[int], AbstractContextManager[object]] | None = None,
+    via: str = "flush",
 ) -> PiecesRun:
     """Send each piece in turn (see the module); `on_piece` hears each outcome with its usage
-    once it is logged; `span(i)` wraps piece `i` (1-based) for telemetry."""
+    once it is logged; `span(i)` wraps piece `i` (1-based) for telemetry; `via` names the
+    caller (`flush` or `review`) on the entries it saves."""
     outcomes: list[FlushOutcome] = []
     for i, piece in enumerate(pieces, 1):
         request = request_for(piece)
@@ -57,7 +59,7 @@ async def flush_each_piece(
             except ModelError as exc:
                 return PiecesRun(tuple(outcomes), exc)
             outcome = await execute_flush_reply(
-                reply, request, shape=shape, memory_tool=tool, memory=host.memory_snapshot
+                reply, request, shape=shape, memory_tool=tool, memory=host.memory_snapshot, via=via
             )
         await host.record_flush(mode=mode, entries=outcome.entries, reply_text=outcome.reply_text)
         outcomes.append(outcome)

@@ -80,7 +80,7 @@ async def review_memory(
         )
 
     run = await flush_each_piece(
-        host, pieces, request_for=request_for, shape=shape, tool=tool, mode="memory_only"
+        host, pieces, request_for=request_for, shape=shape, tool=tool, mode="memory_only", via="review"
     )
     outcomes = run.outcomes
     if not outcomes:

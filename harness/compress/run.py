@@ -1,8 +1,9 @@
 """Compression with the memory flush — the order is the specification (docs/architecture.md §5):
 
-1. **Flush**: one model call over the transcript plus the flush note; only `memory` calls
-   run, directly against the store; the note and the reply never enter the transcript
-   (they are logged as a flush record).
+1. **Flush**: one model call over the transcript plus the flush note (or, in pieces, over
+   the turns no flush has read: the dropped ones, and the protected head at the first
+   compression); only `memory` calls run, directly against the store; the note and the
+   reply never enter the transcript (they are logged as a flush record).
 2. **Summarize the middle**: plan the cut, stub bulky tool outputs, ask providers for
    `on_pre_compress` text, one call to the summary model. Network, auth and overload
    errors abort with the transcript unchanged; any other failure inserts a deterministic
@@ -151,7 +152,10 @@ class Compressor:
             await self._skip(host, emit, before, len(messages), "the compressible middle is too small yet")
             return
 
-        await self._flush(host, emit, middle)
+        # The protected head is never dropped, so no later flush would read it: the first
+        # compression's flush reads it once, beside the middle ("nothing said at the start
+        # forgotten"; a session that compresses once and ends keeps what it said first).
+        await self._flush(host, emit, [*head, *middle] if self.compressions == 0 else middle)
         summary = await self._summarize(host, middle, focus, emit)
         if summary is None:
             await self._aborted(host, emit, before, len(messages))
@@ -195,15 +199,16 @@ class Compressor:
 
     # ------------------------------------------------------------------ steps
 
-    def _flush_pieces(self, host: CompressionHost, middle: Sequence[Message]) -> list[Sequence[Message]]:
+    def _flush_pieces(self, host: CompressionHost, unread: Sequence[Message]) -> list[Sequence[Message]]:
         """What the flush sends: the whole transcript in one request, or (with
-        `flush_chunk_tokens`) the turns about to be dropped, in short pieces."""
+        `flush_chunk_tokens`) the turns no flush has read (the dropped ones, and the head at
+        the first compression), in short pieces."""
         budget = self.settings.flush_chunk_tokens
         if not budget:
             return [host.messages]
-        return list(flush_pieces(middle, count=host.count, budget=budget))
+        return list(flush_pieces(unread, count=host.count, budget=budget))
 
-    async def _flush(self, host: CompressionHost, emit: Emit, middle: Sequence[Message]) -> None:
+    async def _flush(self, host: CompressionHost, emit: Emit, unread: Sequence[Message]) -> None:
         mode = self.settings.flush
         tool = host.tool(MEMORY_TOOL_NAME)
         if mode == "off" or tool is None or self._flushed:
@@ -236,7 +241,7 @@ class Compressor:
 
         run = await flush_each_piece(
             host,
-            self._flush_pieces(host, middle),
+            self._flush_pieces(host, unread),
             request_for=request_for,
             shape=shape,
             tool=tool,

@@ -284,10 +284,16 @@ class CompressionConfig(Section):
 
 
 class SessionSearchConfig(Section):
+    """`dense`: hybrid search (message embeddings fused with words). `auto` turns it on when
+    the semantic extra's embedder is installed; `on` refuses to open a session without it."""
+
     enabled: bool = True
     summarize: bool = False
     default_limit: int = Field(3, ge=1, le=10)
     max_concurrency: int = Field(3, ge=1, le=5)
+    dense: Literal["auto", "on", "off"] = "auto"
+    dense_batch: int = Field(64, ge=1, le=1024)
+    dense_interval_s: float = Field(5.0, gt=0, le=3600)
 
 
 class SkillsConfig(Section):

@@ -48,6 +48,8 @@ def run_server(
         "port": port,
         "log_level": log_level,
         "lifespan": "on",
+        # event streams and their clients' next request reuse connections: keep idle ones a while
+        "timeout_keep_alive": 30,
         "timeout_graceful_shutdown": max(1, round(config.serve.drain_s)),
     }
     if workers <= 1:

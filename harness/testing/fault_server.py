@@ -19,6 +19,14 @@ able to break it where an SDK server never would. It offers two tools: `echo` (a
 - `relist`: `act` sends `notifications/tools/list_changed`; every later `tools/list` offers a
   tool whose input schema is not an object;
 - `ok`: nothing breaks (a server to stop from outside, "down between turns").
+
+And bad tool lists (stdio or HTTP):
+
+- `shuffle`: ten more tools, listed in a different order at every `tools/list`; `act` sends
+  `notifications/tools/list_changed` (stdio);
+- `many`: 1,000 more tools;
+- `bigschema`: one more tool whose input schema is about 150 KB;
+- `dupe`: `echo` is advertised twice.
 """
 
 from __future__ import annotations
@@ -34,10 +42,23 @@ import anyio.abc
 
 __all__ = ["MODES", "Mode", "main"]
 
-Mode = Literal["die", "mid_body", "bad_chunk", "endless", "huge", "stray", "relist", "ok"]
+Mode = Literal[
+    "die",
+    "mid_body",
+    "bad_chunk",
+    "endless",
+    "huge",
+    "stray",
+    "relist",
+    "ok",
+    "shuffle",
+    "many",
+    "bigschema",
+    "dupe",
+]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
-_TOOLS = [
+_TOOLS: list[dict[str, object]] = [
     {
         "name": "echo",
         "description": "Answer with the text given.",
@@ -49,13 +70,48 @@ _TOOLS = [
         "inputSchema": {"type": "object"},
     },
 ]
-_BROKEN_TOOL = {"name": "broken", "description": "Its schema is a string.", "inputSchema": {"type": "string"}}
+_BROKEN_TOOL: dict[str, object] = {
+    "name": "broken",
+    "description": "Its schema is a string.",
+    "inputSchema": {"type": "string"},
+}
 
 
 class _Server:
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
         self.relisted = False
+        self.lists = 0
+
+    def listing(self) -> list[dict[str, object]]:
+        """The tools this mode lists now."""
+        self.lists += 1
+        tools: list[dict[str, object]] = [*_TOOLS, _BROKEN_TOOL] if self.relisted else list(_TOOLS)
+        if self.mode in ("shuffle", "many"):
+            count = 10 if self.mode == "shuffle" else 1000
+            tools += [
+                {
+                    "name": f"tool_{i:04d}",
+                    "description": f"Tool number {i}.",
+                    "inputSchema": {"type": "object"},
+                }
+                for i in range(count)
+            ]
+        if self.mode == "shuffle":
+            turn = self.lists * 7 % len(tools)
+            tools = tools[turn:][::-1] + tools[:turn]
+        if self.mode == "bigschema":
+            properties = {f"p{i}": {"type": "string", "description": "x" * 120} for i in range(1200)}
+            tools.append(
+                {
+                    "name": "big",
+                    "description": "A huge schema.",
+                    "inputSchema": {"type": "object", "properties": properties},
+                }
+            )
+        if self.mode == "dupe":
+            tools.append(dict(_TOOLS[0]))
+        return tools
 
     def result(self, message: dict[str, object]) -> dict[str, object] | None:
         """The result of a request (None: a notification, nothing to answer)."""
@@ -71,7 +127,7 @@ class _Server:
                 "serverInfo": {"name": "fault", "version": "1"},
             }
         if method == "tools/list":
-            return {"tools": [*_TOOLS, _BROKEN_TOOL] if self.relisted else _TOOLS}
+            return {"tools": self.listing()}
         if method == "tools/call":
             params = message.get("params")
             arguments = params.get("arguments") if isinstance(params, dict) else None
@@ -127,8 +183,8 @@ async def _stdio_act(server: _Server, message: dict[str, object], out: object) -
     if mode == "huge":
         out.write(_huge(message_id) + b"\n")
         out.flush()
-    if mode == "relist":
-        server.relisted = True
+    if mode in ("relist", "shuffle"):
+        server.relisted = mode == "relist"
         note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
         out.write(json.dumps(note).encode() + b"\n")
 

@@ -199,6 +199,8 @@ class ToolRegistry:
             if new is None:
                 notes.extend(slot.source.notes)
                 continue
+            if [t.spec for t in new] == [t.spec for t in slot.tools]:
+                continue  # listed again, the same tools: nothing changes, the prefix least of all
             try:
                 self._check(new, slot.source, replacing=slot.tools)
             except ValueError as exc:

@@ -281,7 +281,15 @@ class DbRecorder:
         self, session_id: str, *, mode: FlushMode, entries: Sequence[FlushEntry], reply_text: str
     ) -> None:
         def row(e: FlushEntry) -> JsonValue:
-            return {"target": e.target, "action": e.action, "content": e.content, "reason": e.reason}
+            kept: dict[str, JsonValue] = {
+                "target": e.target,
+                "action": e.action,
+                "content": e.content,
+                "reason": e.reason,
+            }
+            # what `keel memory list --why` shows: whether a flush or a review wrote it, and
+            # the message it rests on
+            return {**kept, "via": e.via, "grounded_on": e.grounded_on} if e.saved else kept
 
         await self._writes.record_flush(
             session_id,

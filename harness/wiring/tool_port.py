@@ -24,11 +24,13 @@ from harness.tools import ToolFunction, ToolRegistry
 from harness.tools.builtin import BuiltinHandlers, JsonHandler, memory_handler
 from harness.tools.register import register_tools
 from harness.types import Message, ModelReply, ModelRequest
+from harness.wiring.dense import start_dense
 from harness.wiring.scoped import session_user_ids
 from harness.wiring.semantic import semantic_provider
 from harness.wiring.steps import new_manager
 from memory import MemoryManager, MemoryTool, Principal, SessionSearchTool, SessionStore
 from memory.providers.holographic import HolographicProvider
+from memory.sessions import DenseIndex
 from memory.skills import SkillLibrary, SkillManageTool, SkillsListTool, SkillViewTool
 from prompts import load_text
 
@@ -36,7 +38,13 @@ __all__ = ["add_session_tools", "listing_manager"]
 
 
 def _session_search(
-    config: KeelConfig, db: SessionStore, *, calls: ModelCalls, transcript: Transcript, principal: Principal
+    config: KeelConfig,
+    db: SessionStore,
+    *,
+    calls: ModelCalls,
+    transcript: Transcript,
+    principal: Principal,
+    dense: DenseIndex | None = None,
 ) -> SessionSearchTool:
     ss = config.session_search
 
@@ -57,6 +65,7 @@ def _session_search(
         user_ids=session_user_ids(config, principal),
         # A page must fit the transcript's cap on tool results with room for the reply's fields.
         page_chars=config.limits.tool_result_chars - 600,
+        dense=dense,
     )
 
 
@@ -104,11 +113,12 @@ async def add_session_tools(
     warn: Callable[[str], None],
 ) -> None:
     """Register the session's tools: keel's own (as the config enables them), then the user's and MCP servers'."""
-    search = (
-        _session_search(config, db, calls=calls, transcript=transcript, principal=principal)
-        if config.session_search.enabled
-        else None
-    )
+    search = None
+    if config.session_search.enabled:
+        dense = await start_dense(stack, config, db)
+        search = _session_search(
+            config, db, calls=calls, transcript=transcript, principal=principal, dense=dense
+        )
     handlers = BuiltinHandlers(
         memory=None
         if tool is None

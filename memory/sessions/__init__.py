@@ -9,7 +9,8 @@
 # (the query sanitizer), `_render.py` (how hits are shown to a model), `_scoped.py` (a reader
 # that sees one principal's sessions), `_validate.py` (argument checks).
 # Backends side by side, neither importing the other: `sqlite/` (SessionDB over
-# <home>/state.db) and `postgres/` (PgSessionStore). Errors are in `memory.errors`; the
+# <home>/state.db) and `postgres/` (PgSessionStore). `dense/` (neutral): message embeddings,
+# the background indexer, query routing and fusion for hybrid search. Errors are in `memory.errors`; the
 # migration runner both use is `memory/_migrations.py`.
 from memory.sessions._fts_query import sanitize_fts_query
 from memory.sessions._ranking import RankedSession, SearchStrategy
@@ -30,7 +31,8 @@ from memory.sessions._records import (
     storable_text,
 )
 from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
-from memory.sessions.factory import SessionBackend, open_session_store, session_store_location
+from memory.sessions.dense import DenseIndex, DenseStatus, Routing, TextEmbedder, VectorStore, route_query
+from memory.sessions.factory import SessionBackend, open_session_store, open_vectors, session_store_location
 from memory.sessions.journal import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
 from memory.sessions.postgres import PgSessionStore, redact_url
 from memory.sessions.search import (
@@ -46,6 +48,8 @@ __all__ = [
     "JOURNAL_DIR_NAME",
     "STATE_DB_NAME",
     "AnchoredView",
+    "DenseIndex",
+    "DenseStatus",
     "DiscoverResult",
     "EndReason",
     "FlushMode",
@@ -56,6 +60,7 @@ __all__ = [
     "MessageRecord",
     "PgSessionStore",
     "RankedSession",
+    "Routing",
     "SearchHit",
     "SearchRoute",
     "SearchStrategy",
@@ -71,10 +76,14 @@ __all__ = [
     "StoredRole",
     "StoredUsage",
     "Summarizer",
+    "TextEmbedder",
+    "VectorStore",
     "open_session_db",
     "open_session_store",
+    "open_vectors",
     "redact_url",
     "replay_journals",
+    "route_query",
     "sanitize_fts_query",
     "session_search_schema",
     "session_store_location",

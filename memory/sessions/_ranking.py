@@ -24,9 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, cast
 
+from memory.errors import EmbedderError, SessionStoreError
 from memory.sessions._fts_query import extract_terms, has_cjk
 from memory.sessions._records import IndexFeatures, SearchHit, SearchResult, SearchRoute, StoredRole
 from memory.sessions.contract import SessionReader
+from memory.sessions.dense.hybrid import DENSE_CANDIDATES, Fused, fuse, route_query
+from memory.sessions.dense.index import DenseIndex
 
 __all__ = [
     "RANK_BUDGET",
@@ -137,6 +140,8 @@ class RankedSession:
     anchor_id: int
     anchor_seq: int
     score: float
+    lexical_rank: int | None = None
+    dense_rank: int | None = None
 
 
 def score_windows(
@@ -185,10 +190,14 @@ async def rank_sessions(
     limit: int,
     current: str | None,
     window: int = 5,
+    dense: DenseIndex | None = None,
+    user_ids: Sequence[str] | None = None,
 ) -> list[RankedSession]:
     """The top `limit` lineages for `query`.
 
-    The live session `current` is skipped (its messages are in context already), and so is
+    With `dense` (the `best` strategy only), a query `route_query` does not send to words
+    alone also searches by meaning (in `user_ids`' sessions), and the two lists are fused
+    (`memory.sessions.dense.hybrid`). The live session `current` is skipped (its messages are in context already), and so is
     the rest of its lineage — except ancestors that ended by compression: their turns were
     summarized away, so searching them is how the agent gets the details back.
     """
@@ -211,23 +220,51 @@ async def rank_sessions(
                 replace(h, score=min(h.score, floor) * 0.5) for h in extra.hits if h.message_id not in seen
             ]
         scored = score_windows(hits, weights=result.weights, window=window)
-    roots = await db.lineage_roots(sorted({h.session_id for h, _ in scored}))
+    ranked = [
+        Fused(h.session_id, h.message_id, h.seq, score, i, None) for i, (h, score) in enumerate(scored, 1)
+    ]
+    if dense is not None and strategy == "best":
+        routing = route_query(query)
+        if routing.dense_weight > 0:
+            try:
+                near = await dense.nearest(query, k=DENSE_CANDIDATES, user_ids=user_ids)
+            except (EmbedderError, SessionStoreError):
+                near = []  # meaning is an extra: a broken embedder or vector table leaves words
+            ranked = fuse(scored, near, dense_weight=routing.dense_weight)
+    return await _top_lineages(db, ranked, limit=limit, current=current)
+
+
+async def _top_lineages(
+    db: SessionReader, ranked: Sequence[Fused], *, limit: int, current: str | None
+) -> list[RankedSession]:
+    """The best result per lineage root, skipping the live lineage (but not its compressed ancestors)."""
+    roots = await db.lineage_roots(sorted({f.session_id for f in ranked}))
     current_root = None if current is None else await db.lineage_root(current)
     compressed: dict[str, bool] = {}
     results: list[RankedSession] = []
     taken: set[str] = set()
-    for hit, score in scored:
-        root = roots.get(hit.session_id, hit.session_id)
-        if root in taken or hit.session_id == current:
+    for item in ranked:
+        root = roots.get(item.session_id, item.session_id)
+        if root in taken or item.session_id == current:
             continue
         if root == current_root:
-            if hit.session_id not in compressed:
-                record = await db.get_session(hit.session_id)
-                compressed[hit.session_id] = record is not None and record.end_reason == "compression"
-            if not compressed[hit.session_id]:
+            if item.session_id not in compressed:
+                record = await db.get_session(item.session_id)
+                compressed[item.session_id] = record is not None and record.end_reason == "compression"
+            if not compressed[item.session_id]:
                 continue
         taken.add(root)
-        results.append(RankedSession(hit.session_id, root, hit.message_id, hit.seq, score))
+        results.append(
+            RankedSession(
+                item.session_id,
+                root,
+                item.message_id,
+                item.seq,
+                item.score,
+                lexical_rank=item.lexical_rank,
+                dense_rank=item.dense_rank,
+            )
+        )
         if len(results) == limit:
             break
     return results

@@ -17,11 +17,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from memory.sessions.contract import SessionStore
-from memory.sessions.postgres import PgSessionStore, PgTarget
-from memory.sessions.sqlite import STATE_DB_NAME, SessionDB
+from memory.sessions.contract import SessionReader, SessionStore
+from memory.sessions.dense.contract import VectorStore
+from memory.sessions.postgres import PgSessionStore, PgTarget, PgVectors
+from memory.sessions.sqlite import STATE_DB_NAME, SessionDB, SqliteVectors
 
-__all__ = ["SessionBackend", "open_session_store", "session_store_location"]
+__all__ = ["SessionBackend", "open_session_store", "open_vectors", "session_store_location"]
 
 SessionBackend: TypeAlias = Literal["sqlite", "postgres"]
 
@@ -93,3 +94,13 @@ async def open_session_store(
         yield store
     finally:
         await store.aclose()
+
+
+def open_vectors(store: SessionReader) -> VectorStore | None:
+    """The message-vector table beside `store`'s messages (nothing is opened until first use),
+    or None for a store keel did not open itself (a test double, a wrapper)."""
+    if isinstance(store, SessionDB):
+        return SqliteVectors(store.path)
+    if isinstance(store, PgSessionStore):
+        return PgVectors(store.target)
+    return None

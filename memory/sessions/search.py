@@ -52,6 +52,7 @@ from memory.sessions._render import (
 )
 from memory.sessions._scoped import UserScopedReader
 from memory.sessions.contract import SessionReader
+from memory.sessions.dense import DenseIndex
 
 __all__ = [
     "SESSION_SEARCH_TOOL_NAME",
@@ -194,6 +195,8 @@ class SessionSearchTool:
             shared users); None sees every session (the operator's view).
         page_chars: the most characters (as JSON-escaped text) of one message the message
             mode returns per call; keep it under the transcript's cap on tool results.
+        dense: the store's message embeddings; discover then fuses meaning with words
+            for queries that `route_query` does not send to words alone (None: words only).
     """
 
     name = SESSION_SEARCH_TOOL_NAME
@@ -213,6 +216,7 @@ class SessionSearchTool:
         tz: tzinfo = UTC,
         user_ids: Sequence[str] | None = None,
         page_chars: int = _PAGE_CHARS,
+        dense: DenseIndex | None = None,
     ) -> None:
         if summarize and summarizer is None:
             raise ValueError("summarize=True needs a summarizer (topic, transcript) -> text")
@@ -227,6 +231,8 @@ class SessionSearchTool:
         self._max_reply_chars = max_reply_chars
         self._tz = tz
         self._page_chars = max(100, page_chars)
+        self._dense = dense
+        self._user_ids = None if user_ids is None else tuple(user_ids)
 
     async def handle(self, arguments: object) -> str:
         """Run one tool call; `arguments` is the model's JSON text or an already-parsed object."""
@@ -282,6 +288,8 @@ class SessionSearchTool:
             strategy=self._strategy,
             limit=_clamp(limit, 1, 10, self._default_limit),
             current=self._current(),
+            dense=self._dense,
+            user_ids=self._user_ids,
         )
         results: list[DiscoverResult] = []
         views = await self._db.anchored_views([item.anchor_id for item in ranked])

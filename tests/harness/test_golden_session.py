@@ -31,10 +31,14 @@ from harness.experiments.scenarios.tool_session import tool_session
 from harness.testing import config
 from harness.wiring import SessionOptions, open_session
 
-REQUESTS_SHA256 = "1e149237b677b921cb215cb119fc7dc553db635314ba7a9c1a3523ad98219cd2"
-# Changed once on purpose: memright (issue 40 item 5) pins the skills slot on the session row
-# (`memory_snapshot` gained `"skills": ""`); nothing else in the rows moved.
-ROWS_SHA256 = "3f3e6928ef4590bd3274a328e22c7ad2d9aea96a444266faa2d7f636e818ff12"
+# Changed on purpose, each time by a behaviour change, never by a move:
+# - memright (issue 40 item 5) pins the skills slot on the session row (`memory_snapshot`
+#   gained `"skills": ""`);
+# - memright (issue 40 item 3, e81358f) lets the first compression's flush read the protected
+#   head: the flush now reads turn 1, saves "The staging database is called inventory-stage"
+#   (it was refused as never said), and the rebuilt prefix carries it.
+REQUESTS_SHA256 = "1981ded037fa9266154a34c297c4596226192d5f763068a3b2c48eb4a38a433f"
+ROWS_SHA256 = "0f675a1547cae48c1900ee18937f8bb996dbf4ca388cd7e9905da32f4d20a1a3"
 
 # Columns holding wall-clock times; their values are replaced by whether they are set.
 _CLOCK_COLUMNS = frozenset(

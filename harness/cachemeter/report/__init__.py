@@ -8,7 +8,7 @@
 from harness.cachemeter.report._measure import ReportPass
 from harness.cachemeter.report._phases import PhaseClock, PhaseName
 from harness.cachemeter.report._report import MeterReport
-from harness.cachemeter.report._results import BREAK_KINDS, RequestResult
+from harness.cachemeter.report._results import BREAK_KINDS, RequestResult, TokenRatios
 from harness.cachemeter.report._table import report_tables
 
 __all__ = [
@@ -18,5 +18,6 @@ __all__ = [
     "PhaseName",
     "ReportPass",
     "RequestResult",
+    "TokenRatios",
     "report_tables",
 ]

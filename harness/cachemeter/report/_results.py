@@ -17,6 +17,7 @@ __all__ = [
     "RequestResult",
     "SimResult",
     "SimTotals",
+    "TokenRatios",
 ]
 
 BREAK_KINDS = frozenset(
@@ -94,17 +95,13 @@ class ReasonTotals:
     cost: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SimTotals:
-    """One simulator over the whole trace."""
+class TokenRatios:
+    """The token-weighted ratios of a total that counts prompt, reusable and written tokens."""
 
-    requests: int
+    __slots__ = ()
     prompt_tokens: int
     reusable: int
     write: int
-    cost: float | None
-    reasons: dict[str, ReasonTotals] = field(default_factory=dict)
-    write_cost: float | None = None
 
     @property
     def hit_ratio(self) -> float:
@@ -115,6 +112,19 @@ class SimTotals:
     def write_ratio(self) -> float:
         """Token-weighted: tokens written to the cache / prompt tokens (0 where writes are not billed)."""
         return self.write / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SimTotals(TokenRatios):
+    """One simulator over the whole trace."""
+
+    requests: int
+    prompt_tokens: int
+    reusable: int
+    write: int
+    cost: float | None
+    reasons: dict[str, ReasonTotals] = field(default_factory=dict)
+    write_cost: float | None = None
 
     @property
     def write_share(self) -> float | None:

@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from harness.cachemeter._seq import ITEM
-from harness.cachemeter.sim._tree import RadixTree
+from harness.cachemeter.sim._tree import ModelTrees
 from harness.cachemeter.sim._types import (
-    Clock,
     LossReason,
     SimRequest,
     SimStep,
@@ -95,10 +94,8 @@ class VllmSimulator:
         self.block_size = block_size
         self.budget_blocks = budget_blocks
         self.idle_s = idle_s
-        self._trees: dict[str, RadixTree] = {}
+        self._m = ModelTrees()
         self._pools: dict[str, _BlockPool] = {}
-        self._count = 0
-        self._clock = Clock()
 
     @property
     def name(self) -> str:
@@ -109,17 +106,13 @@ class VllmSimulator:
         return last_token_rule(prefix, n) // b * b
 
     def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        now = self._clock.tick(request)
+        idx, now = self._m.next(request)
         if self.budget_blocks is None:
             return self._feed_unbounded(request, idx, now)
         return self._feed_pool(request, idx, self.budget_blocks, now)
 
     def _feed_unbounded(self, request: SimRequest, idx: int, now: float) -> SimStep:
-        tree = self._trees.get(request.model)
-        if tree is None:
-            tree = self._trees[request.model] = RadixTree()
+        tree = self._m.tree(request.model)
         n = request.n_tokens
         access = tree.access(
             request.tokens, n, stamp=idx, req=idx, now=now, expire_before=idle_cutoff(now, self.idle_s)
@@ -212,21 +205,15 @@ class SglangSimulator:
         check_idle(idle_s)
         self.budget_tokens = budget_tokens
         self.idle_s = idle_s
-        self._trees: dict[str, RadixTree] = {}
-        self._count = 0
-        self._clock = Clock()
+        self._m = ModelTrees(lru=budget_tokens is not None)
 
     @property
     def name(self) -> str:
         return "sglang"
 
     def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        now = self._clock.tick(request)
-        tree = self._trees.get(request.model)
-        if tree is None:
-            tree = self._trees[request.model] = RadixTree(lru=self.budget_tokens is not None)
+        idx, now = self._m.next(request)
+        tree = self._m.tree(request.model)
         n = request.n_tokens
         access = tree.access(
             request.tokens, n, stamp=idx, req=idx, now=now, expire_before=idle_cutoff(now, self.idle_s)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.cachemeter.sim._tree import Access, RadixTree
-from harness.cachemeter.sim._types import Clock, PolicyReason, SimRequest, SimStep, check_idle
+from harness.cachemeter.sim._tree import Access, ModelTrees
+from harness.cachemeter.sim._types import PolicyReason, SimRequest, SimStep, check_idle
 
 __all__ = ["AnthropicSimulator", "OpenAISimulator", "anthropic_min_tokens"]
 
@@ -43,9 +43,7 @@ class OpenAISimulator:
         self.ttl_s = ttl_s
         self.minimum = minimum
         self.step = step
-        self._trees: dict[str, RadixTree] = {}
-        self._count = 0
-        self._clock = Clock()
+        self._m = ModelTrees()
 
     @property
     def name(self) -> str:
@@ -58,12 +56,8 @@ class OpenAISimulator:
         return self.minimum + self.step * ((match - self.minimum) // self.step)
 
     def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        now = self._clock.tick(request)
-        tree = self._trees.get(request.model)
-        if tree is None:
-            tree = self._trees[request.model] = RadixTree()
+        idx, now = self._m.next(request)
+        tree = self._m.tree(request.model)
         access = tree.access(
             request.tokens, request.n_tokens, stamp=idx, req=idx, now=now, expire_before=now - self.ttl_s
         )
@@ -147,9 +141,7 @@ class AnthropicSimulator:
         self.automatic_lookback = automatic_lookback
         self.explicit_lookback = explicit_lookback
         self.max_breakpoints = max_breakpoints
-        self._trees: dict[str, RadixTree] = {}
-        self._count = 0
-        self._clock = Clock()
+        self._m = ModelTrees()
 
     @property
     def name(self) -> str:
@@ -185,9 +177,7 @@ class AnthropicSimulator:
         return "no_breakpoint"
 
     def feed(self, request: SimRequest) -> SimStep:
-        idx = self._count
-        self._count += 1
-        now = self._clock.tick(request)
+        idx, now = self._m.next(request)
         n = request.n_tokens
         warnings: list[str] = []
         breakpoints = [min(max(p, 0), n) for p in request.breakpoints]
@@ -204,9 +194,7 @@ class AnthropicSimulator:
         lookback = self.automatic_lookback if automatic else self.explicit_lookback
         candidates = self._candidates(breakpoints, request.boundaries, lookback)
 
-        tree = self._trees.get(request.model)
-        if tree is None:
-            tree = self._trees[request.model] = RadixTree()
+        tree = self._m.tree(request.model)
         access = tree.access(request.tokens, n, stamp=now, req=idx)
         shared = access.matched
 

@@ -22,8 +22,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from harness.cachemeter._seq import ITEM, common_prefix
+from harness.cachemeter.sim._types import Clock, SimRequest
 
-__all__ = ["Access", "Node", "RadixTree"]
+__all__ = ["Access", "ModelTrees", "Node", "RadixTree"]
 
 
 class Node:
@@ -99,6 +100,15 @@ class Access:
         return self.path[i] if i < len(self.path) else None
 
 
+def _matched(child: Node, data: bytes, depth: int, n: int) -> int:
+    """How far `data` (n tokens, matched up to `depth`) follows `child`'s edge: the depth reached."""
+    lim = min(child.end, n)
+    o = ITEM * (depth - child.off)
+    if data[ITEM * depth : ITEM * lim] == child.src[o : o + ITEM * (lim - depth)]:
+        return lim
+    return depth + min(common_prefix(data, child.src, depth, 0, child.off), lim - depth)
+
+
 class RadixTree:
     """Token radix tree with optional LRU leaf eviction (see the module docstring)."""
 
@@ -146,16 +156,10 @@ class RadixTree:
         node = self.root
         depth = 0
         while depth < n:
-            b = ITEM * depth
-            child = node.children.get(data[b : b + ITEM])
+            child = node.children.get(data[ITEM * depth : ITEM * depth + ITEM])
             if child is None:
                 break
-            lim = min(child.end, n)
-            o = ITEM * (depth - child.off)
-            if data[b : ITEM * lim] == child.src[o : o + ITEM * (lim - depth)]:
-                depth = lim
-            else:
-                return depth + min(common_prefix(data, child.src, depth, 0, child.off), lim - depth)
+            depth = _matched(child, data, depth, n)
             if depth < child.end:
                 break
             node = child
@@ -190,16 +194,10 @@ class RadixTree:
         used: float | None = None
         path: list[Node] = []
         while depth < n:
-            b = ITEM * depth
-            child = node.children.get(data[b : b + ITEM])
+            child = node.children.get(data[ITEM * depth : ITEM * depth + ITEM])
             if child is None:
                 break
-            lim = min(child.end, n)
-            o = ITEM * (depth - child.off)
-            if data[b : ITEM * lim] == child.src[o : o + ITEM * (lim - depth)]:
-                m = lim
-            else:
-                m = depth + min(common_prefix(data, child.src, depth, 0, child.off), lim - depth)
+            m = _matched(child, data, depth, n)
             if fresh and expire_before is not None and child.time < expire_before:
                 fresh = False
             if fresh:
@@ -269,3 +267,27 @@ class RadixTree:
                 dropped += excess
                 self._push(node)
         return dropped
+
+
+class ModelTrees:
+    """What a tree simulator keeps across a trace: a radix tree per model, the count of
+    requests fed and the trace clock."""
+
+    def __init__(self, *, lru: bool = False) -> None:
+        self.trees: dict[str, RadixTree] = {}
+        self.count = 0
+        self.clock = Clock()
+        self._lru = lru
+
+    def next(self, request: SimRequest) -> tuple[int, float]:
+        """Count `request` in: its index in the trace and its time on the clock."""
+        idx = self.count
+        self.count += 1
+        return idx, self.clock.tick(request)
+
+    def tree(self, model: str) -> RadixTree:
+        """The tree of `model`'s requests (made on its first request)."""
+        tree = self.trees.get(model)
+        if tree is None:
+            tree = self.trees[model] = RadixTree(lru=self._lru)
+        return tree

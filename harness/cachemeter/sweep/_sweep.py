@@ -26,6 +26,7 @@ from pydantic import JsonValue
 
 from harness.cachemeter._errors import MeterError
 from harness.cachemeter.pricing import Pricer, RequestPrice, add_cost, billed_ttl
+from harness.cachemeter.report import TokenRatios
 from harness.cachemeter.sim import SimName, SimSettings, SimStep, Simulator, make_simulator
 from harness.cachemeter.stream import Prepared
 from harness.types import JsonObject
@@ -67,7 +68,7 @@ def format_ttl(seconds: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class TtlCell:
+class TtlCell(TokenRatios):
     """One simulator at one timeout: totals, and the idle view (see the module docstring).
 
     `ttl_s` is None for the settings as given. Dollar figures are None when unpriced.
@@ -85,14 +86,6 @@ class TtlCell:
     idle_cost: float | None
     keepalive_pings: int
     keepalive_cost: float | None
-
-    @property
-    def hit_ratio(self) -> float:
-        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
-
-    @property
-    def write_ratio(self) -> float:
-        return self.write / self.prompt_tokens if self.prompt_tokens else 0.0
 
     @property
     def keepalive_net(self) -> float | None:

@@ -6,7 +6,7 @@
 # checks a candidate fact must pass: echo, grounding, passages), `_reading` (a reply → writes
 # and refusals, and the one "claimed a save" check), `_execute` (the writes through the memory
 # tool → `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with it.
-from harness.compress.flush._execute import FlushOutcome, execute_flush_reply
+from harness.compress.flush._execute import FlushOutcome, execute_flush_reply, grounds_of
 from harness.compress.flush._pieces import flush_pieces
 from harness.compress.flush._reading import read_flush_reply
 from harness.compress.flush._request import (
@@ -30,5 +30,6 @@ __all__ = [
     "flush_pieces",
     "flush_shape",
     "flush_system",
+    "grounds_of",
     "read_flush_reply",
 ]

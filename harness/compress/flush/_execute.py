@@ -19,8 +19,9 @@ from harness.compress.flush._request import FlushShape
 from harness.events import Event, FlushEntry, MemoryWritten
 from harness.tools import Tool, ToolOutput
 from harness.types import Message, ModelReply, ModelRequest
+from memory.grounding import content_stems
 
-__all__ = ["CLAIMED_SAVE_REASON", "FlushOutcome", "execute_flush_reply"]
+__all__ = ["CLAIMED_SAVE_REASON", "FlushOutcome", "execute_flush_reply", "grounds_of"]
 
 CLAIMED_SAVE_REASON = "the reply says it saved this, but made no valid memory call: nothing was saved"
 
@@ -44,10 +45,38 @@ def _said(conversation: Sequence[Message]) -> str:
     return "\n".join(m.content for m in conversation if m.role in ("user", "tool"))
 
 
-def _entries_from(call_args: str, out: ToolOutput) -> list[FlushEntry]:
+_GROUNDS = 160
+"""Characters of the message an entry rests on that its record keeps."""
+
+
+def grounds_of(content: str, conversation: Sequence[Message]) -> str:
+    """The user's or a tool's message `content` rests on most (the most of its content
+    words), cut to `_GROUNDS` characters; "" when none shares a word with it."""
+    stems = content_stems(content)
+    best, shared = "", 0
+    for m in conversation:
+        if m.role in ("user", "tool") and (n := len(stems & content_stems(m.content))) > shared:
+            best, shared = m.content, n
+    flat = " ".join(best.split())
+    return flat if len(flat) <= _GROUNDS else flat[: _GROUNDS - 1] + "…"
+
+
+def _entries_from(
+    call_args: str, out: ToolOutput, *, via: str, conversation: Sequence[Message]
+) -> list[FlushEntry]:
     written = [e for e in out.events if isinstance(e, MemoryWritten)]
     if written:
-        return [FlushEntry(target=e.target, action=e.action, content=e.content, saved=True) for e in written]
+        return [
+            FlushEntry(
+                target=e.target,
+                action=e.action,
+                content=e.content,
+                saved=True,
+                via=via,
+                grounded_on=grounds_of(e.content, conversation),
+            )
+            for e in written
+        ]
     return [
         FlushEntry(target="?", action="?", content=call_args[:500], saved=False, reason=out.content[:500])
     ]
@@ -60,13 +89,16 @@ async def execute_flush_reply(
     shape: FlushShape,
     memory_tool: Tool | None,
     memory: str = "",
+    via: str = "flush",
 ) -> FlushOutcome:
     """Turn the flush reply into memory writes (through the memory tool); record the rest.
 
     Every write the reply asks for runs through `memory_tool` (so the scanner and the budget
     apply); whatever is not a write is a refused entry with its reason; a reply that says it
     saved something while nothing landed is a refused `claimed` entry. `memory`: the memory
-    snapshot (see `read_flush_reply`).
+    snapshot (see `read_flush_reply`); `via`: what is asking (`flush` or `review`), kept on
+    each saved entry with the message it rests on (`grounds_of`), so `keel memory list --why`
+    can say why keel believes it.
     """
     # The last message is the note (the flush's or the review's): instructions, not the
     # conversation — an entry copied from it is an echo, never "said".
@@ -97,7 +129,7 @@ async def execute_flush_reply(
             continue
         out = await memory_tool(write.arguments)
         events.extend(out.events)
-        entries.extend(_entries_from(write.arguments, out))
+        entries.extend(_entries_from(write.arguments, out, via=via, conversation=conversation))
     text = reply.message.content
     if not any(e.saved for e in entries):
         claim = claims_a_save(text)

@@ -1,7 +1,7 @@
 """One MCP server, connected for the length of a session.
 
 `connect` starts the server (a subprocess over stdio, `_stdio.py`, or a streamable HTTP
-endpoint through the guarded seam of `_http.py`), runs the protocol's `initialize`, and lists
+endpoint through the guarded seam of `_http.py`), agrees a protocol version, and lists
 its tools — all within `startup_timeout_s`; a server that cannot is a `ToolServerError` naming
 it, with the tail of its stderr. Closing the context stops the subprocess (bounded).
 
@@ -9,9 +9,15 @@ After the start nothing a server does ends the session. The transport and the SD
 live in a *host* task of their own: whatever fails in there, at any point of a call or between
 turns, ends only that task, marks the server gone and wakes the calls in flight. A call that
 fails, hangs past `timeout_s`, sends a reply over `max_result_bytes`, or finds the server gone
-becomes a tool error naming the server. A `notifications/tools/list_changed` only marks the
-tool list stale; the session re-lists at its next prompt rebuild (`relist`), so the cached
-prefix never changes mid-conversation; a re-list that fails or is invalid keeps the old list.
+becomes a tool error naming the server.
+
+The protocol: the SDK's connect-time negotiation sends `server/discover` at 2026-07-28 (the
+stateless revision: no handshake, no session id) and falls back to the `initialize` handshake
+(2024-11-05 … 2025-11-25) for a server that does not answer it as a current one.
+
+A `notifications/tools/list_changed`, or the list's `ttlMs` running out, only marks the tool
+list stale; the session re-lists at its next prompt rebuild (`relist`), so the cached prefix
+never changes mid-conversation; a re-list that fails or is invalid keeps the old list.
 
 With telemetry on, a call carries the W3C trace context of its `execute_tool` span in the
 request's `params._meta` (`traceparent`), so an instrumented server's spans join keel's trace.
@@ -31,6 +37,7 @@ import anyio
 import anyio.abc
 import httpx2
 from mcp import types
+from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
@@ -92,6 +99,8 @@ class McpConnection:
         """Why the server can no longer be called (None while it can)."""
         self.relist_error: str | None = None
         """Why the last re-list failed (None when it did not)."""
+        self._expires: float | None = None
+        """When the list's `ttlMs` runs out (None: the server gave none; wait for list_changed)."""
 
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr ("" for none, or an HTTP server)."""
@@ -106,11 +115,12 @@ class McpConnection:
         except (OSError, ValueError):
             return ""
 
-    def fail(self, why: str) -> None:
+    def fail(self, why: str, *, quiet: bool = False) -> None:
         """The server cannot be called any more: say why, and wake every call waiting on it."""
         if self.gone is None:
             self.gone = why
-            log.warning("MCP server %r is not available: %s", self.name, why)
+            if not quiet:
+                log.warning("MCP server %r is not available: %s", self.name, why)
         for scope in list(self._in_flight):
             scope.cancel()
 
@@ -129,7 +139,7 @@ class McpConnection:
             async with AsyncExitStack() as stack:
                 self._session = await _open_session(stack, self, environ)
                 with anyio.fail_after(self.config.startup_timeout_s):
-                    await self._session.initialize()
+                    await negotiate_auto(self._session)
                     await self.list_tools()
                 started = True
                 task_status.started()
@@ -141,7 +151,7 @@ class McpConnection:
                 raise _start_error(self.config, exc, self._stderr) from exc
             self.fail(f"its connection failed ({_describe(exc)})")
         finally:
-            self.fail("it was closed")
+            self.fail("it was closed", quiet=True)
 
     def close(self) -> None:
         """Ask the host task to stop the server."""
@@ -152,23 +162,32 @@ class McpConnection:
         assert self._session is not None
         tools: list[types.Tool] = []
         cursor: str | None = None
+        ttls: list[int] = []
         while True:
             params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
             page = await self._session.list_tools(params=params)
             tools.extend(page.tools)
+            if "ttl_ms" in page.model_fields_set:  # a 2026-07-28 server says how long it holds
+                ttls.append(page.ttl_ms)
             cursor = page.next_cursor
             if not cursor:
                 break
         self.tools = tuple(sorted(tools, key=lambda t: t.name))
         self.stale = False
+        self._expires = anyio.current_time() + min(ttls) / 1000 if ttls else None
         return self.tools
 
+    def _due(self) -> bool:
+        """The server said its list changed, or the list's `ttlMs` has run out."""
+        return self.stale or (self._expires is not None and anyio.current_time() >= self._expires)
+
     async def relist(self) -> bool:
-        """Re-list the tools if the server said they changed; True when they were re-listed.
+        """Re-list the tools if the server said they changed or their `ttlMs` ran out; True
+        when they were re-listed (the registry applies the list only if it differs).
 
         A re-list that fails keeps the previous list; `relist_error` says why."""
         self.relist_error = None
-        if not self.stale or self.gone is not None:
+        if not self._due() or self.gone is not None:
             return False
         previous = self.tools
         try:
@@ -230,6 +249,11 @@ class McpConnection:
                 True,
             )
         return result_output(result, max_chars=self._max_chars)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version agreed with the server (None before the start)."""
+        return None if self._session is None else self._session.protocol_version
 
     def unavailable(self) -> bool:
         """True once the server is gone (it may go while a call waits)."""
@@ -326,7 +350,7 @@ async def connect(
     """Start `config`'s server and list its tools; stop it when the block exits.
 
     Raises:
-        ToolServerError: the server would not start, initialize or list its tools in time.
+        ToolServerError: the server would not start, agree a protocol or list its tools in time.
         ConfigError: a variable named by `env` or `headers` is not set.
     """
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr_file:

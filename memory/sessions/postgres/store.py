@@ -161,6 +161,11 @@ class PgSessionStore(SessionWriter):
         return self._target.schema
 
     @property
+    def target(self) -> PgTarget:
+        """The server and schema (for `open_vectors`, which keeps its own small pool)."""
+        return self._target
+
+    @property
     def features(self) -> IndexFeatures:
         """`fts` is always there; `trigram` when `pg_trgm` is installed."""
         return self._features

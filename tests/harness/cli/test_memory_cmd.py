@@ -260,3 +260,46 @@ def test_add_applies_the_meaning_check_the_config_asks_for(
     ).read_text(encoding="utf-8")
     assert main(["--config", str(checked), *base, "User prefers dark mode"]) == 0
     assert main(["--config", str(rules_only), *base, _OVERRIDE]) == 0  # as configured: rules only
+
+
+# ---------------------------------------------------------------- why keel believes an entry
+
+
+async def _session_that_writes_memory(home: Path) -> str:
+    """A memory tool call in one turn, then a review of the next: the session's id."""
+    from harness.testing import ScriptedModel, call_tool, config, run_turn, say
+    from harness.wiring import SessionOptions, open_session
+
+    model = ScriptedModel(
+        [
+            call_tool("memory", {"action": "add", "target": "user", "content": "Sam edits in vim"}),
+            say("noted"),
+            say("ok"),
+            say("user: Sam deploys quill on Fridays."),  # the review's reply
+        ]
+    )
+    async with open_session(config(), SessionOptions(model=model, home=home)) as s:
+        await run_turn(s, "I'm Sam and I edit everything in vim.")
+        await run_turn(s, "We deploy quill on Fridays, never on other days.")
+        await s.review_memory(turns=1)
+        return s.session_id
+
+
+def test_list_why_says_where_each_entry_came_from_and_the_message_it_rests_on(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyio
+
+    session_id = anyio.run(_session_that_writes_memory, home)
+    keel(home, "memory", "add", "user", "Sam lives in Porto")
+    capsys.readouterr()
+    assert keel(home, "memory", "list", "user", "--why") == 0
+    lines = capsys.readouterr().out.splitlines()
+    vim = lines.index("  1. Sam edits in vim")
+    assert lines[vim + 1].startswith(f"     why: memory tool call in session {session_id} (")
+    assert lines[vim + 1].endswith('grounded on "I\'m Sam and I edit everything in vim."')
+    fridays = lines.index("  2. Sam deploys quill on Fridays.")
+    assert lines[fridays + 1].startswith(f"     why: review in session {session_id} (")
+    assert "grounded on 'We deploy quill on Fridays, never on other days.'" in lines[fridays + 1]
+    porto = lines.index("  3. Sam lives in Porto")
+    assert lines[porto + 1].startswith("     why: no record in the sessions")

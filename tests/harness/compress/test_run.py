@@ -490,16 +490,16 @@ async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_
     ) as s:
         await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
         before = list(s.transcript)
-        model.extend([respond(_flush_reply)] * 3 + [say("## Goal\nchat"), say("final")])
+        model.extend([respond(_flush_reply)] * 4 + [say("## Goal\nchat"), say("final")])
         events = await run_turn(s, f"third {LONG}")
     flushes = [r for r in model.requests if r.purpose == "flush"]
-    assert len(flushes) == 3
+    assert len(flushes) == 4
     sent = [list(r.messages[:-1]) for r in flushes]  # the note is last
     assert all(p[0].role == "user" for p in sent[1:])  # the first may start mid-turn
     flat = [m for p in sent for m in p]
-    # consecutive pieces of what was there before, never the kept tail or the protected head
-    start = before.index(flat[0])
-    assert start > 0 and flat == before[start : start + len(flat)]
+    # consecutive pieces of what was there before, from the protected head (never read by a
+    # flush before this first compression) through the middle, never the kept tail
+    assert flat == before[: len(flat)]
     assert before[-1] not in flat
     note = "[System: this conversation is about to be compressed"
     assert all(r.messages[-1].content.startswith(note) for r in flushes)
@@ -519,8 +519,9 @@ async def test_a_chunked_flush_that_fails_midway_keeps_what_earlier_pieces_saved
         await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
         model.extend(
             [
+                respond(_flush_reply),  # the protected head, read at the first compression
                 respond(_flush_reply),
-                respond(_flush_reply),
+                respond(_flush_reply),  # the fact's piece
                 fail(ModelResponseError("bad gateway")),
                 say("## Goal\nchat"),
                 say("final"),

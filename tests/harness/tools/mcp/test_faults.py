@@ -239,3 +239,58 @@ def test_keel_chat_goes_on_when_an_http_server_dies_mid_call(
     assert done.returncode == 0, done.stderr[-3000:]
     assert "first answer" in done.stdout and "second answer" in done.stdout and "EXIT 0" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+async def test_a_server_that_reorders_its_tools_gives_the_same_sorted_list_and_prefix(home: Path) -> None:
+    model = ScriptedModel([call_tool("bad__act", {}), say("re-ordered"), say("after the rebuild")])
+    async with open_session(
+        _with(_stdio("shuffle")), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        before = s.tools.names
+        await run_turn(s, "act")  # the server says its list changed, and lists in another order
+        await s.new_conversation()
+        events = await run_turn(s, "again")
+        after = s.tools.names
+    ours = [n for n in before if n.startswith("bad__")]
+    assert ours == sorted(ours) and len(ours) == 12
+    assert before == after
+    assert not [e for e in events if isinstance(e, Warning)]  # the same tools: nothing to say
+    sent = [tuple(t.name for t in r.tools) for r in model.requests if r.purpose == "turn"]
+    assert len(set(sent)) == 1  # byte-stable tool list across the re-list
+
+
+@pytest.mark.parametrize(
+    ("mode", "present", "absent", "words"),
+    [
+        ("many", "bad__tool_0297", "bad__tool_0298", "offers 1,002 tools; only the first 300"),
+        ("bigschema", "bad__echo", "bad__big", "over mcp.servers[].max_schema_bytes"),
+        ("dupe", "bad__act", "bad__echo", "advertises tool 'echo' 2 times"),
+    ],
+)
+async def test_a_bad_tool_list_is_made_safe_with_a_warning_and_the_session_goes_on(
+    home: Path, mode: Mode, present: str, absent: str, words: str
+) -> None:
+    model = ScriptedModel([call_tool("bad__act", {}), say("fine")])
+    async with open_session(
+        _with(_stdio(mode)), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        names = s.tools.names
+        events = await run_turn(s, "go on")
+    assert present in names and absent not in names
+    warnings = [e.message for e in events if isinstance(e, Warning)]
+    assert any(words in w for w in warnings), warnings
+    assert _results(events)[0].content == "acted"
+
+
+async def test_the_current_protocol_with_a_current_server_and_the_handshake_with_an_older_one() -> None:
+    from harness.tools.mcp import connect
+
+    project = McpServerConfig(
+        name="proj", command=sys.executable, args=("-m", "harness.testing.project_server")
+    )
+    async with connect(project, environ={}, max_output_chars=1000) as modern:
+        assert modern.protocol_version == "2026-07-28"  # server/discover, no initialize
+        assert not (await modern.call("list_files", {})).is_error
+    async with connect(_stdio("ok"), environ={}, max_output_chars=1000) as legacy:
+        assert legacy.protocol_version == "2025-11-25"  # discover refused: the initialize handshake
+        assert (await legacy.call("echo", {"text": "hi"})).content == "hi"

@@ -1,0 +1,51 @@
+"""The per-check effects of a retention run, read from its JSON (no model)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.experiments.retention.facts import FactConversation, MustNot, PlantedFact
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.check_effects import effects
+
+CONV = FactConversation(
+    "bakery",
+    (("user", "I do not use Excel, I can't stand it. Everything I have is in LibreOffice Calc."),),
+    (PlantedFact("calc", (("calc",),)),),
+    (MustNot("excel", (("excel",),), ("not", "n't")),),
+)
+
+
+def test_each_check_is_credited_with_the_wrong_memories_it_stopped_and_the_facts_it_cost() -> None:
+    state: dict[str, object] = {
+        "arms": [
+            {
+                "arm": "off",
+                "snapshots": [{"refused": ["Roisin uses Excel — the opposite of what the user said (…)"]}],
+            },
+            {
+                "arm": "memory_only_chunked",
+                "snapshots": [
+                    {
+                        "refused": [
+                            "Roisin uses Excel — the opposite of what the user said (denied: 'I do not use Excel')",
+                            "Roisin keeps everything in Calc — corrected: the user took it back ('…')",
+                        ],
+                        "saved": [
+                            "user: Roisin works in LibreOffice Calc",
+                            "user: Roisin likes Excel sheets",
+                        ],
+                    }
+                ],
+            },
+        ]
+    }
+    lines = effects(state, (CONV,))
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:-2]}
+    assert rows["opposite"] == ["1", "0", "1"]  # refused once (off is not counted), a wrong memory stopped
+    assert rows["corrected"] == ["1", "1", "0"]  # a planted fact lost
+    assert lines[-2] == "saved 2 entries: 1 hold a planted fact, 1 wrong memories"
+    assert lines[-1] == "checks_refused 2 facts_lost 1 wrong_stopped 1 saved_wrong 1"
