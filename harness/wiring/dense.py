@@ -10,6 +10,7 @@ stack that embeds new messages every `dense_interval_s` seconds, `dense_batch` a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
@@ -31,8 +32,14 @@ class DenseChoice:
     reason: str
 
 
-def dense_choice(config: KeelConfig) -> DenseChoice:
+def dense_choice(
+    config: KeelConfig, *, unavailable: Callable[[], str | None] = embedder_unavailable_reason
+) -> DenseChoice:
     """What `session_search.dense` means on this machine.
+
+    Args:
+        config: the configuration.
+        unavailable: why the embedder cannot run here, or None (tests pass their own).
 
     Raises:
         ConfigError: `dense: on` and the embedder is not installed.
@@ -40,7 +47,7 @@ def dense_choice(config: KeelConfig) -> DenseChoice:
     mode = config.session_search.dense
     if mode == "off":
         return DenseChoice(False, "session_search.dense is off: words only")
-    missing = embedder_unavailable_reason()
+    missing = unavailable()
     if missing is None:
         return DenseChoice(True, f"session_search.dense is {mode} and the embedder is installed")
     if mode == "on":
