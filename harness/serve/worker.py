@@ -215,9 +215,9 @@ class Worker:
                     after = ev.seq
                     if ev.type in END_TYPES:
                         return
-                if batch:
-                    continue
-                if await self._over(run_id, after):
+                if len(batch) == _PAGE:
+                    continue  # more may be written already
+                if not batch and await self._over(run_id, after):
                     return
                 with anyio.move_on_after(1.0 if run_id in self._scopes else _REMOTE_POLL_S):
                     await changed.wait()
