@@ -187,6 +187,9 @@ def _config(home: Path, *, semantic: bool, extra: Mapping[str, str]) -> KeelConf
         "KEEL_MODEL__MAX_OUTPUT_TOKENS": "48",
         "KEEL_MODEL__TEMPERATURE": "0",
         "KEEL_MODEL__TIMEOUT_S": "1800",
+        # the model client is handed to the session (to count its calls): say what `keel chat`
+        # would show the embedded model
+        "KEEL_PROMPT__TOOL_PROFILE": "compact",
         "KEEL_LIMITS__MAX_ITERATIONS": "2",
         "KEEL_SESSION_SEARCH__SUMMARIZE": "true",
         "KEEL_SESSION_SEARCH__DEFAULT_LIMIT": "2",
