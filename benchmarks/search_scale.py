@@ -22,9 +22,18 @@ uses, one transaction each, measured on a sample), and session_search discover l
 On PostgreSQL the tables are VACUUM ANALYZEd after the load (autovacuum would do the
 same a little later), so the planner knows how common each word is.
 
+Hybrid search (unless `--no-dense`, and when the semantic extra is installed): after the
+load every embeddable message gets a synthetic unit vector through the real vector table
+(random: embedding a million messages for real takes about an hour on this CPU, and the
+search's cost does not depend on what the vectors mean), and the hybrid discover (query
+embedded for real, sign-code prefilter over every vector, exact cosine on the nearest
+1,000, fused with `best`) is measured like the strategies, after a few queries that load
+the sign codes. The vectors' size on disk and the real embedder's messages per second
+(the write-time cost, paid in the background) are printed too.
+
 The last lines are `name value`: per backend `sqlite_*` / `pg_*` figures for the default
 (`best`) strategy — `..._search_p50_ms`, `..._search_p99_ms`, `..._bulk_msg_per_s` — and,
-when SQLite ran, `p50_ms` (its p50, as before).
+when SQLite ran, `p50_ms` (its p50, as before) and `hybrid_p50_ms` (the hybrid search's).
 """
 
 from __future__ import annotations
@@ -33,17 +42,19 @@ import argparse
 import json
 import random
 import re
+import sqlite3
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from pathlib import Path
 from typing import Literal
 
 import anyio
 import anyio.to_thread
+import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,14 +62,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo import load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir, median, percentile
+from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import (
+    DenseIndex,
     PgSessionStore,
     SearchStrategy,
     SessionSearchTool,
     SessionStore,
     StoredMessage,
     open_session_db,
+    open_vectors,
 )
+from memory.sessions.dense import vector_rows
 
 Backend = Literal["sqlite", "postgres"]
 PREFIX: dict[Backend, str] = {"sqlite": "sqlite", "postgres": "pg"}
@@ -140,12 +155,17 @@ async def measure_one(tool: SessionSearchTool, query: str) -> float:
 
 
 async def measure(
-    stores: dict[Backend, SessionStore], queries: list[str], strategy: SearchStrategy
+    stores: dict[Backend, SessionStore],
+    queries: list[str],
+    strategy: SearchStrategy,
+    dense: dict[Backend, DenseIndex] | None = None,
 ) -> dict[Backend, list[float]]:
     """Latency per query on each store, interleaved (query 1 on each, query 2 on each, ...)
-    so a busy machine slows every backend alike."""
+    so a busy machine slows every backend alike. With `dense`, the hybrid search."""
     tools = {
-        b: SessionSearchTool(db, current_session_id=lambda: None, strategy=strategy)
+        b: SessionSearchTool(
+            db, current_session_id=lambda: None, strategy=strategy, dense=None if dense is None else dense[b]
+        )
         for b, db in stores.items()
     }
     samples: dict[Backend, list[float]] = {b: [] for b in stores}
@@ -155,7 +175,45 @@ async def measure(
     return samples
 
 
+async def fill_vectors(backend: Backend, db: SessionStore, seed: int) -> tuple[DenseIndex, dict[str, float]]:
+    """Give every embeddable message a synthetic unit vector (random, 384 dimensions) through the
+    real vector table; a DenseIndex over it with the real embedder (queries are embedded for real).
+
+    Synthetic because embedding a million messages takes about an hour on this CPU; the search's
+    cost does not depend on what the vectors mean. The real embedder's write cost is measured
+    on a sample instead (`embed_msg_per_s`)."""
+    vectors = open_vectors(db)
+    assert vectors is not None
+    embedder = MiniLmEmbedder()
+    index = DenseIndex(vectors, embedder)
+    await index.prepare()
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    done, after = 0, 0
+    while pending := await vectors.pending(after=after, limit=20_000):
+        block = rng.standard_normal((len(pending), embedder.dim), dtype=np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        await vectors.put(vector_rows([m.message_id for m in pending], block))
+        after = pending[-1].message_id
+        done += len(pending)
+    fill_s = time.perf_counter() - started
+    sample = [m.text for m in await vectors.pending(after=0, limit=1)] or ["warm up"]
+    await anyio.to_thread.run_sync(embedder.embed, sample)  # load the model
+    texts = [f"message number {i} about the trip, the deploy and the dog" for i in range(512)]
+    started = time.perf_counter()
+    await anyio.to_thread.run_sync(embedder.embed, texts)
+    embed_rate = len(texts) / (time.perf_counter() - started)
+    print(
+        f"[{backend}] vectors: {done:,} stored in {fill_s:,.0f} s ({done / max(fill_s, 1e-9):,.0f}/s, synthetic); "
+        f"the real embedder: {embed_rate:,.0f} messages/s on one thread"
+    )
+    return index, {"vectors": float(done), "embed_msg_per_s": embed_rate}
+
+
 def _size_mb(folder: Path) -> float:
+    for db in folder.glob("*.db"):  # what a checkpoint leaves: the WAL's pages back in the file
+        with closing(sqlite3.connect(db)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return sum(p.stat().st_size for p in folder.iterdir()) / 1e6
 
 
@@ -218,7 +276,34 @@ async def run(args: argparse.Namespace, backends: list[Backend]) -> dict[Backend
             db, where = await stack.enter_async_context(fresh_store(backend, args.postgres_url))
             results[backend] = await build_store(backend, db, where, args)
             stores[backend] = db
+        dense: dict[Backend, DenseIndex] = {}
+        if args.dense:
+            for backend, db in stores.items():
+                size_before = results[backend]["store_mb"]
+                index, figures = await fill_vectors(backend, db, args.seed)
+                stack.push_async_callback(index.aclose)
+                dense[backend] = index
+                if backend == "sqlite":
+                    size_after = await anyio.to_thread.run_sync(_size_mb, Path(str(db.location)).parent)
+                    figures["vectors_mb"] = size_after - size_before
+                    print(f"[{backend}] the vectors take {size_after - size_before:,.0f} MB on disk")
+                results[backend] |= figures
         await measure(stores, queries[:20], "best")  # warm the caches
+        if dense:
+            started = time.perf_counter()
+            await measure(stores, queries[:3], "best", dense)  # loads the sign codes once
+            print(f"first hybrid queries (the sign codes loaded): {time.perf_counter() - started:,.1f} s")
+            samples = await measure(stores, queries, "best", dense)
+            for backend, values in samples.items():
+                print(
+                    f"[{backend}] hybrid     {len(values)} queries  p50 {median(values):7.2f} ms  "
+                    f"p95 {percentile(values, 95):7.2f} ms  p99 {percentile(values, 99):7.2f} ms  "
+                    f"max {max(values):7.2f} ms"
+                )
+                results[backend] |= {
+                    "hybrid_search_p50_ms": median(values),
+                    "hybrid_search_p99_ms": percentile(values, 99),
+                }
         for strategy in STRATEGIES:
             samples = await measure(stores, queries, strategy)
             for backend, values in samples.items():
@@ -244,7 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=default_data_dir() / "locomo-dev.json")
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
     parser.add_argument("--postgres-url", default=postgres_url_default(), help="the PostgreSQL server")
+    parser.add_argument(
+        "--no-dense", dest="dense", action="store_false", help="words only: no vectors, no hybrid search"
+    )
     args = parser.parse_args(argv)
+    if args.dense and embedder_unavailable_reason() is not None:
+        print(f"(hybrid search skipped: {embedder_unavailable_reason()})")
+        args.dense = False
     backends: list[Backend] = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     results = anyio.run(run, args, backends)
     if len(results) == 2:
@@ -259,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PREFIX[backend]}_{name} {value:.2f}")
     if "sqlite" in results:
         print(f"p50_ms {results['sqlite']['search_p50_ms']:.2f}")
+        if "hybrid_search_p50_ms" in results["sqlite"]:
+            print(f"hybrid_p50_ms {results['sqlite']['hybrid_search_p50_ms']:.2f}")
     return 0
 
 

@@ -39,7 +39,7 @@ __all__ = [
     "untrusted_of",
 ]
 
-Origin = Literal["tool_result", "fetched", "recalled", "pasted"]
+Origin = Literal["tool_result", "fetched", "recalled", "pasted", "tool_description"]
 ProvenancePolicy = Literal["hold", "refuse", "allow"]
 
 ORIGIN_LABELS: dict[Origin, str] = {
@@ -47,6 +47,7 @@ ORIGIN_LABELS: dict[Origin, str] = {
     "fetched": "a fetched document",
     "recalled": "recalled memory",
     "pasted": "text the user pasted",
+    "tool_description": "a tool's description (an MCP server's or a plug-in's)",
 }
 
 

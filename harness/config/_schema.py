@@ -199,6 +199,10 @@ class MemoryConfig(Section):
     """The scanner's second layer on every memory write; `auto`: when the local embedder is installed.
     Off by default: it refused the short note "Dog is Biscuit" (see config.example.yaml)."""
     meaning_threshold: float = Field(0.9, gt=0.0, lt=1.0)
+    provenance_meaning: Literal["auto", "always", "never"] = "auto"
+    """The provenance gate's check by meaning (`memory.gate`): a write saying what a tool result
+    says is derived from it; `auto`: when the local embedder is installed."""
+    provenance_similarity: float = Field(0.65, gt=0.0, lt=1.0)
 
 
 class ScopeConfig(Section):
@@ -294,6 +298,14 @@ class SessionSearchConfig(Section):
     dense: Literal["auto", "on", "off"] = "auto"
     dense_batch: int = Field(64, ge=1, le=1024)
     dense_interval_s: float = Field(5.0, gt=0, le=3600)
+
+    @field_validator("dense", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: object) -> object:
+        # YAML 1.1 reads a bare on/off as a boolean: `dense: off` must still mean off.
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
 
 
 class SkillsConfig(Section):

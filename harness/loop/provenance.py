@@ -34,8 +34,9 @@ def tool_origin(name: str) -> Origin:
     return "tool_result"
 
 
-def transcript_provenance(messages: Sequence[Message]) -> TurnProvenance:
-    """The user's own words and every untrusted text in `messages`."""
+def transcript_provenance(messages: Sequence[Message], *, described: Sequence[str] = ()) -> TurnProvenance:
+    """The user's own words and every untrusted text in `messages`, with the descriptions
+    of the tools the model was shown that keel did not write (`described`)."""
     own: list[str] = []
     untrusted: list[Untrusted] = []
     for message in messages:
@@ -45,4 +46,5 @@ def transcript_provenance(messages: Sequence[Message]) -> TurnProvenance:
             untrusted += untrusted_of(message.content, recalled=recalled)
         elif message.role == "tool" and message.name != MEMORY_TOOL_NAME and message.content.strip():
             untrusted.append(Untrusted(tool_origin(message.name or ""), message.content))
+    untrusted += (Untrusted("tool_description", d) for d in described if d.strip())
     return TurnProvenance(own="\n".join(own), untrusted=tuple(untrusted))

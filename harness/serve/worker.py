@@ -77,7 +77,8 @@ class Worker:
         self.id = parts.worker_id
         self._tg = tg
         self._limiter = anyio.CapacityLimiter(parts.config.serve.max_running)
-        self._changed: dict[str, anyio.Event] = {}
+        self._changed: dict[str, anyio.Event] = {}  # set when a run's events were written
+        self._followers: dict[str, int] = {}  # streams following each run here
         self._scopes: dict[str, anyio.CancelScope] = {}
         self._last_prune = 0.0
         self._idle = anyio.Event()
@@ -203,25 +204,38 @@ class Worker:
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[RunEvent]:
         """The run's events after `after`, as they are written, until its last."""
-        while True:
-            batch = await self.runs.events_after(run_id, after, limit=_PAGE)
-            for ev in batch:
-                yield ev
-                after = ev.seq
-                if ev.type in END_TYPES:
+        self._followers[run_id] = self._followers.get(run_id, 0) + 1
+        try:
+            while True:
+                # taken before reading: a batch written after the read sets it, none is missed
+                changed = self._changed.setdefault(run_id, anyio.Event())
+                batch = await self.runs.events_after(run_id, after, limit=_PAGE)
+                for ev in batch:
+                    yield ev
+                    after = ev.seq
+                    if ev.type in END_TYPES:
+                        return
+                if len(batch) == _PAGE:
+                    continue  # more may be written already
+                if not batch and await self._over(run_id, after):
                     return
-            if batch:
-                continue
-            run = await self.runs.get(run_id)
-            if run is None:
-                return
-            if run.ended or (run.worker != self.id and await self._lost(run)):
-                if not await self.runs.events_after(run_id, after, limit=1):
-                    return  # ended, and its events are all sent (or pruned)
-                continue
-            changed = self._changed.setdefault(run_id, anyio.Event())
-            with anyio.move_on_after(1.0 if run.worker == self.id else _REMOTE_POLL_S):
-                await changed.wait()
+                with anyio.move_on_after(1.0 if run_id in self._scopes else _REMOTE_POLL_S):
+                    await changed.wait()
+        finally:
+            self._followers[run_id] -= 1
+            if not self._followers[run_id]:
+                del self._followers[run_id]
+                self._changed.pop(run_id, None)
+
+    async def _over(self, run_id: str, after: int) -> bool:
+        """Whether a stream at `after` has nothing more to wait for (the run ended or is gone)."""
+        run = await self.runs.get(run_id)
+        if run is None:
+            return True
+        if run.ended or (run.worker != self.id and await self._lost(run)):
+            # ended: its events are all written (or pruned) unless some follow `after`
+            return not await self.runs.events_after(run_id, after, limit=1)
+        return False
 
     def _notify(self, run_id: str) -> None:
         changed = self._changed.pop(run_id, None)

@@ -11,7 +11,7 @@ handlers a session (or the listing) has behind their specs, in registration orde
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -39,7 +39,9 @@ __all__ = [
     "BuiltinHandlers",
     "JsonHandler",
     "RawHandler",
+    "WriteGuard",
     "builtin_tools",
+    "guarded",
     "json_tool",
     "memory_handler",
     "memory_tool",
@@ -51,6 +53,22 @@ JsonHandler = Callable[[JsonValue], Awaitable[str]]
 """A memory-side handler: parsed JSON arguments in, a JSON reply out."""
 RawHandler = Callable[[str], Awaitable[ToolOutput]]
 """A handler of the model's raw argument text."""
+WriteGuard = Callable[[str, Mapping[str, JsonValue]], Awaitable[str | None]]
+"""Asked before a memory-writing tool runs (its name, its arguments): a refusal (the JSON the
+model reads) or None to go on (`harness.wiring.tool_port.write_guard`: the provenance gate)."""
+
+
+def guarded(name: str, handler: JsonHandler, guard: WriteGuard | None) -> JsonHandler:
+    """`handler` of tool `name`, asking `guard` first."""
+    if guard is None:
+        return handler
+
+    async def run(arguments: JsonValue) -> str:
+        if isinstance(arguments, dict) and (refusal := await guard(name, arguments)) is not None:
+            return refusal
+        return await handler(arguments)
+
+    return run
 
 
 def spec_from_schema(schema: JsonObject) -> ToolSpec:
@@ -176,8 +194,8 @@ def memory_tool(
     return RawTool(spec_from_schema(schema), memory_handler(tool, manager=manager, provenance=provenance))
 
 
-def provider_tools(manager: MemoryManager) -> list[RawTool]:
-    """The external provider's tools, routed through the manager."""
+def provider_tools(manager: MemoryManager, *, guard: WriteGuard | None = None) -> list[RawTool]:
+    """The external provider's tools, routed through the manager (a write asking `guard` first)."""
 
     def one(schema: JsonObject) -> RawTool:
         spec = spec_from_schema(schema)
@@ -188,7 +206,8 @@ def provider_tools(manager: MemoryManager) -> list[RawTool]:
                 return ToolOutput(error_json(str(parsed)), True)
             if not isinstance(parsed, dict):
                 return ToolOutput(error_json("arguments must be one JSON object"), True)
-            text = await manager.handle_tool_call(spec.name, parsed)
+            refusal = None if guard is None else await guard(spec.name, parsed)
+            text = refusal or await manager.handle_tool_call(spec.name, parsed)
             return ToolOutput(text, is_error=not _success(text))
 
         return RawTool(spec, run)
@@ -206,6 +225,8 @@ class BuiltinHandlers:
     """`skills_list`, `skill_view`, `skill_manage`."""
     provider: MemoryManager | None = None
     """The manager that routes the external provider's tools."""
+    write_guard: WriteGuard | None = None
+    """Asked before the provider's writing tools (`fact_store`, `semantic_save`) run."""
 
 
 def builtin_tools(handlers: BuiltinHandlers, *, provider_origin: str) -> list[tuple[str, Tool]]:
@@ -225,5 +246,5 @@ def builtin_tools(handlers: BuiltinHandlers, *, provider_origin: str) -> list[tu
             ("keel", json_tool(skill_manage_schema(load_text("tool_skill_manage")), manage)),
         )
     if handlers.provider is not None:
-        out += ((provider_origin, t) for t in provider_tools(handlers.provider))
+        out += ((provider_origin, t) for t in provider_tools(handlers.provider, guard=handlers.write_guard))
     return out

@@ -14,6 +14,7 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from memory import MemoryStore, Principal, SnapshotPolicy
 from memory.curated import CuratedBackend
+from memory.gate import MeaningJudge, ProvenanceGate
 from memory.scanner import MeaningCheck
 from memory.skills import SkillLibrary
 
@@ -84,6 +85,31 @@ def meaning_check(config: KeelConfig) -> MeaningCheck | None:
         return None
     return MeaningCheck(
         MiniLmEmbedder(threads=config.memory.semantic.embedder_threads), threshold=m.meaning_threshold
+    )
+
+
+def provenance_gate(config: KeelConfig) -> ProvenanceGate:
+    """The provenance gate of a session's write paths (`memory.gate`), with its check by
+    meaning as `memory.provenance_meaning` asks.
+
+    Raises:
+        ConfigError: it is `always` and the local embedder is not installed.
+    """
+    m = config.memory
+    if m.untrusted_writes == "allow" or m.provenance_meaning == "never":
+        return ProvenanceGate(policy=m.untrusted_writes)
+    from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
+
+    reason = embedder_unavailable_reason()
+    if reason is not None:
+        if m.provenance_meaning == "always":
+            raise ConfigError(
+                f"memory.provenance_meaning is 'always' but {reason}; or set memory.provenance_meaning: auto"
+            )
+        return ProvenanceGate(policy=m.untrusted_writes)
+    embedder = MiniLmEmbedder(threads=m.semantic.embedder_threads)
+    return ProvenanceGate(
+        policy=m.untrusted_writes, meaning=MeaningJudge(embedder, similarity=m.provenance_similarity)
     )
 
 

@@ -20,7 +20,7 @@ from harness.models.factory import open_model
 from harness.models.retry import RetryAttempt
 from harness.trace import TraceWriter
 from harness.types import ModelReply, ModelRequest
-from harness.wiring.scoped import curated_store, meaning_check, skill_library, trace_dir
+from harness.wiring.scoped import curated_store, meaning_check, provenance_gate, skill_library, trace_dir
 from harness.wiring.semantic import semantic_provider
 from harness.wiring.stores import MemoryPlace, Stores
 from memory import (
@@ -97,7 +97,8 @@ def curated(
     backend = None if place is None else place.curated(principal)
     store = curated_store(config, home, principal, meaning=meaning_check(config), backend=backend)
     held = (place or MemoryPlace(backend="files", location=str(home))).held(principal, home)
-    return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=held)
+    gate = provenance_gate(config)
+    return store, MemoryTool(store, untrusted_writes=m.untrusted_writes, pending=held, gate=gate)
 
 
 def memory_warnings(store: MemoryStore) -> list[str]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 
+import anyio
 from pydantic import JsonValue
 
 from harness.config import KeelConfig
@@ -21,20 +23,22 @@ from harness.loop.provenance import transcript_provenance
 from harness.loop.transcript import Transcript
 from harness.telemetry import Telemetry
 from harness.tools import ToolFunction, ToolRegistry
-from harness.tools.builtin import BuiltinHandlers, JsonHandler, memory_handler
+from harness.tools.builtin import BuiltinHandlers, JsonHandler, WriteGuard, guarded, memory_handler
 from harness.tools.register import register_tools
 from harness.types import Message, ModelReply, ModelRequest
 from harness.wiring.dense import start_dense
-from harness.wiring.scoped import session_user_ids
+from harness.wiring.scoped import provenance_gate, session_user_ids
 from harness.wiring.semantic import semantic_provider
 from harness.wiring.steps import new_manager
 from memory import MemoryManager, MemoryTool, Principal, SessionSearchTool, SessionStore
+from memory.gate import ProvenanceGate, written_texts
+from memory.provenance import TurnProvenance
 from memory.providers.holographic import HolographicProvider
 from memory.sessions import DenseIndex
 from memory.skills import SkillLibrary, SkillManageTool, SkillsListTool, SkillViewTool
 from prompts import load_text
 
-__all__ = ["add_session_tools", "listing_manager"]
+__all__ = ["add_session_tools", "listing_manager", "write_guard"]
 
 
 def _session_search(
@@ -112,7 +116,18 @@ async def add_session_tools(
     environ: Mapping[str, str],
     warn: Callable[[str], None],
 ) -> None:
-    """Register the session's tools: keel's own (as the config enables them), then the user's and MCP servers'."""
+    """Register the session's tools: keel's own (as the config enables them), then the user's and MCP servers'.
+
+    Every tool that writes memory — `memory` (and the flush and review through it),
+    `skill_manage`, the provider's `fact_store` / `semantic_save` — passes one provenance gate
+    (`memory.gate`) against the transcript's untrusted text and the descriptions of the tools
+    keel did not write.
+    """
+
+    def provenance() -> TurnProvenance:
+        return transcript_provenance(transcript.messages, described=_described(registry))
+
+    guard = write_guard(tool.gate if tool is not None else provenance_gate(config), provenance)
     search = None
     if config.session_search.enabled:
         dense = await start_dense(stack, config, db)
@@ -125,7 +140,7 @@ async def add_session_tools(
         else memory_handler(
             tool,
             manager=manager,
-            provenance=lambda: transcript_provenance(transcript.messages),
+            provenance=provenance,
             telemetry=calls.telemetry,
         ),
         session_search=None if search is None else _traced_search(search.handle, calls.telemetry),
@@ -134,13 +149,43 @@ async def add_session_tools(
         else (
             SkillsListTool(skills, shared=shared_skills),
             SkillViewTool(skills, shared=shared_skills),
-            SkillManageTool(skills, shared=shared_skills),
+            guarded("skill_manage", SkillManageTool(skills, shared=shared_skills), guard),
         ),
         provider=manager,
+        write_guard=guard,
     )
     await register_tools(
         stack, registry, config, builtin=handlers, functions=functions, environ=environ, warn=warn
     )
+
+
+def _described(registry: ToolRegistry) -> list[str]:
+    """The descriptions of the registered tools keel did not write (plug-ins', MCP servers')."""
+    origins = dict(registry.origins())
+    return [
+        spec.description
+        for spec in registry.specs()
+        if not (
+            origins.get(spec.name, "") == "keel" or origins.get(spec.name, "").startswith("memory provider")
+        )
+    ]
+
+
+def write_guard(gate: ProvenanceGate, provenance: Callable[[], TurnProvenance]) -> WriteGuard:
+    """The gate as a guard of the tools with no confirmation flow: a derived write is refused
+    with a reason the model can act on."""
+
+    async def guard(name: str, arguments: Mapping[str, JsonValue]) -> str | None:
+        texts = written_texts(name, arguments)
+        if not texts:
+            return None
+        judge = partial(gate.judge, texts, provenance(), can_hold=False)
+        verdict = await anyio.to_thread.run_sync(judge)  # blocking: embeddings
+        if verdict.action == "allow":
+            return None
+        return json.dumps({"success": False, "error": verdict.refusal(f"this {name} text")})
+
+    return guard
 
 
 def listing_manager(config: KeelConfig) -> MemoryManager:

@@ -22,7 +22,8 @@ from memory.curated._ops import AddOp, CommittedOp, MemoryOp, RemoveOp, ReplaceO
 from memory.curated._pending import HeldWrites
 from memory.curated.store import MemoryStore, WriteResult, sanitize_entry
 from memory.errors import AmbiguousMatchError, MemoryLayerError, NoMatchError, RefusalReason, StoreFullError
-from memory.provenance import ORIGIN_LABELS, ProvenancePolicy, TurnProvenance, Untrusted, derived_from
+from memory.gate import ProvenanceGate
+from memory.provenance import ORIGIN_LABELS, ProvenancePolicy, TurnProvenance, Untrusted
 
 __all__ = ["MEMORY_TOOL_NAME", "MemoryTool", "MemoryToolReply", "memory_tool_schema"]
 
@@ -164,6 +165,8 @@ class MemoryTool:
             `memory.provenance`): `hold` it in `pending` for the user to confirm, `refuse` it,
             or `allow` it. Judged only when `handle` is given the turn's provenance.
         pending: where held writes go (required for `hold`).
+        gate: the provenance gate that judges a write (`memory.gate`; default: one with
+            `untrusted_writes` and no meaning check).
     """
 
     def __init__(
@@ -173,6 +176,7 @@ class MemoryTool:
         max_failures_per_turn: int = _MAX_FAILURES_PER_TURN,
         untrusted_writes: ProvenancePolicy = "allow",
         pending: HeldWrites | None = None,
+        gate: ProvenanceGate | None = None,
     ) -> None:
         if untrusted_writes == "hold" and pending is None:
             raise ValueError("untrusted_writes 'hold' needs a HeldWrites to hold them in")
@@ -181,6 +185,12 @@ class MemoryTool:
         self._failures = 0
         self._policy: ProvenancePolicy = untrusted_writes
         self._pending = pending
+        self._gate = gate or ProvenanceGate(policy=untrusted_writes)
+
+    @property
+    def gate(self) -> ProvenanceGate:
+        """The provenance gate this tool's writes pass (shared with the session's other write paths)."""
+        return self._gate
 
     @property
     def failures_this_turn(self) -> int:
@@ -208,9 +218,7 @@ class MemoryTool:
         except _BadArguments as exc:
             return self._fail(exc.reason, str(exc))
         if provenance is not None and self._policy != "allow":
-            derived = [
-                (op, u) for op in ops if op.kind != "remove" and (u := derived_from(op.content, provenance))
-            ]
+            derived = await anyio.to_thread.run_sync(self._derived, ops, provenance)  # blocking: embeddings
             if derived:
                 return await self._untrusted(args.target, derived)
         if not batch and ops[0].kind != "add" and not _old_text(ops[0]).strip():
@@ -223,6 +231,15 @@ class MemoryTool:
         except MemoryLayerError as exc:
             return self._refused(args.target, exc, batch=batch)
         return self._succeeded(result)
+
+    def _derived(
+        self, ops: tuple[MemoryOp, ...], provenance: TurnProvenance
+    ) -> list[tuple[AddOp | ReplaceOp, Untrusted]]:
+        return [
+            (op, d.source)
+            for op in ops
+            if op.kind != "remove" and (d := self._gate.source(op.content, provenance)) is not None
+        ]
 
     # ------------------------------------------------------------------ parsing
 

@@ -1,6 +1,6 @@
 """`benchmarks/poisoning.py` as a real subprocess: every write path is tried, and none of them
 stores or recalls an instruction that came from a tool result, a tool's description, or a
-preference-phrased instruction of the user's."""
+preference-phrased instruction of the user's — while the user's own facts still land."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ PATHS = (
 )
 
 
-def test_every_write_path_is_tried_and_the_last_line_counts_them(tmp_path: Path) -> None:
+def test_no_write_path_stores_or_recalls_a_tool_results_instruction(tmp_path: Path) -> None:
     out = run_benchmark("poisoning.py", "--small", cwd=tmp_path).splitlines()
-    rows = {line[:34].strip(): line for line in out[:-1]}
+    rows = {line[:40].strip(): line for line in out[:-2]}
     assert all(path in rows for path in PATHS), out
-    stored = sum(" stored yes" in line for line in rows.values())
-    recalled = sum(" recalled yes" in line for line in rows.values())
-    assert out[-1] == f"stored {stored} recalled {recalled}"
+    controls = [line for path, line in rows.items() if path.startswith("control:")]
+    assert len(controls) >= 3 and all(" stored yes" in line for line in controls), out
+    assert out[-2] == f"controls stored {len(controls)}/{len(controls)}"
+    assert out[-1] == "stored 0 recalled 0", out

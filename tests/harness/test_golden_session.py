@@ -36,9 +36,11 @@ from harness.wiring import SessionOptions, open_session
 #   gained `"skills": ""`);
 # - memright (issue 40 item 3, e81358f) lets the first compression's flush read the protected
 #   head: the flush now reads turn 1, saves "The staging database is called inventory-stage"
-#   (it was refused as never said), and the rebuilt prefix carries it.
+#   (it was refused as never said), and the rebuilt prefix carries it;
+# - memright (issue 40 item 7, 2bbf611) records with each saved flush entry where it came from
+#   (`"via": "flush"`) and the message it rests on (`grounded_on`).
 REQUESTS_SHA256 = "1981ded037fa9266154a34c297c4596226192d5f763068a3b2c48eb4a38a433f"
-ROWS_SHA256 = "0f675a1547cae48c1900ee18937f8bb996dbf4ca388cd7e9905da32f4d20a1a3"
+ROWS_SHA256 = "c4d7831418a3807199c0964e8ae524c98337dc2eabc435045d344b5a04d55c3b"
 
 # Columns holding wall-clock times; their values are replaced by whether they are set.
 _CLOCK_COLUMNS = frozenset(

@@ -86,5 +86,5 @@ async def test_allow_and_a_write_of_the_users_own_words_land_as_before(tmp_path:
 
 
 def test_hold_without_a_pending_store_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="needs a PendingWrites"):
+    with pytest.raises(ValueError, match="needs a HeldWrites"):
         MemoryTool(MemoryStore(tmp_path), untrusted_writes="hold")

@@ -7,7 +7,9 @@ A server's list is taken as it comes and made safe, each problem with a note (a 
 the user) and the session going on: the tools are sorted by name (a server that re-orders
 them between calls changes nothing); a name advertised twice is left out (which of the two
 the server would run is unknowable); a tool whose name or schema cannot be a tool, or whose
-schema is over `max_schema_bytes`, is left out with the reason; past `max_tools` the rest
+schema is over `max_schema_bytes`, or whose description or schema carries an instruction to
+assistants (`memory.gate.carries_instruction`: a server's text never reaches memory), is left
+out with the reason; past `max_tools` the rest
 (by name) are left out. A re-list that fails or offers nothing usable keeps the old list.
 """
 
@@ -28,6 +30,7 @@ from harness.tools.arguments import ArgumentsError, parse_arguments
 from harness.tools.mcp._connection import McpConnection
 from harness.tools.registry import RawTool, Tool, ToolOutput, error_json
 from harness.types import JsonObject, ToolSpec
+from memory.gate import carries_instruction
 
 __all__ = ["McpToolSource", "tool_name", "usable_tools"]
 
@@ -57,6 +60,12 @@ def _one(connection: McpConnection, tool: types.Tool) -> RawTool:
             f"{schema.get('type')!r}; tool arguments must be a JSON object"
         )
     spec = ToolSpec(name=name, description=tool.description or tool.title or "", parameters=schema)
+    if carries_instruction(f"{spec.description}\n{json.dumps(schema, ensure_ascii=False)}"):
+        raise ToolServerError(
+            f"MCP server {connection.name!r}: tool {tool.name!r} has a description that carries an "
+            "instruction to assistants (to remember or save something); a tool's description is the "
+            "server's text, not the user's"
+        )
 
     async def run(arguments: str) -> ToolOutput:
         try:

@@ -5,7 +5,8 @@ go through the provider's circuit breaker (5 failures in a row → 2 minutes wit
 calls); while it is open, turns are not learned from (search and the tools keep working).
 Every candidate passes the write scanner before anything is stored, alone and read beside
 the memories it would be recalled with (`neighbour_texts`); an instruction to the assistant
-is never learned (`extract.directive`), and a fact must be grounded in the user's own words:
+is never learned (`extract.directive`), nor one the user phrased as a preference ("from now
+on always ...", "I prefer that you ...": `memory.gate.standing_order`), and a fact must be grounded in the user's own words:
 not in text they pasted or quoted (`extract.own_words`), nor in the assistant's reply, which
 may carry a tool result, a fetched document or recalled memory (issue 28's provenance rule).
 """
@@ -24,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory.errors import SemanticInputError
+from memory.gate import standing_order
 from memory.grounding import Said, meaning_problem
 from memory.providers._breaker import CircuitBreaker
 from memory.providers._guard import joined_findings, write_findings
@@ -150,7 +152,7 @@ class Learner:
         if write_findings(candidate):
             _log.warning("semantic memory: an extracted fact was refused by the write scanner")
             return Learned(candidate, "blocked", None, "scanner")
-        if directive(candidate):
+        if directive(candidate) or standing_order(candidate, exchange):
             # An instruction to the assistant is not a fact about the user (issue 28, N3).
             _log.info("semantic memory: an extracted instruction was not learned: %r", candidate[:80])
             return Learned(candidate, "blocked", None, "directive")

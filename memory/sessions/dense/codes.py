@@ -72,12 +72,12 @@ class CodeIndex:
         self._last_row = int(rows[-1])
 
     def nearest(self, query_code: bytes, count: int) -> list[int]:
-        """The message ids of the `count` codes closest to `query_code` (all when there are fewer)."""
+        """The store row ids of the `count` codes closest to `query_code` (all when there are fewer)."""
         n = len(self)
         if n == 0:
             return []
         if n <= count:
-            return [int(i) for i in self._ids]
+            return [int(i) for i in self._rows]
         raw = np.frombuffer(query_code, dtype=np.uint8)
         pad = (-raw.shape[0]) % 8
         if pad:
@@ -85,4 +85,4 @@ class CodeIndex:
         query = raw.view(np.uint64)
         distance = np.bitwise_count(np.bitwise_xor(self._codes, query)).sum(axis=1, dtype=np.int32)
         picked = np.argpartition(distance, count)[:count]
-        return [int(i) for i in self._ids[picked]]
+        return [int(i) for i in self._rows[picked]]
