@@ -58,6 +58,13 @@ _CORRECTION = re.compile(
     r"raised it|dropped|upgraded|behind the times|out of habit)\b",
     re.IGNORECASE,
 )
+_RETRACTION = re.compile(
+    r"\b(?:dropped|no longer|not anymore|stopped using|gave up|retired|switched from|moved from|"
+    r"migrated from|replaced|upgraded from)\b",
+    re.IGNORECASE,
+)
+"""A cue before a value that takes it back ("we dropped Intel"), as opposed to one that
+brings the new value ("we moved to Node 22")."""
 _KEEPS_MODALITY = re.compile(
     r"\b(?:if|might|may|would|could|consider\w*|hypothetic\w*|possibl\w*|maybe|future|plans?|asked|asks)\b",
     re.IGNORECASE,
@@ -172,7 +179,7 @@ def _quote(text: str) -> str:
 def _corrected(sentences: Sequence[str], mentions: Sequence[_Mention], word: str) -> str | None:
     """The correction that takes back every mention of `word`, or None. A mention in a clause
     that itself takes it back ("we dropped Intel") does not say it again."""
-    kept = [m for m in mentions if not _CORRECTION.search(m.clause[: m.at])]
+    kept = [m for m in mentions if not _RETRACTION.search(m.clause[: m.at])]
     if not kept:
         return mentions[0].sentence_text
     last = max(m.sentence for m in kept)
