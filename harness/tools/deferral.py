@@ -75,7 +75,7 @@ class _Query(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=500)
-    limit: int = Field(5, ge=1, le=20)
+    limit: int = Field(3, ge=1, le=20)
 
 
 def _words(text: str) -> set[str]:
@@ -99,7 +99,7 @@ class ToolSearch:
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "description": "what the tool should do, or its name"},
-                    "limit": {"type": "integer", "description": "most tools to return (default 5)"},
+                    "limit": {"type": "integer", "description": "most tools to return (default 3)"},
                 },
                 "required": ["query"],
             },

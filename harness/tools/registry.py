@@ -149,7 +149,10 @@ class ToolRegistry:
         timeout_s: float = 60.0,
         telemetry: Telemetry = NO_TELEMETRY,
         defer: Callable[[Sequence[ToolSpec]], Tool | None] | None = None,
+        profile: Callable[[ToolSpec], ToolSpec | None] | None = None,
     ) -> None:
+        self.profile = profile
+        """What the model is shown of each tool (`harness.tools.profile`; None: the spec as is)."""
         self._defer = defer
         """Given the sources' specs, the tool that stands in for them (`tool_search`), or None
         to send them as they are (`harness.tools.deferral`); applied at `add_source` and
@@ -278,13 +281,16 @@ class ToolRegistry:
 
     def specs(self, only: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
         """Specs of the tools a request carries (or of those named in `only`), in registration
-        order; deferred tools are left out and `tool_search` comes last."""
+        order, as the profile shows them; deferred tools and those the profile hides are left
+        out (calls to them still run) and `tool_search` comes last."""
         sent = [
             t.spec for n, t in self._tools.items() if n not in self._deferred and (only is None or n in only)
         ]
         if self._search is not None and (only is None or self._search.spec.name in only):
             sent.append(self._search.spec)
-        return tuple(sent)
+        if self.profile is None:
+            return tuple(sent)
+        return tuple(s for s in map(self.profile, sent) if s is not None)
 
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""

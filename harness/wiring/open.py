@@ -57,6 +57,7 @@ from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolFunction, ToolRegistry
 from harness.tools.deferral import Deferral
+from harness.tools.profile import profile_for
 from harness.wiring import steps
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
@@ -321,12 +322,14 @@ async def _build(
 
 
 def _registry(config: KeelConfig, opts: SessionOptions) -> ToolRegistry:
-    """The session's tool registry: its timeout, telemetry, and when MCP tools are deferred."""
+    """The session's tool registry: its timeout, telemetry, when MCP tools are deferred, and
+    what the model is shown of each tool (the compact profile for a local model keel runs)."""
     share = int(config.mcp.defer_share * config.model.context_window)
     return ToolRegistry(
         timeout_s=config.limits.tool_timeout_s,
         telemetry=opts.telemetry or NO_TELEMETRY,
         defer=Deferral(max_tokens=share),
+        profile=profile_for(config.tool_profile(own_model=opts.model is None)),
     )
 
 

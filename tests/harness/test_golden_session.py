@@ -126,9 +126,12 @@ def _memory_files(home: Path) -> dict[str, str]:
 
 async def _play(home: Path) -> tuple[ScenarioModel, Path]:
     scenario = _scenario()
-    # The seeds' slot order, what API models get: the local layout (memory after the tools,
-    # on by default for provider local) is pinned by tests/harness/loop/test_local_layout.py.
-    cfg = apply_overrides(config(prompt__memory_after_tools="false"), scenario.config)
+    # What API models get (the seeds' slot order, the full tool profile): the local layout and
+    # profile (memory after the tools, compact tools; on by default for provider local) are
+    # pinned by tests/harness/loop/test_local_layout.py and tests/harness/tools/test_profile.py.
+    cfg = apply_overrides(
+        config(prompt__memory_after_tools="false", prompt__tool_profile="full"), scenario.config
+    )
     model = ScenarioModel(scenario)
     cwd = home / "work"
     await anyio.to_thread.run_sync(lambda: cwd.mkdir(parents=True))
