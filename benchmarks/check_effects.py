@@ -12,6 +12,10 @@ stopped). The saved entries are scored the same way: facts kept, wrong memories 
     python benchmarks/check_effects.py --facts benchmarks/facts_heldout3.yaml --json OUT.json
 
 Last line: `checks_refused N facts_lost F wrong_stopped W saved_wrong S`.
+
+Without `--json` (no run at all) it asks the meaning checks alone about the facts file: each
+planted fact's user message, as an entry, must pass; each trap's first alternative, as "The
+user uses …", must be refused. Last line: `sentences_refused R of N traps_stopped T of M`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from harness.experiments.retention.facts import (
     load_facts,
     wrong_memory,
 )
+from memory.grounding import Said, meaning_problem
 
 CHECKS = (
     ("opposite", "the opposite of what the user said"),
@@ -92,11 +97,37 @@ def effects(state: dict[str, object], convs: tuple[FactConversation, ...]) -> li
     return out
 
 
+def sentences(convs: tuple[FactConversation, ...]) -> list[str]:
+    """The meaning checks alone on the file's own sentences and traps (see the module)."""
+    refused = facts = stopped = traps = 0
+    out: list[str] = []
+    for c in convs:
+        said = Said("\n".join(text for role, text in c.messages if role == "user"))
+        for f in c.facts:
+            first = next((t for role, t in c.messages if role == "user" and fact_in(t, f)), None)
+            if first is not None:
+                facts += 1
+                problem = meaning_problem(first, said)
+                if problem is not None:
+                    refused += 1
+                    out.append(f"refused {c.id}/{f.id}: {problem}")
+        for rule in c.must_not:
+            traps += 1
+            if meaning_problem("The user uses " + " ".join(rule.match[0]), said) is not None:
+                stopped += 1
+            else:
+                out.append(f"let through {c.id}/{rule.id}")
+    return [*out, f"sentences_refused {refused} of {facts} traps_stopped {stopped} of {traps}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--facts", type=Path, required=True, help="the facts file the run planted")
-    p.add_argument("--json", type=Path, required=True, help="the run's --json output")
+    p.add_argument("--json", type=Path, help="the run's --json output (none: the checks on the file alone)")
     args = p.parse_args(argv)
+    if args.json is None:
+        print("\n".join(sentences(load_facts(args.facts))))
+        return 0
     try:
         state = json.loads(args.json.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
