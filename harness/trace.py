@@ -34,6 +34,7 @@ from prompts.slots import SlotSpan
 __all__ = [
     "TraceBreakpoint",
     "TraceMessage",
+    "TraceMessages",
     "TraceRecord",
     "TraceRefresh",
     "TraceSlot",
@@ -140,6 +141,28 @@ def _message(m: Message) -> TraceMessage:
     )
 
 
+class TraceMessages:
+    """The trace form of one conversation's messages, kept from one request to the next.
+
+    Each request repeats the one before it and adds a message or two, so converting only the
+    messages that changed keeps a trace line's cost from growing with the history.
+    """
+
+    def __init__(self) -> None:
+        self._sent: list[Message] = []
+        self._traced: list[TraceMessage] = []
+
+    def convert(self, messages: Sequence[Message]) -> list[TraceMessage]:
+        """`messages` as a trace records them (the same records as `_message` builds)."""
+        same, limit = 0, min(len(messages), len(self._sent))
+        sent = self._sent
+        while same < limit and (messages[same] is sent[same] or messages[same] == sent[same]):
+            same += 1
+        traced = self._traced[:same] + [_message(m) for m in messages[same:]]
+        self._sent, self._traced = list(messages), traced
+        return traced
+
+
 def trace_slots(slots: Sequence[SlotSpan]) -> list[TraceSlot]:
     """A system prompt's slot map as the trace records it."""
     return [
@@ -166,8 +189,13 @@ def record_for_request(
     cache_ttl: Literal["5m", "1h"] | None = None,
     timestamp: float | None = None,
     refresh: TraceRefresh | None = None,
+    converted: TraceMessages | None = None,
 ) -> TraceRecord:
-    """Build the trace line for a request that was just sent."""
+    """Build the trace line for a request that was just sent.
+
+    `converted` keeps the trace form of the messages of earlier requests of this conversation
+    (reused where this request repeats them).
+    """
     settings: dict[str, JsonValue] = {"tool_choice": request.tool_choice}
     if request.max_tokens is not None:
         settings["max_tokens"] = request.max_tokens
@@ -182,7 +210,9 @@ def record_for_request(
         tools=[_tool(t) for t in request.tools],
         system=request.system,
         slots=list(slots),
-        messages=[_message(m) for m in request.messages],
+        messages=[_message(m) for m in request.messages]
+        if converted is None
+        else converted.convert(request.messages),
         settings=settings,
         breakpoints=list(breakpoints),
         cache_ttl=cache_ttl,

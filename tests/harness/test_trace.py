@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from harness.trace import TraceWriter, read_trace, record_for_request
+from harness.trace import TraceMessages, TraceWriter, read_trace, record_for_request
 from harness.types import Message, ModelRequest
 
 
@@ -45,3 +45,18 @@ async def test_a_trace_in_an_existing_directory_leaves_that_directory_alone(tmp_
         record_for_request(ModelRequest(system="s", messages=()), session_id="s", turn=1, model="m")
     )
     assert _mode(tmp_path) == 0o755
+
+
+def test_kept_trace_messages_give_the_same_line_as_converting_every_message() -> None:
+    # The second request repeats the first's messages and adds one; the third rewrites the
+    # history (as a compression does): each line must be what a fresh conversion writes.
+    first = (Message(role="user", content="hello"), Message(role="assistant", content="hi"))
+    second = (*first, Message(role="user", content="again", api_content="again\n[recall]"))
+    third = (Message(role="user", content="summary", summary=True), second[-1])
+    kept = TraceMessages()
+    for request in (ModelRequest(system="s", messages=m) for m in (first, second, third, second)):
+        fresh = record_for_request(request, session_id="s1", turn=1, model="m", timestamp=1.0)
+        reused = record_for_request(
+            request, session_id="s1", turn=1, model="m", timestamp=1.0, converted=kept
+        )
+        assert reused.model_dump_json() == fresh.model_dump_json()
