@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import testing as kit
+from harness.cachemeter import lint
 from harness.config import KeelConfig, McpServerConfig
 from harness.events import ToolResultReady
 from harness.tools.deferral import Deferral, ToolSearch, estimate_tokens
@@ -62,6 +63,7 @@ async def test_many_tools_are_found_through_tool_search_and_the_prefix_never_cha
     assert len({r.messages[0].content for r in turns}) == 1  # the system text too
     assert trace is not None
     kit.assert_cache_stable(trace)
+    assert not [f for f in lint(trace).findings if f.rule.startswith("tools")]  # the lint agrees
 
 
 async def test_a_few_tools_are_sent_as_they_are(home: Path) -> None:
