@@ -1,9 +1,15 @@
 """Tool use on the embedded default model, as a new user meets it in `keel chat`.
 
-Scripted user turns (introductions with facts, questions about them, a request that needs
-the project server) go through a real session on the configured embedded model with this
-issue's tools present: keel's own (memory, session_search, skills), a Python function tool
-and the MCP project server. It counts, over all turns:
+Scripted user turns go through a real session on the configured embedded model with keel's
+own tools, a Python function tool (`weather`) and the MCP project server: five turns that each
+need a tool (save a fact, the weather, look a file up in the project, read it, save another
+fact), then a second session on the same home asks three questions only the saved memory
+answers. It counts, over all turns:
+
+- turns needing a tool, and in how many the needed tool was called (`wrong_tool`: a call was
+  made, but not to the needed tool);
+- unanswered: turns that ended without any words for the user;
+- facts recalled: second-session answers that hold the planted fact;
 
 - valid tool calls (a result that is not an error) and refused calls (a tool error: bad
   arguments, an unknown tool), by tool;
@@ -47,12 +53,19 @@ from harness.loop.session import Session
 from harness.wiring import SessionOptions, open_session
 
 TURNS = (
-    ("Hi, I'm Ana. I use neovim and deploy on Mondays.", ("neovim", "monday")),
-    ("What editor do I use?", ()),
-    ("Remember that my team is called Tidewater.", ("tidewater",)),
-    ("Which file defines the pricing rules in the project? Look it up.", ()),
-    ("When do I deploy?", ()),
+    ("Hi, I'm Ana. Please remember that I use neovim and deploy on Mondays.", ("neovim", "monday"), "memory"),
+    ("What's the weather in Lisbon right now?", (), "weather"),
+    ("Which file defines the pricing rules in the project? Look it up.", (), "proj__"),
+    ("Read that file and tell me what its first rule does.", (), "proj__read_file"),
+    ("Remember that my team is called Tidewater.", ("tidewater",), "memory"),
 )
+"""The first session: (what the user says, facts it plants, the tool it needs: a name or a prefix)."""
+RECALL = (
+    ("What is my team called?", "tidewater"),
+    ("Which editor do I use?", "neovim"),
+    ("On which day do I deploy?", "monday"),
+)
+"""The second session on the same home: questions only the saved memory answers."""
 
 _LEAK = re.compile(
     r"<\|[A-Za-z0-9_]{1,40}\|>|</?tool_call>|\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\""
@@ -113,12 +126,60 @@ def _describe(events: Sequence[Event]) -> list[str]:
     return lines
 
 
+class Tally:
+    """Counts over all turns of both sessions."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.counts: Counter[str] = Counter()
+        self.by_tool: Counter[str] = Counter()
+        self.first_prompt = 0
+        self.first_reply_s = 0.0
+
+    async def turn(self, session: Session, text: str, expected: str | None) -> str:
+        """Run one turn, count what happened, and return the final answer."""
+        t0 = time.monotonic()
+        events, finished = await _turn(session, text, self.deadline)
+        c = self.counts
+        c["turns"] += 1
+        c["turns_cut"] += not finished
+        usage = [e for e in events if isinstance(e, UsageReported) and e.purpose == "turn"]
+        if c["turns"] == 1 and usage:
+            self.first_prompt, self.first_reply_s = usage[0].input + usage[0].cache_read, usage[0].latency_s
+        called = [e.name for e in events if isinstance(e, ToolCallStarted)]
+        for r in (e for e in events if isinstance(e, ToolResultReady)):
+            if r.name == _UNREADABLE:
+                c["unreadable_replies"] += 1
+            elif r.is_error:
+                c["refused_calls"] += 1
+                self.by_tool[f"{r.name} refused"] += 1
+            else:
+                c["valid_tool_calls"] += 1
+                self.by_tool[f"{r.name} ok"] += 1
+        if expected is not None:
+            c["turns_needing_a_tool"] += 1
+            fitting = [
+                n for n in called if n == expected or (expected.endswith("_") and n.startswith(expected))
+            ]
+            c["needed_tool_called"] += bool(fitting)
+            c["wrong_tool"] += bool(called) and not fitting
+        shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+        ended = [e for e in events if isinstance(e, TurnEnded)]
+        final = ended[-1].final_text if ended else ""
+        c["leaked_markup"] += bool(_LEAK.search(shown) or _LEAK.search(final))
+        c["empty_replies"] += empty_replies(events)
+        c["unanswered"] += not final.strip()
+        c["model_calls"] += len(usage)
+        note = "" if finished else " [cut at the time budget]"
+        print(f"> {text}  ({time.monotonic() - t0:.0f} s, {len(usage)} model calls){note}")
+        print("\n".join([*_describe(events), (final.strip() or "(no answer)")[:300]]) + "\n", flush=True)
+        return final
+
+
 async def main(out: Path | None, budget_s: float, models_dir: Path) -> dict[str, object]:
-    counts: Counter[str] = Counter()
-    by_tool: Counter[str] = Counter()
     started = time.monotonic()
-    deadline = started + budget_s
-    first_prompt = first_reply_s = 0.0
+    tally = Tally(started + budget_s)
+    recalled = 0
     with tempfile.TemporaryDirectory(prefix="keel-local-chat-") as tmp:
         home = Path(tmp)
         cfg = load_config(None, environ={"KEEL_HOME": str(home)})
@@ -131,63 +192,40 @@ async def main(out: Path | None, budget_s: float, models_dir: Path) -> dict[str,
                 "model": cfg.model.model_copy(update={"models_dir": models_dir}),
             }
         )
-        async with open_session(
-            cfg, SessionOptions(home=home, source="benchmark"), tools=[weather]
-        ) as session:
+        opts = SessionOptions(home=home, source="benchmark")
+        async with open_session(cfg, opts, tools=[weather]) as session:
             tools = list(session.tools.names)
             print(f"model {session.model.model_name}; {len(tools)} tools: {', '.join(tools)}", flush=True)
-            for text, _ in TURNS:
-                if time.monotonic() >= deadline:
-                    break
-                t0 = time.monotonic()
-                events, finished = await _turn(session, text, deadline)
-                counts["turns"] += 1
-                counts["turns_cut"] += not finished
-                usage = [e for e in events if isinstance(e, UsageReported) and e.purpose == "turn"]
-                if counts["turns"] == 1 and usage:
-                    first_prompt, first_reply_s = usage[0].input + usage[0].cache_read, usage[0].latency_s
-                for r in (e for e in events if isinstance(e, ToolResultReady)):
-                    if r.name == _UNREADABLE:
-                        counts["unreadable_replies"] += 1
-                    elif r.is_error:
-                        counts["refused_calls"] += 1
-                        by_tool[f"{r.name} refused"] += 1
-                    else:
-                        counts["valid_tool_calls"] += 1
-                        by_tool[f"{r.name} ok"] += 1
-                shown = "".join(e.text for e in events if isinstance(e, TextDelta))
-                ended = [e for e in events if isinstance(e, TurnEnded)]
-                final = ended[-1].final_text if ended else ""
-                counts["leaked_markup"] += bool(_LEAK.search(shown) or _LEAK.search(final))
-                counts["empty_replies"] += empty_replies(events)
-                counts["model_calls"] += len(usage)
-                note = "" if finished else " [cut at the time budget]"
-                print(f"> {text}  ({time.monotonic() - t0:.0f} s, {len(usage)} model calls){note}")
-                print(
-                    "\n".join([*_describe(events), (final.strip() or "(no answer)")[:300]]) + "\n", flush=True
-                )
+            for text, _, needs in TURNS:
+                if time.monotonic() < tally.deadline:
+                    await tally.turn(session, text, needs)
+        async with open_session(cfg, opts, tools=[weather]) as session:
+            for text, fact in RECALL:
+                if time.monotonic() < tally.deadline:
+                    answer = await tally.turn(session, text, None)
+                    recalled += fact in answer.lower()
         saved = await anyio.to_thread.run_sync(_saved_text, home)
-    facts = [f for _, fs in TURNS for f in fs]
+    c = tally.counts
+    facts = [f for _, fs, _ in TURNS for f in fs]
     report: dict[str, object] = {
-        "turns": counts["turns"],
-        "turns_cut": counts["turns_cut"],
-        "model_calls": counts["model_calls"],
-        "valid_tool_calls": counts["valid_tool_calls"],
-        "refused_calls": counts["refused_calls"],
-        "unreadable_replies": counts["unreadable_replies"],
-        "leaked_markup": counts["leaked_markup"],
-        "empty_replies": counts["empty_replies"],
+        **{
+            k: c[k]
+            for k in ("turns", "turns_cut", "model_calls", "turns_needing_a_tool", "needed_tool_called")
+        },
+        **{k: c[k] for k in ("valid_tool_calls", "refused_calls", "wrong_tool", "unreadable_replies")},
+        **{k: c[k] for k in ("leaked_markup", "empty_replies", "unanswered")},
         "facts_planted": len(facts),
         "facts_saved": sum(f in saved.lower() for f in facts),
+        "facts_recalled": recalled,
         "tools_offered": len(tools),
-        "first_prompt_tokens": int(first_prompt),
-        "first_reply_s": round(first_reply_s, 1),
+        "first_prompt_tokens": int(tally.first_prompt),
+        "first_reply_s": round(tally.first_reply_s, 1),
         "wall_s": round(time.monotonic() - started),
     }
     print(
         "saved memory:\n" + ("  " + saved.strip().replace("\n", "\n  ") if saved.strip() else "  (nothing)")
     )
-    print("calls by tool: " + (", ".join(f"{k} {v}" for k, v in sorted(by_tool.items())) or "none"))
+    print("calls by tool: " + (", ".join(f"{k} {v}" for k, v in sorted(tally.by_tool.items())) or "none"))
     for key, value in report.items():
         print(f"{key} {value}")
     if out is not None:

@@ -84,7 +84,8 @@ async def main(model: str, extra: Mapping[str, str], models_dir: Path | None) ->
         home = Path(tmp) / "home"
         home.mkdir()
         weights = await find_weights(model=model, models_dir=models_dir or Path(tmp) / "models")  # type: ignore[arg-type]
-        env = {"KEEL_MODEL__LOCAL_MODEL": model, **extra}
+        # what `keel chat` shows the embedded model (the recorder is a client handed in)
+        env = {"KEEL_MODEL__LOCAL_MODEL": model, "KEEL_PROMPT__TOOL_PROFILE": "compact", **extra}
         cfg = load_config(None, environ={"KEEL_HOME": str(home), **env})
         request, slots = await first_request(home, env)
         tok = load_gguf_tokenizer(weights.path)

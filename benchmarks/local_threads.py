@@ -1,15 +1,17 @@
-"""The embedded server's thread count under load: 1 vs 2 threads with the harness busy.
+"""The embedded server's threads and batch size under load, side by side.
 
-Starts the embedded model once per thread count and, while a second process keeps one core
-busy the way keel's own work does (JSON serialization and hashing in a loop), sends the same
+Starts the embedded model once per setting — generation threads, prefill threads
+(llama.cpp's `n_threads_batch`), `n_batch` — and, while a second process keeps one core busy
+the way keel's own work does (JSON serialization and hashing in a loop), sends the same
 requests: a fresh prompt of about `--prompt-tokens` tokens (evaluated whole) and a short reply.
-The thread counts alternate (1, 2, 1, 2, ...), each run on a fresh server so no state is
-shared, and the medians are reported side by side. Run it under the machine's model lock:
+The settings alternate in order from run to run, each on a fresh server so no state is shared,
+and the medians are reported side by side. Run it under the machine's model lock:
 
     flock /work/model.lock python benchmarks/local_threads.py [--model smollm2-135m] [--repeats 3]
 
-It ends with `two_thread_speedup <prompt tokens/s with 2 threads / with 1>` (above 1: two
-threads are faster under load).
+It ends with `prefill_threads_speedup <prompt tok/s with 2 prefill threads / with 1>` and
+`prefill_threads_generation_ratio` (generation with the same comparison: about 1, since
+generation keeps one thread).
 
 Measured (2026-11-25, SmolLM2, `--repeats 2`, a loaded 2-core machine): median prompt 56.0
 tok/s with 1 thread and 64.2 with 2, generation 20.7 and 12.2 tok/s; `two_thread_speedup
@@ -62,13 +64,26 @@ def _busy(stop_at: float) -> None:
         hashlib.sha256(json.dumps(transcript[-200:]).encode()).hexdigest()
 
 
+Setting = tuple[int, int, int]
+"""(generation threads, prefill threads, n_batch)."""
+SETTINGS: tuple[Setting, ...] = ((1, 1, 512), (1, 2, 512), (2, 2, 512), (1, 2, 128))
+"""The old default, the new one (two prefill threads), two threads for both, a small batch."""
+
+
 async def _one(
-    model: LocalModelName, threads: int, prompt_tokens: int, models_dir: Path, seed: int
-) -> tuple[float, float]:
+    model: LocalModelName, setting: Setting, prompt_tokens: int, models_dir: Path, seed: int
+) -> tuple[float, float, int]:
+    threads, threads_batch, n_batch = setting
     text = " ".join(WORDS[(i + seed) % len(WORDS)] for i in range(int(prompt_tokens * 0.8)))
     async with (
         start_local_model(
-            model=model, n_ctx=4096, threads=threads, models_dir=models_dir, max_tokens=32
+            model=model,
+            n_ctx=4096,
+            n_batch=n_batch,
+            threads=threads,
+            threads_batch=threads_batch,
+            models_dir=models_dir,
+            max_tokens=32,
         ) as lm,
         httpx.AsyncClient(timeout=1800, headers={"Authorization": f"Bearer {lm.api_key}"}) as http,
     ):
@@ -84,28 +99,34 @@ async def _one(
         t = r.json()["timings"]
     prompt_tps = t["prompt_n"] / (t["prompt_ms"] / 1000)
     gen_tps = t["predicted_n"] / (t["predicted_ms"] / 1000) if t["predicted_ms"] else float("nan")
-    return prompt_tps, gen_tps
+    return prompt_tps, gen_tps, t["prompt_n"]
 
 
-async def main(model: LocalModelName, repeats: int, prompt_tokens: int, models_dir: Path) -> float:
-    results: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+def _name(s: Setting) -> str:
+    return f"threads {s[0]} prefill {s[1]} n_batch {s[2]}"
+
+
+async def main(
+    model: LocalModelName, repeats: int, prompt_tokens: int, models_dir: Path
+) -> dict[Setting, tuple[float, float]]:
+    results: dict[Setting, list[tuple[float, float]]] = {s: [] for s in SETTINGS}
     busy = multiprocessing.Process(target=_busy, args=(time.time() + 3600,), daemon=True)
     busy.start()
     try:
         for r in range(repeats):
-            for threads in (1, 2) if r % 2 == 0 else (2, 1):
-                out = await _one(model, threads, prompt_tokens, models_dir, seed=r * 2 + threads)
-                results[threads].append(out)
+            for k, setting in enumerate(SETTINGS if r % 2 == 0 else SETTINGS[::-1]):
+                p, g, n = await _one(model, setting, prompt_tokens, models_dir, seed=r * 10 + k)
+                results[setting].append((p, g))
                 print(
-                    f"run {r + 1} threads {threads}: prompt {out[0]:.1f} tok/s, generation {out[1]:.1f} tok/s",
+                    f"run {r + 1} {_name(setting)}: {n} prompt tokens at {p:.1f} tok/s, generation {g:.1f} tok/s",
                     flush=True,
                 )
     finally:
         busy.terminate()
-    med = {n: (median([p for p, _ in v]), median([g for _, g in v])) for n, v in results.items()}
-    for n, (p, g) in med.items():
-        print(f"median threads {n}: prompt {p:.1f} tok/s, generation {g:.1f} tok/s")
-    return med[2][0] / med[1][0]
+    med = {s: (median([p for p, _ in v]), median([g for _, g in v])) for s, v in results.items()}
+    for s, (p, g) in med.items():
+        print(f"median {_name(s)}: prompt {p:.1f} tok/s, generation {g:.1f} tok/s")
+    return med
 
 
 if __name__ == "__main__":
@@ -117,5 +138,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="keel-threads-") as tmp:
         where = args.models_dir or Path(tmp)
-        speedup = anyio.run(main, args.model, args.repeats, args.prompt_tokens, where)
-    print(f"two_thread_speedup {speedup:.2f}")
+        med = anyio.run(main, args.model, args.repeats, args.prompt_tokens, where)
+    old, new = med[SETTINGS[0]], med[SETTINGS[1]]
+    print(f"prefill_threads_speedup {new[0] / old[0]:.2f}")
+    print(f"prefill_threads_generation_ratio {new[1] / old[1]:.2f}")

@@ -17,6 +17,10 @@ share one fresh PostgreSQL schema. Then:
    (`acknowledged_inputs_lost`: a 202'd run whose stored input is not what was sent), and
    run the next turn of each session (`next_turns_failed`).
 
+Clients behave as the API asks: a POST whose connection broke or that got 503 (the storage
+was busy) is resent with the same `Idempotency-Key`, a broken stream resumes with
+`Last-Event-ID`; such resends are counted (`client retries`) and must lose or duplicate nothing.
+
     python benchmarks/serve_load.py [--sessions 10|100|500] [--turns 3] [--model-latency-ms 20]
         [--url postgresql://...]
 
@@ -45,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from harness.testing.processes import KeelServer, fake_model, keel_servers
 
-_ATTEMPTS = 5
+_ATTEMPTS = 30  # resends of one request (a busy shared PostgreSQL answers 503 for a while)
 
 
 @dataclass
@@ -57,7 +61,7 @@ class Tally:
     events_lost: int = 0
     sent: dict[str, str] = field(default_factory=dict)  # run id -> input
     failed: dict[str, int] = field(default_factory=dict)  # error code -> runs
-    retries: int = 0  # requests resent after a broken connection
+    retries: int = 0  # requests resent after a broken connection or a 503
 
 
 async def read_stream(
@@ -65,7 +69,7 @@ async def read_stream(
 ) -> tuple[list[tuple[int, str]], float | None]:
     """The run's `(id, event)` pairs, and when its first `text.delta` arrived (monotonic).
 
-    A connection that breaks is resumed with `Last-Event-ID` (counted in `tally.retries`)."""
+    A connection that breaks (or a 503) is resumed with `Last-Event-ID` (counted in `tally.retries`)."""
     events: list[tuple[int, str]] = []
     first: float | None = None
     for _ in range(_ATTEMPTS):
@@ -75,6 +79,8 @@ async def read_stream(
             async with client.stream(
                 "GET", f"/v1/runs/{run_id}/events", headers=headers, timeout=300
             ) as response:
+                if response.status_code == 503:  # the storage was busy: resume
+                    raise httpx.TransportError("503 storage_unavailable")
                 async for line in response.aiter_lines():
                     if line:
                         name, _, value = line.partition(": ")
@@ -89,6 +95,7 @@ async def read_stream(
         except httpx.TransportError:
             if tally is not None:
                 tally.retries += 1
+            await anyio.sleep(1.0)
     return events, first
 
 
@@ -104,10 +111,14 @@ async def new_session(client: httpx.AsyncClient) -> str:
     """A new session (a broken connection is retried: at worst an unused session is left)."""
     for attempt in range(_ATTEMPTS):
         try:
-            return str((await client.post("/v1/sessions", timeout=300)).json()["id"])
+            response = await client.post("/v1/sessions", timeout=300)
+            if response.status_code != 503 or attempt == _ATTEMPTS - 1:
+                response.raise_for_status()
+                return str(response.json()["id"])
         except httpx.TransportError:
             if attempt == _ATTEMPTS - 1:
                 raise
+        await anyio.sleep(1.0)
     raise AssertionError("unreachable")
 
 
@@ -227,7 +238,7 @@ def config_file(root: Path, model_url: str, url: str, schema: str) -> Path:
     config = {
         "model": {"provider": "openai", "base_url": model_url, "name": "fake", "tokenizer": "chars"},
         "storage": {"backend": "postgres", "url": url, "pg_schema": schema, "lease_wait_s": 3},
-        "sessions": {"pool_size": 6},
+        "sessions": {"pool_size": 4},
         "serve": {"max_running": 1000},
     }
     path = root / "keel.yaml"
@@ -271,7 +282,9 @@ def main() -> int:
         f"added_latency_ms p50: {statistics.median(tally.added_ms):.1f}  p99: {pct(tally.added_ms, 0.99):.1f}"
     )
     print(f"runs_failed: {sum(tally.failed.values())} {tally.failed or ''}".rstrip())
-    print(f"client retries (Idempotency-Key / Last-Event-ID): {tally.retries}")
+    print(
+        f"client retries after a broken connection or a 503 (Idempotency-Key / Last-Event-ID): {tally.retries}"
+    )
     print(f"events_lost: {tally.events_lost + killed.events_lost}")
     print(f"duplicated_turns: {duplicated}")
     print(f"killed worker: {killed.runs} runs in flight, worker_lost after at most {killed.detect_s:.1f} s")

@@ -46,6 +46,7 @@ FORBIDDEN = (
             "_scoped",
             "_validate",
             "journal",
+            "writes",
             "dense",
         )
         for backend in ("sqlite", "postgres")

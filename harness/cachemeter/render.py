@@ -32,9 +32,9 @@ import itertools
 import json
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol, TypeAlias
+from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
 
 from pydantic import JsonValue
 
@@ -45,6 +45,7 @@ from harness.tokens import Tokenizer
 __all__ = [
     "CanonicalRenderer",
     "ChatMLRenderer",
+    "LruMemo",
     "Rendered",
     "Renderer",
     "RendererName",
@@ -52,6 +53,9 @@ __all__ = [
     "SegmentKind",
     "TokenMemo",
 ]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 RendererName: TypeAlias = Literal["canonical", "chatml", "jinja"]
 SegmentKind: TypeAlias = Literal["tools", "system", "message", "generation"]
@@ -120,24 +124,37 @@ class Renderer(Protocol):
     def render(self, request: MeterRequest) -> Rendered: ...
 
 
+class LruMemo(Generic[K, V]):
+    """`make(key)` remembered per key, the least recently used dropped beyond `max_entries`."""
+
+    def __init__(self, make: Callable[[K], V], *, max_entries: int = 50_000) -> None:
+        self._make = make
+        self.max_entries = max_entries
+        self._memo: OrderedDict[K, V] = OrderedDict()
+
+    def __call__(self, key: K) -> V:
+        memo = self._memo
+        try:
+            hit = memo[key]
+        except KeyError:
+            value = memo[key] = self._make(key)
+            if len(memo) > self.max_entries:
+                memo.popitem(last=False)
+            return value
+        memo.move_to_end(key)
+        return hit
+
+
 class TokenMemo:
     """Packed token ids per distinct text, least recently used evicted beyond `max_entries`."""
 
     def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 50_000) -> None:
         self.tokenizer = tokenizer
-        self._max = max_entries
-        self._memo: OrderedDict[str, bytes] = OrderedDict()
+        self.max_entries = max_entries
+        self.encode = LruMemo(self._encode, max_entries=max_entries)
 
-    def encode(self, text: str) -> bytes:
-        hit = self._memo.get(text)
-        if hit is not None:
-            self._memo.move_to_end(text)
-            return hit
-        data = pack(self.tokenizer.encode(text)) if text else b""
-        self._memo[text] = data
-        if len(self._memo) > self._max:
-            self._memo.popitem(last=False)
-        return data
+    def _encode(self, text: str) -> bytes:
+        return pack(self.tokenizer.encode(text)) if text else b""
 
 
 def dumps(value: JsonValue) -> str:
@@ -316,10 +333,16 @@ class CanonicalRenderer:
 
     def __init__(self, tokenizer: Tokenizer, *, memo: TokenMemo | None = None) -> None:
         self.memo = memo or TokenMemo(tokenizer)
+        # A message's ids by the message itself: a stream's requests repeat their history,
+        # and its JSON text need not be written again to find them.
+        self._message_ids = LruMemo(self._encode_message, max_entries=self.memo.max_entries)
 
     @property
     def name(self) -> str:
         return "canonical"
+
+    def _encode_message(self, m: MeterMessage) -> bytes:
+        return self.memo.encode(dumps(_message_json(m)) + "\n")
 
     def render(self, request: MeterRequest) -> Rendered:
         asm = Assembler(self.memo)
@@ -330,10 +353,7 @@ class CanonicalRenderer:
         blocks: list[int] = []
         if request.system:
             cut_pos, blocks = add_system(asm, request, tail="\n")
-        ends = [
-            asm.add(dumps(_message_json(m)) + "\n", "message", index=i)
-            for i, m in enumerate(request.messages)
-        ]
+        ends = [asm.add_ids(self._message_ids(m), "message", index=i) for i, m in enumerate(request.messages)]
         return finish(
             asm, request, tools_end=tools_end, system_cut_pos=cut_pos, system_blocks=blocks, message_ends=ends
         )

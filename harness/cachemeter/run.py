@@ -271,9 +271,13 @@ class RequestMeter:
 
     def feed(self, record: TraceRecord) -> RequestVerdict:
         """The verdict on the next request of the trace."""
+        return self.feed_request(request_from_record(record, line=self._count + 1))
+
+    def feed_request(self, request: MeterRequest) -> RequestVerdict:
+        """`feed` for a request already read (`traces.request_from_model` for a live one)."""
         i = self._count
         self._count += 1
-        p = self._stream.prepare(i, request_from_record(record, line=i + 1))
+        p = self._stream.prepare(i, request)
         m = p.match
         step = (
             SimStep(reusable=m.prefix, prefix=m.prefix, source=m.source, potential=m.prefix)
@@ -281,7 +285,9 @@ class RequestMeter:
             else self._sim.feed(p.sim)
         )
         reason = attribute(p.content, step, n=p.rendered.n_tokens, shared=m.prefix)
-        return RequestVerdict(self._phases.phase(record.purpose, p.content.kind), step.reusable, reason.label)
+        return RequestVerdict(
+            self._phases.phase(request.purpose, p.content.kind), step.reusable, reason.label
+        )
 
 
 def measure(

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast, get_args
+from typing import TYPE_CHECKING, TypeVar, cast, get_args
 
 import anyio
 
@@ -20,7 +20,6 @@ from harness.cli._common import Subparsers, console, principal_from_args
 from harness.errors import KeelError
 from harness.wiring.scoped import curated_store, meaning_check, shared_memory_store
 from harness.wiring.stores import curated_scopes, open_place, open_sessions
-from harness.wiring.why import EntryOrigin, entry_origins
 from memory import (
     AmbiguousMatchError,
     MemoryLayerError,
@@ -32,6 +31,9 @@ from memory import (
 )
 from memory.curated import HeldWrites, PendingWrite
 from memory.provenance import ORIGIN_LABELS
+
+if TYPE_CHECKING:
+    from harness.wiring.why import EntryOrigin
 
 __all__ = ["register"]
 
@@ -165,6 +167,10 @@ def _status_lines(store: MemoryStore, target: MemoryTarget) -> list[str]:
 
 def _origins(args: argparse.Namespace, entries: list[str]) -> dict[str, EntryOrigin]:
     """Where each entry came from (`harness.wiring.why`), from the configured session store."""
+    # Here, not at import: `why` reads the flush's records (harness.compress), which the
+    # other memory verbs never need.
+    from harness.wiring.why import entry_origins
+
     cfg, principal = principal_from_args(args)
 
     async def main() -> dict[str, EntryOrigin]:

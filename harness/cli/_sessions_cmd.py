@@ -195,7 +195,8 @@ def _search(args: argparse.Namespace) -> int:
                     + (f", {p.get('model')}" if p.get("model") else "")
                     + found_by,
                     style="bold",
-                )
+                ),
+                soft_wrap=True,
             )
             console.print(Text(f"   {p.get('snippet')}", style="italic"))
             view = result.view
@@ -212,17 +213,18 @@ async def _explain(config: KeelConfig, dense: DenseIndex | None, query: str) -> 
     """Say whether meaning is searched, how far the index has got, and the query's route."""
     choice = dense_choice(config)
     if dense is None:
-        console.print(f"hybrid search: off — {choice.reason}", markup=False)
+        console.print(f"hybrid search: off — {choice.reason}", markup=False, soft_wrap=True)
         return
     status = await dense.status()
-    console.print(f"hybrid search: on — {choice.reason}", markup=False)
+    console.print(f"hybrid search: on — {choice.reason}", markup=False, soft_wrap=True)
     console.print(
         f"dense index: {status.model}, {status.kind}; {status.embedded:,} of {status.total:,} messages embedded"
         + ("" if status.embedded >= status.total else " (run `keel sessions reindex` for the rest)"),
         markup=False,
+        soft_wrap=True,
     )
     routing = route_query(query)
-    console.print(f"route: {routing.route} — {routing.reason}", markup=False)
+    console.print(f"route: {routing.route} — {routing.reason}", markup=False, soft_wrap=True)
 
 
 # ------------------------------------------------------------------ reindex

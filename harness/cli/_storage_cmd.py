@@ -119,13 +119,14 @@ def _days(value: float | None) -> float | None:
 # ------------------------------------------------------------------ stats
 
 
-def _size(value: int | None) -> str:
-    if value is None:
+def _size(count: int | None) -> str:
+    if count is None:
         return "-"
+    value = float(count)
     for unit in ("B", "KB", "MB", "GB"):
         if value < 1024 or unit == "GB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024  # type: ignore[assignment]  # int → float for display only
+        value /= 1024
     return f"{value} B"
 
 

@@ -63,6 +63,9 @@ class McpServerConfig(Section):
 
 class McpConfig(Section):
     servers: tuple[McpServerConfig, ...] = ()
+    defer_share: float = Field(0.1, gt=0, le=0.25)
+    """Past this share of `model.context_window`, the servers' tool schemas are deferred
+    behind `tool_search` (a compact catalog in the tool list; schemas found on demand)."""
 
     @field_validator("servers")
     @classmethod

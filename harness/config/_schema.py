@@ -108,7 +108,9 @@ class ModelConfig(Section):
     models_dir: Path | None = None
     """Where built-in weights shipped in parts are assembled; null → `<home>/models`."""
     local_threads: int | None = Field(None, ge=1)
-    """Embedded model only: CPU threads; null → all cores but one."""
+    """Embedded model only: CPU threads for generation; null → all cores but one."""
+    local_threads_batch: int | None = Field(None, ge=1)
+    """Embedded model only: CPU threads for prompt processing (prefill); null → all cores."""
     tokenizer: Literal["cl100k", "chars"] = "cl100k"
     """How keel estimates prompt sizes when the provider reports none."""
 
@@ -128,6 +130,11 @@ class LimitsConfig(Section):
 
 class PromptConfig(Section):
     slot_order: tuple[SlotId, ...] = DEFAULT_SLOT_ORDER
+    tool_profile: Literal["auto", "full", "compact"] = "auto"
+    """What the model is shown of its tools: `compact` (short descriptions, fewer tools, one
+    short guidance text written for small models; `harness/tools/profile.py`) or `full`;
+    auto → compact for the model keel runs for `model.provider: local`, full for API models
+    (and for a model client handed to the session, whose size keel cannot know)."""
     memory_after_tools: bool | None = None
     """The memory, user and session slots go last, sent as a second system message that chat
     templates render after the tool schemas (a compression then re-reads little); null →
@@ -435,6 +442,14 @@ class KeelConfig(Section):
             if not module or not attr.isidentifier():
                 raise ValueError(f"{item!r} is not an import path; write 'package.module:function'")
         return value
+
+    def tool_profile(self, *, own_model: bool) -> Literal["full", "compact"]:
+        """`prompt.tool_profile`, its auto resolved: compact when keel runs the configured local
+        model itself (`own_model`: the session was not handed a model client), else full."""
+        chosen = self.prompt.tool_profile
+        if chosen == "auto":
+            return "compact" if own_model and self.model.provider == "local" else "full"
+        return chosen
 
     @property
     def memory_after_tools(self) -> bool:

@@ -88,6 +88,7 @@ async def open_model(
                 models_dir=m.models_dir or config.resolved_home(env) / "models",
                 n_ctx=m.context_window,
                 threads=m.local_threads,
+                threads_batch=m.local_threads_batch,
                 log_path=home / "logs" / "local-model.log",
                 max_tokens=m.max_output_tokens,
                 server=_server_options(config, home),

@@ -36,7 +36,7 @@ from harness.models.base import ModelClient
 from harness.serve.events import END_TYPES, Totals, run_event
 from harness.serve.http import ApiError
 from harness.wiring import SessionOptions, Stores, open_session
-from memory import Principal, SessionBusyError
+from memory import Principal, SessionBusyError, SessionStoreError
 from memory.runs import Liveness, NewRun, RunEnd, RunEvent, RunRecord, RunStore
 
 __all__ = ["Worker", "WorkerParts"]
@@ -47,6 +47,7 @@ _EVENT_BUFFER = 256  # events a run may queue for its writer before the turn wai
 _PAGE = 200  # events read from the store per query when streaming
 _REMOTE_POLL_S = 0.2  # how often a stream of a run on another worker looks for new events
 _PRUNE_EVERY_S = 3600.0
+_STORE_RETRY_S = 0.5  # a stream's pause before reading again after the storage failed
 
 
 Emit = Callable[[str, dict[str, object]], Awaitable[None]]
@@ -209,16 +210,24 @@ class Worker:
             while True:
                 # taken before reading: a batch written after the read sets it, none is missed
                 changed = self._changed.setdefault(run_id, anyio.Event())
-                batch = await self.runs.events_after(run_id, after, limit=_PAGE)
+                try:
+                    batch = await self.runs.events_after(run_id, after, limit=_PAGE)
+                except SessionStoreError as exc:  # a storage blip: the stream waits, it does not break
+                    log.warning("reading run %s's events failed (%s); retrying", run_id, exc)
+                    await anyio.sleep(_STORE_RETRY_S)
+                    continue
                 for ev in batch:
                     yield ev
                     after = ev.seq
                     if ev.type in END_TYPES:
                         return
-                if batch:
-                    continue
-                if await self._over(run_id, after):
-                    return
+                if len(batch) == _PAGE:
+                    continue  # more may be written already
+                try:
+                    if not batch and await self._over(run_id, after):
+                        return
+                except SessionStoreError as exc:
+                    log.warning("checking run %s failed (%s); retrying", run_id, exc)
                 with anyio.move_on_after(1.0 if run_id in self._scopes else _REMOTE_POLL_S):
                     await changed.wait()
         finally:

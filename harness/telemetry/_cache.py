@@ -1,8 +1,10 @@
 """`keel.cache.*` and `keel.phase` for each request: the cache meter, run online in the worker.
 
-Each request record becomes the trace record the JSONL trace would hold (`record_for_request`,
-the one conversion) and is fed, in the order requests ended, to the meter of its stream (one
-per session object, as one trace file is one `keel cache report` input). The meter renders it
+Each request record becomes the meter's request — what `keel cache report` reads off its JSONL
+trace line (`request_from_model`, held equal to reading `record_for_request`'s line; each
+message is converted and rendered once, so a request's cost does not grow with its history)
+— and is fed, in the order requests ended, to the meter of its stream (one per session
+object, as one trace file is one `keel cache report` input). The meter renders it
 (canonical, over cl100k: `keel cache report`'s defaults), places it against every earlier
 request of the stream, runs the simulator of the request's provider (`anthropic`, `openai`,
 `keel` for the embedded llama.cpp server; the content view, `ideal`, for any other) and
@@ -24,10 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from harness.cachemeter import MeterRun, Renderer, RequestMeter, SimName
+from harness.cachemeter.traces import MessageMemo, request_from_model
 from harness.telemetry import names as n
 from harness.telemetry._attrs import Attributes
 from harness.telemetry._record import RequestRecord
-from harness.trace import TraceBreakpoint, record_for_request, trace_slots
+from harness.trace import TraceBreakpoint
 
 __all__ = ["SIMULATOR_OF_PROVIDER", "CacheAttribution"]
 
@@ -61,6 +64,7 @@ class CacheAttribution:
         self._renderer: Renderer | None = None
         self._simulators = simulators
         self._meters: dict[tuple[str, SimName], RequestMeter] = {}
+        self._messages = MessageMemo()
 
     def __call__(self, r: RequestRecord) -> Attributes:
         reply, usage = r.reply, r.usage
@@ -72,12 +76,12 @@ class CacheAttribution:
         meter = self._meters.get((r.stream, sim))
         if meter is None:
             meter = self._meters[(r.stream, sim)] = RequestMeter(self._renderer, sim)
-        record = record_for_request(
+        request = request_from_model(
             r.request,
+            memo=self._messages,
             session_id=r.session_id,
-            turn=0,
             model=r.model,
-            slots=trace_slots(r.slots),
+            slots=r.slots,
             usage=usage,
             breakpoints=[
                 TraceBreakpoint(at=b.at, index=b.index, system_chars=b.system_chars)
@@ -86,7 +90,7 @@ class CacheAttribution:
             cache_ttl=reply.cache_ttl,
             timestamp=r.start_ns / 1e9,
         )
-        verdict = meter.feed(record)
+        verdict = meter.feed_request(request)
         out: Attributes = {n.KEEL_PHASE: verdict.phase, n.KEEL_CACHE_REUSABLE: verdict.reusable}
         if verdict.cause != "none":
             out[n.KEEL_CACHE_MISS_CAUSE] = "cold" if verdict.cause == "first_request" else verdict.cause

@@ -23,6 +23,7 @@ from harness.loop.system_prompt import PromptAssembler
 from harness.models.base import ModelClient
 from harness.tokens import TokenCounter
 from harness.tools import RawTool, ToolOutput, ToolRegistry
+from harness.tools.profile import profile_for
 from harness.trace import TraceWriter
 from harness.types import Message, ToolSpec, Usage
 from memory import FlushMode, SwitchReason
@@ -203,7 +204,9 @@ async def make_session(
 ) -> AsyncIterator[Session]:
     """A started session over fakes; background work is owned by this context."""
     cfg = cfg or config()
-    tools = ToolRegistry(timeout_s=cfg.limits.tool_timeout_s)
+    tools = ToolRegistry(
+        timeout_s=cfg.limits.tool_timeout_s, profile=profile_for(cfg.tool_profile(own_model=False))
+    )
     if memory is not None:
         tools.add(memory.tool())
     for t in extra_tools:

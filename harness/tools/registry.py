@@ -143,7 +143,22 @@ class ToolRegistry:
     `refresh`, which the session runs when it rebuilds the system prompt — never between.
     """
 
-    def __init__(self, *, timeout_s: float = 60.0, telemetry: Telemetry = NO_TELEMETRY) -> None:
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 60.0,
+        telemetry: Telemetry = NO_TELEMETRY,
+        defer: Callable[[Sequence[ToolSpec]], Tool | None] | None = None,
+        profile: Callable[[ToolSpec], ToolSpec | None] | None = None,
+    ) -> None:
+        self.profile = profile
+        """What the model is shown of each tool (`harness.tools.profile`; None: the spec as is)."""
+        self._defer = defer
+        """Given the sources' specs, the tool that stands in for them (`tool_search`), or None
+        to send them as they are (`harness.tools.deferral`); applied at `add_source` and
+        `refresh` only, so the tool list never changes between rebuilds."""
+        self._search: Tool | None = None
+        self._deferred: frozenset[str] = frozenset()
         self._tools: dict[str, Tool] = {}
         self._slots: list[Tool | _Group] = []
         self._origins: dict[str, str] = {}
@@ -169,6 +184,21 @@ class ToolRegistry:
         self._slots.append(_Group(source, tools))
         self._tools.update((t.spec.name, t) for t in tools)
         self._sourced.update(t.spec.name for t in tools)
+        self._apply_deferral()
+
+    def _apply_deferral(self) -> None:
+        sourced = [t for slot in self._slots if isinstance(slot, _Group) for t in slot.tools]
+        search = None if self._defer is None else self._defer([t.spec for t in sourced])
+        if search is not None and search.spec.name in self._tools:
+            log.warning("a tool is named %r: the MCP tools are not deferred", search.spec.name)
+            search = None
+        self._search = search
+        self._deferred = frozenset() if search is None else frozenset(t.spec.name for t in sourced)
+
+    @property
+    def deferred(self) -> frozenset[str]:
+        """The tools not sent with requests, found through `tool_search` (empty: none)."""
+        return self._deferred
 
     def _check(self, tools: Sequence[Tool], source: ToolSource, *, replacing: Sequence[Tool]) -> None:
         ours = {t.spec.name for t in replacing}
@@ -219,17 +249,22 @@ class ToolRegistry:
                 tools[slot.spec.name] = slot
         self._tools = tools
         self._sourced = sourced
+        self._apply_deferral()
         return notes
 
     def get(self, name: str) -> Tool | None:
+        if self._search is not None and name == self._search.spec.name:
+            return self._search
         return self._tools.get(name)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or (self._search is not None and name == self._search.spec.name)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(self._tools)
+        """Every tool a call may name (deferred ones and `tool_search` included)."""
+        search = () if self._search is None else (self._search.spec.name,)
+        return (*self._tools, *search)
 
     def origins(self) -> tuple[tuple[str, str], ...]:
         """(name, where it comes from) of every tool, in registration order; a source's
@@ -240,18 +275,29 @@ class ToolRegistry:
                 out.extend((t.spec.name, slot.source.name) for t in slot.tools)
             else:
                 out.append((slot.spec.name, self._origins[slot.spec.name]))
+        if self._search is not None:
+            out.append((self._search.spec.name, f"keel: searches {len(self._deferred)} deferred tools"))
         return tuple(out)
 
     def specs(self, only: Sequence[str] | None = None) -> tuple[ToolSpec, ...]:
-        """Specs of all tools (or of those named in `only`), in registration order."""
-        return tuple(t.spec for n, t in self._tools.items() if only is None or n in only)
+        """Specs of the tools a request carries (or of those named in `only`), in registration
+        order, as the profile shows them; deferred tools and those the profile hides are left
+        out (calls to them still run) and `tool_search` comes last."""
+        sent = [
+            t.spec for n, t in self._tools.items() if n not in self._deferred and (only is None or n in only)
+        ]
+        if self._search is not None and (only is None or self._search.spec.name in only):
+            sent.append(self._search.spec)
+        if self.profile is None:
+            return tuple(sent)
+        return tuple(s for s in map(self.profile, sent) if s is not None)
 
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""
-        tool = self._tools.get(call.name)
+        tool = self.get(call.name)
         with self.telemetry.tool(call, mcp=call.name in self._sourced) as span:
             if tool is None:
-                known = ", ".join(self._tools) or "none"
+                known = ", ".join(t.name for t in self.specs()) or "none"
                 out = ToolOutput(error_json(f"unknown tool {call.name!r}; available tools: {known}"), True)
             else:
                 out = await self._run_guarded(tool, call)

@@ -18,7 +18,6 @@ import anyio
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
-from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import DenseIndex, SessionReader, open_vectors
 
 __all__ = ["DenseChoice", "dense_choice", "dense_index", "start_dense"]
@@ -32,14 +31,13 @@ class DenseChoice:
     reason: str
 
 
-def dense_choice(
-    config: KeelConfig, *, unavailable: Callable[[], str | None] = embedder_unavailable_reason
-) -> DenseChoice:
+def dense_choice(config: KeelConfig, *, unavailable: Callable[[], str | None] | None = None) -> DenseChoice:
     """What `session_search.dense` means on this machine.
 
     Args:
         config: the configuration.
-        unavailable: why the embedder cannot run here, or None (tests pass their own).
+        unavailable: why the embedder cannot run here, or None (tests pass their own;
+            default: the semantic package's `embedder_unavailable_reason`).
 
     Raises:
         ConfigError: `dense: on` and the embedder is not installed.
@@ -47,7 +45,14 @@ def dense_choice(
     mode = config.session_search.dense
     if mode == "off":
         return DenseChoice(False, "session_search.dense is off: words only")
-    missing = unavailable()
+    if unavailable is None:
+        # Here and below, not at import: the CLI's session commands import this module, and
+        # only a search needs the semantic package (the embedder).
+        from memory.providers.semantic import embedder_unavailable_reason
+
+        missing = embedder_unavailable_reason()
+    else:
+        missing = unavailable()
     if missing is None:
         return DenseChoice(True, f"session_search.dense is {mode} and the embedder is installed")
     if mode == "on":
@@ -60,6 +65,8 @@ def dense_index(config: KeelConfig, db: SessionReader) -> DenseIndex | None:
     vectors = open_vectors(db) if dense_choice(config).on else None
     if vectors is None:
         return None
+    from memory.providers.semantic import MiniLmEmbedder
+
     threads = config.memory.semantic.embedder_threads
     return DenseIndex(vectors, MiniLmEmbedder(threads=threads), batch=config.session_search.dense_batch)
 

@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Protocol
 
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
@@ -36,8 +35,7 @@ from memory import (
     SwitchReason,
     TurnMessage,
 )
-from memory.sessions import EndReason as StoreEndReason
-from memory.sessions import JournalledWriter, StoredUsage
+from memory.sessions import JournalledWriter, SessionWriter, StoredUsage
 
 __all__ = ["DbRecorder", "ManagerHooks", "StoreMemory", "restored", "stored"]
 
@@ -191,53 +189,6 @@ def stored(message: Message, *, timestamp: float, token_count: int | None) -> St
     )
 
 
-class _Writes(Protocol):
-    """The writes a recorder makes: a `SessionStore`'s, or a `JournalledWriter`'s in front of it."""
-
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None,
-        parent_session_id: str | None,
-        user_id: str,
-        memory_snapshot: str | None = None,
-    ) -> object: ...
-
-    async def end_session(self, session_id: str, *, reason: StoreEndReason, ended_at: float) -> object: ...
-
-    async def append_message(
-        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
-    ) -> object: ...
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> object: ...
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int,
-        output: int,
-        cache_read: int,
-        cache_write: int,
-        reasoning: int,
-        api_calls: int = 1,
-    ) -> object: ...
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> object: ...
-
-
 class DbRecorder:
     """A `SessionStore` as the session's `Recorder`.
 
@@ -263,7 +214,7 @@ class DbRecorder:
     ) -> None:
         self.db = db
         self.journal = journal
-        self._writes: _Writes = db if journal is None else journal
+        self._writes: SessionWriter = db if journal is None else journal
         self._source = source
         self._clock = clock
         self.user_id = user_id

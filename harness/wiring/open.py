@@ -56,6 +56,8 @@ from harness.models.base import ModelClient
 from harness.telemetry import NO_TELEMETRY, Telemetry, open_telemetry
 from harness.tokens import TokenCounter, load_tokenizer
 from harness.tools import ToolFunction, ToolRegistry
+from harness.tools.deferral import Deferral
+from harness.tools.profile import profile_for
 from harness.wiring import steps
 from harness.wiring.memory_bridge import DbRecorder, ManagerHooks, StoreMemory
 from harness.wiring.options import SessionHandles, SessionOptions
@@ -250,7 +252,7 @@ async def _build(
     counter = TokenCounter(opts.tokenizer or await load_tokenizer(config.model.tokenizer))
     stores, db = await _stores(stack, config, opts, where)
     journal = await _journal(db, where, warnings)
-    registry = ToolRegistry(timeout_s=config.limits.tool_timeout_s, telemetry=opts.telemetry or NO_TELEMETRY)
+    registry = _registry(config, opts)
     mem = _memory(config, where, stores)
     assembler = _assembler(
         config,
@@ -317,6 +319,18 @@ async def _build(
     )
     trace = None if path.calls.trace is None else path.calls.trace.path
     return parts, _handles(where, mem, db, trace, journal)
+
+
+def _registry(config: KeelConfig, opts: SessionOptions) -> ToolRegistry:
+    """The session's tool registry: its timeout, telemetry, when MCP tools are deferred, and
+    what the model is shown of each tool (the compact profile for a local model keel runs)."""
+    share = int(config.mcp.defer_share * config.model.context_window)
+    return ToolRegistry(
+        timeout_s=config.limits.tool_timeout_s,
+        telemetry=opts.telemetry or NO_TELEMETRY,
+        defer=Deferral(max_tokens=share),
+        profile=profile_for(config.tool_profile(own_model=opts.model is None)),
+    )
 
 
 def _handles(

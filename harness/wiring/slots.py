@@ -107,6 +107,8 @@ def static_slot_gatherer(
             for name in ("memory", "session_search", "skills")
             if (name == "skills" and "skill_view" in tools) or name in tools
         ]
+        if tools.profile is not None and guidance:
+            guidance = [load_text("guidance_local")]  # one short text written for small models
         context = ""
         if config.prompt.context_files:
             include_soul = not (soul_used and (cwd / "SOUL.md").resolve() == soul.resolve())

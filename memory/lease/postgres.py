@@ -32,7 +32,7 @@ from psycopg.rows import TupleRow
 
 from memory.errors import SessionStoreUnavailableError
 from memory.lease.contract import LocalGate, busy
-from memory.sessions.contract import Fence, fenced
+from memory.sessions.writes import Fence, fenced
 
 __all__ = ["PgLease", "lease_key"]
 

@@ -1,8 +1,9 @@
 # The episodic layer: every session and message, searchable.
 # Neutral (no backend): `contract.py` (SessionReader, SessionWriter, SessionStore: what callers
 # name), `search.py` (the `session_search` tool), `factory.py` (open_session_store: the one
-# place a backend is chosen, and the only neutral module importing one), `journal.py` (writes
-# the store refused, kept on local disk and replayed). Private: `_records.py`
+# place a backend is chosen, and the only neutral module importing one), `writes.py` (every
+# write as a checked value, what `SessionWriter.apply` takes; the write fence), `journal.py`
+# (write values the store refused, kept on local disk and replayed). Private: `_records.py`
 # (value types), `_rows.py` (column lists and row decoding both backends share), `_ranking.py`
 # (routes, IDF weights, the rare-term plan, from hits to ranked sessions), `_fts_query.py`
 # (the query sanitizer), `_render.py` (how hits are shown to a model), `_scoped.py` (a reader

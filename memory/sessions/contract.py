@@ -23,7 +23,8 @@ a token another holder has taken the lease after (`SessionFencedError`). The hol
 later tokens do not fence its earlier writes: a journal its outage left is still replayed
 once the server is back, unless another worker ran a turn meanwhile. A task context carries the fence (a `ContextVar`) because
 the writes are made deep below the lease, by the recorder and the journal; tasks a turn
-starts inherit it, tasks started before it do not.
+starts inherit it, tasks started before it do not. `Fence` and `fenced` live with the
+write values (`memory.sessions.writes`).
 
 Methods are coroutines. Errors are `memory.errors.SessionStoreError` subclasses; invalid
 arguments (an unknown role, an empty id) raise `ValueError` before anything is written.
@@ -32,10 +33,7 @@ See `SessionDB` for the full description of each method.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Literal, Protocol, Self
 
@@ -56,36 +54,17 @@ from memory.sessions._records import (
     StoredRole,
     StoredUsage,
 )
+from memory.sessions.writes import (
+    AddUsage,
+    CreateSession,
+    EndSession,
+    RecordFlush,
+    SessionWrite,
+    WriteResult,
+    appended,
+)
 
-__all__ = ["Fence", "SessionReader", "SessionStore", "SessionWriter", "current_fence", "fenced"]
-
-
-@dataclass(frozen=True, slots=True)
-class Fence:
-    """The lease a write is made under: the lineage it leases, the token taking it got, and
-    who took it (one id per lease object, so per process)."""
-
-    lineage: str
-    token: int
-    holder: str
-
-
-_FENCE: ContextVar[Fence | None] = ContextVar("keel_session_fence", default=None)
-
-
-def current_fence() -> Fence | None:
-    """The fence the current task writes under (None: unfenced)."""
-    return _FENCE.get()
-
-
-@contextmanager
-def fenced(fence: Fence | None) -> Iterator[None]:
-    """Make the writes of this task (and of the tasks it starts) carry `fence`."""
-    token = _FENCE.set(fence)
-    try:
-        yield
-    finally:
-        _FENCE.reset(token)
+__all__ = ["SessionReader", "SessionStore", "SessionWriter"]
 
 
 class SessionReader(Protocol):
@@ -179,7 +158,19 @@ class SessionReader(Protocol):
 
 
 class SessionWriter(Protocol):
-    """What recording sessions needs: create and end sessions, append messages, usage, flushes."""
+    """What recording sessions needs: one method, `apply`, for every write value
+    (`memory.sessions.writes`), and the keyword methods callers know, written here once on
+    top of it (a backend subclasses this protocol to get them)."""
+
+    async def apply(self, write: SessionWrite) -> WriteResult:
+        """Run one write in one transaction; see `WriteResult` for what comes back.
+
+        Raises:
+            SessionConflictError: `CreateSession` of an id that is taken.
+            SessionNotFoundError: the session (or the parent) does not exist.
+            SessionFencedError: the write's lease was taken by another worker since.
+        """
+        ...
 
     async def create_session(
         self,
@@ -193,29 +184,42 @@ class SessionWriter(Protocol):
         user_id: str = "",
         memory_snapshot: str | None = None,
     ) -> None:
-        """Record a new session for `user_id` (a child session is given its parent's user).
-
-        `memory_snapshot` is the curated memory's `snapshot_pin()` the session's prompt was
-        built from, so a worker that resumes the session rebuilds the same prompt bytes."""
-        ...
+        """Record a new session for `user_id` (see `CreateSession`)."""
+        await self.apply(
+            CreateSession(
+                session_id=session_id,
+                source=source,
+                started_at=started_at,
+                model=model,
+                parent_session_id=parent_session_id,
+                title=title,
+                user_id=user_id,
+                memory_snapshot=memory_snapshot,
+            )
+        )
 
     async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
         """Mark a session ended; False (changing nothing) if it had already ended."""
-        ...
+        return bool(await self.apply(EndSession(session_id=session_id, reason=reason, ended_at=ended_at)))
 
     async def append_message(
         self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
-    ) -> int:
-        """Append one message; return its id (unique in the store, increasing with time).
+    ) -> int | None:
+        """Append one message; return its id (unique in the store, increasing with time), or
+        None from a writer that journalled it instead (`memory.sessions.journal`).
 
         `usage` (the reply's, usually) is added to the session's counters in the same
         transaction: all of it is stored, or none.
         """
-        ...
+        ids = await self.append_messages(session_id, (message,), usage=usage)
+        return ids[0] if ids else None
 
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
+    async def append_messages(
+        self, session_id: str, messages: Sequence[StoredMessage], *, usage: StoredUsage | None = None
+    ) -> list[int]:
         """Append several messages in one transaction (all or none); return their ids."""
-        ...
+        ids = await self.apply(appended(session_id, messages, usage))
+        return ids if isinstance(ids, list) else []
 
     async def add_usage(
         self,
@@ -229,7 +233,17 @@ class SessionWriter(Protocol):
         api_calls: int = 1,
     ) -> None:
         """Add one reply's usage to the session's counters."""
-        ...
+        await self.apply(
+            AddUsage(
+                session_id=session_id,
+                input=input,
+                output=output,
+                cache_read=cache_read,
+                cache_write=cache_write,
+                reasoning=reasoning,
+                api_calls=api_calls,
+            )
+        )
 
     async def record_flush(
         self,
@@ -242,7 +256,11 @@ class SessionWriter(Protocol):
         reply: str,
     ) -> int:
         """Log a memory flush; return its id."""
-        ...
+        flush = RecordFlush(
+            session_id=session_id, timestamp=timestamp, mode=mode, saved=saved, refused=refused, reply=reply
+        )
+        flush_id = await self.apply(flush)
+        return flush_id if isinstance(flush_id, int) else 0
 
 
 class SessionStore(SessionReader, SessionWriter, Protocol):

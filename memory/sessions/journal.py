@@ -38,7 +38,7 @@ import fcntl
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -46,12 +46,23 @@ from typing import Annotated, Literal, TypeAlias
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from memory._atomic import fsync_dir
 from memory.errors import SessionConflictError, SessionFencedError, SessionQueryError, SessionStoreError
-from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredUsage
-from memory.sessions.contract import Fence, SessionStore, current_fence, fenced
+from memory.sessions.contract import SessionStore, SessionWriter
+from memory.sessions.writes import (
+    AddUsage,
+    AppendMessages,
+    CreateSession,
+    EndSession,
+    RecordFlush,
+    SessionWrite,
+    WriteResult,
+    current_fence,
+    fenced,
+    stamped,
+)
 
 __all__ = ["FENCED_DIR_NAME", "JOURNAL_DIR_NAME", "JournalledWriter", "replay_journals"]
 
@@ -79,98 +90,16 @@ class _Applied(_Op):
     count: int
 
 
-class _FenceLine(_Op):
-    lineage: str
-    token: int
-    holder: str
-
-
-class _WriteOp(_Op):
-    fence: _FenceLine | None = None
-    """The session lease the write was made under (`memory.sessions.contract.Fence`)."""
-
-
-class _Create(_WriteOp):
-    kind: Literal["create"] = "create"
-    session_id: str
-    source: str
-    started_at: float
-    model: str | None
-    parent_session_id: str | None
-    user_id: str
-    memory_snapshot: str | None = None
-
-
-class _Messages(_WriteOp):
-    kind: Literal["messages"] = "messages"
-    session_id: str
-    messages: list[StoredMessage]
-
-
-class _End(_WriteOp):
-    kind: Literal["end"] = "end"
-    session_id: str
-    reason: EndReason
-    ended_at: float
-
-
-class _Usage(_WriteOp):
-    kind: Literal["usage"] = "usage"
-    session_id: str
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    reasoning: int
-    api_calls: int
-
-
-class _Flush(_WriteOp):
-    kind: Literal["flush"] = "flush"
-    session_id: str
-    timestamp: float
-    mode: FlushMode
-    saved: JsonValue
-    refused: JsonValue
-    reply: str
-
-
-_Write: TypeAlias = _Create | _Messages | _End | _Usage | _Flush
 _Line: TypeAlias = Annotated[
-    _Header | _Applied | _Create | _Messages | _End | _Usage | _Flush, Field(discriminator="kind")
+    _Header | _Applied | CreateSession | AppendMessages | EndSession | AddUsage | RecordFlush,
+    Field(discriminator="kind"),
 ]
 _LINE = TypeAdapter[_Line](_Line)
-
-
-def _usage_op(session_id: str, usage: StoredUsage) -> _Usage:
-    return _Usage(
-        session_id=session_id,
-        input=usage.input,
-        output=usage.output,
-        cache_read=usage.cache_read,
-        cache_write=usage.cache_write,
-        reasoning=usage.reasoning,
-        api_calls=usage.api_calls,
-    )
 
 
 # Refusals the journal keeps; a caller's mistake (a duplicate id, a bad query) is raised as is,
 # and so is a fenced write: the lease went to another worker, so it must never land later.
 _CALLER_ERRORS = (SessionConflictError, SessionQueryError, SessionFencedError)
-
-
-def _fence_of(op: _Write) -> Fence | None:
-    f = op.fence
-    return None if f is None else Fence(f.lineage, f.token, f.holder)
-
-
-def _stamped(ops: tuple[_Write, ...]) -> tuple[_Write, ...]:
-    """`ops` carrying the fence the current task writes under (unchanged when unfenced)."""
-    fence = current_fence()
-    if fence is None:
-        return ops
-    line = _FenceLine(lineage=fence.lineage, token=fence.token, holder=fence.holder)
-    return tuple(op.model_copy(update={"fence": line}) for op in ops)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -186,16 +115,16 @@ class _File:
 
     path: Path
     fd: int
-    writes: list[_Write]
+    writes: list[SessionWrite]
     applied: int
 
     @property
     def pending(self) -> int:
         return len(self.writes) - self.applied
 
-    def append(self, *lines: _Op) -> None:
+    def append(self, *lines: _Header | _Applied | SessionWrite) -> None:
         """Write `lines` and fsync once."""
-        data = b"".join(line.model_dump_json().encode("utf-8") + b"\n" for line in lines)
+        data = b"".join(_LINE.dump_json(line) + b"\n" for line in lines)
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]
@@ -285,60 +214,18 @@ def _journal_files(directory: Path) -> list[Path]:
         return []
 
 
-async def _already_stored(store: SessionStore, op: _Write) -> bool:
+async def _already_stored(store: SessionStore, op: SessionWrite) -> bool:
     """Whether `op` reached the store before a crash or a false refusal."""
-    if isinstance(op, _Create):
+    if isinstance(op, CreateSession):
         return await store.get_session(op.session_id) is not None
-    if isinstance(op, _End):
+    if isinstance(op, EndSession):
         session = await store.get_session(op.session_id)
         return session is not None and session.ended_at is not None
-    if isinstance(op, _Messages):
+    if isinstance(op, AppendMessages):
         tail = await store.get_messages(op.session_id, limit=len(op.messages), from_end=True)
         stored = [(r.message.role, r.message.timestamp) for r in tail]
         return stored == [(m.role, m.timestamp) for m in op.messages]
     return False
-
-
-async def _apply(store: SessionStore, op: _Write) -> int | None:
-    """Write `op` to the store; the new row's id for a single message, else None."""
-    if isinstance(op, _Create):
-        await store.create_session(
-            op.session_id,
-            source=op.source,
-            started_at=op.started_at,
-            model=op.model,
-            parent_session_id=op.parent_session_id,
-            user_id=op.user_id,
-            memory_snapshot=op.memory_snapshot,
-        )
-    elif isinstance(op, _Messages) and len(op.messages) == 1:
-        return await store.append_message(
-            op.session_id, op.messages[0]
-        )  # the store's fast path (group commit)
-    elif isinstance(op, _Messages):
-        await store.append_messages(op.session_id, op.messages)
-    elif isinstance(op, _End):
-        await store.end_session(op.session_id, reason=op.reason, ended_at=op.ended_at)
-    elif isinstance(op, _Usage):
-        await store.add_usage(
-            op.session_id,
-            input=op.input,
-            output=op.output,
-            cache_read=op.cache_read,
-            cache_write=op.cache_write,
-            reasoning=op.reasoning,
-            api_calls=op.api_calls,
-        )
-    else:
-        await store.record_flush(
-            op.session_id,
-            timestamp=op.timestamp,
-            mode=op.mode,
-            saved=op.saved,
-            refused=op.refused,
-            reply=op.reply,
-        )
-    return None
 
 
 async def _drain(store: SessionStore, handle: _File) -> None:
@@ -350,11 +237,11 @@ async def _drain(store: SessionStore, handle: _File) -> None:
     first = True
     while handle.pending:
         op = handle.writes[handle.applied]
-        with fenced(_fence_of(op)):  # each write under the lease it was made under
+        with fenced(op.fence):  # each write under the lease it was made under
             if not (first and await _already_stored(store, op)):
                 # A conflict: the session was created after all (a refusal that committed).
                 with contextlib.suppress(SessionConflictError):
-                    await _apply(store, op)
+                    await store.apply(op)
         first = False
         handle.applied += 1
         await anyio.to_thread.run_sync(handle.append, _Applied(count=handle.applied))
@@ -443,7 +330,7 @@ async def replay_journals(directory: Path, store: SessionStore, *, warn: Callabl
 # ---------------------------------------------------------------------------- the writer
 
 
-class JournalledWriter:
+class JournalledWriter(SessionWriter):
     """A session store's writes, with refused ones journalled durably instead of lost.
 
     Args:
@@ -480,89 +367,30 @@ class JournalledWriter:
         """The journal file while this writer holds one."""
         return None if self._file is None else self._file.path
 
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None,
-        parent_session_id: str | None,
-        user_id: str,
-        memory_snapshot: str | None = None,
-    ) -> None:
-        op = _Create(
-            session_id=session_id,
-            source=source,
-            started_at=started_at,
-            model=model,
-            parent_session_id=parent_session_id,
-            user_id=user_id,
-            memory_snapshot=memory_snapshot,
-        )
-        await self._write(lambda: (op,))
+    async def apply(self, write: SessionWrite) -> WriteResult:
+        """Write to the store, else journal: the store's result, or None when journalled.
 
-    async def append_message(
-        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
-    ) -> int | None:
-        """The row id when the store took the message (and `usage`) now; None when journalled.
-
-        Journalled, the message and the usage are two lines (written and fsynced together)."""
-
-        def ops() -> tuple[_Write, ...]:
-            written = _Messages(session_id=session_id, messages=[message])
-            return (written,) if usage is None else (written, _usage_op(session_id, usage))
-
-        return await self._write(
-            ops,
-            lambda: self.store.append_message(session_id, message, usage=usage),  # the store's fast path
-        )
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> None:
-        await self._write(lambda: (_Messages(session_id=session_id, messages=list(messages)),))
-
-    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> None:
-        await self._write(lambda: (_End(session_id=session_id, reason=reason, ended_at=ended_at),))
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int,
-        output: int,
-        cache_read: int,
-        cache_write: int,
-        reasoning: int,
-        api_calls: int = 1,
-    ) -> None:
-        usage = StoredUsage(
-            input=input,
-            output=output,
-            cache_read=cache_read,
-            cache_write=cache_write,
-            reasoning=reasoning,
-            api_calls=api_calls,
-        )
-
-        async def direct() -> None:
-            await self.store.add_usage(session_id, **usage.as_dict())
-
-        await self._write(lambda: (_usage_op(session_id, usage),), direct)
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> None:
-        op = _Flush(
-            session_id=session_id, timestamp=timestamp, mode=mode, saved=saved, refused=refused, reply=reply
-        )
-        await self._write(lambda: (op,))
+        While the journal holds writes, they are replayed first (in order) and `write`
+        follows them; a write the store refuses joins the journal, with the fence it was
+        made under. The keyword methods (`append_message`, ...) come from `SessionWriter`
+        and answer from this result (no id, `[]`, `False` or 0 for a journalled write).
+        """
+        if (
+            self._file is not None
+            and self._file.pending
+            and (self._clock() < self._retry_at or not await self._try_drain())
+        ):
+            await self._journal(write, None)
+            return None
+        try:
+            result = await self.store.apply(write)
+        except BaseException as exc:
+            if not _refused(exc):
+                raise
+            await self._journal(write, exc)
+            return None
+        self._pause_s = _FIRST_PAUSE_S
+        return result
 
     async def settle(self) -> int:
         """Try the journalled writes once more, release the file; returns the writes still journalled.
@@ -594,36 +422,6 @@ class JournalledWriter:
 
     # ------------------------------------------------------------------ internals
 
-    async def _write(
-        self,
-        make: Callable[[], tuple[_Write, ...]],
-        direct: Callable[[], Awaitable[int | None]] | None = None,
-    ) -> int | None:
-        """Apply the writes `make` builds to the store, else journal them; the store's row id
-        for a single message it took now.
-
-        `direct` makes the same store call without building the writes: the per-turn writes
-        (a message with its reply's usage) go straight in while nothing is journalled, and
-        their journal lines — validated, which costs more than the store call — are built
-        only when the store refuses them. Without `direct`, `make` builds exactly one write.
-        """
-        if (
-            self._file is not None
-            and self._file.pending
-            and (self._clock() < self._retry_at or not await self._try_drain())
-        ):
-            await self._journal(make(), None)
-            return None
-        try:
-            row_id = await (direct() if direct is not None else _apply(self.store, make()[0]))
-        except BaseException as exc:
-            if not _refused(exc):
-                raise
-            await self._journal(make(), exc)
-            return None
-        self._pause_s = _FIRST_PAUSE_S
-        return row_id
-
     async def _try_drain(self) -> bool:
         handle = self._file
         assert handle is not None
@@ -654,24 +452,24 @@ class JournalledWriter:
         self._retry_at = self._clock() + self._pause_s
         self._pause_s = min(self._pause_s * 2, _MAX_PAUSE_S)
 
-    async def _journal(self, ops: tuple[_Write, ...], exc: BaseException | None) -> None:
-        """Append `ops` durably; raises the store's refusal when even the journal fails."""
+    async def _journal(self, write: SessionWrite, exc: BaseException | None) -> None:
+        """Append `write` durably; raises the store's refusal when even the journal fails."""
         try:
             with anyio.CancelScope(shield=True):
                 if self._file is None:
                     header = _Header(location=self.store.location, identity=self.store.identity)
                     self._file = await anyio.to_thread.run_sync(_create_file, self._directory, header)
                 handle = self._file
-                ops = _stamped(ops)
-                await anyio.to_thread.run_sync(handle.append, *ops)
-                handle.writes.extend(ops)
+                write = stamped(write, current_fence())
+                await anyio.to_thread.run_sync(handle.append, write)
+                handle.writes.append(write)
         except OSError as journal_exc:
             failure = exc if exc is not None else SessionStoreError("the session store is refusing writes")
             raise failure from journal_exc
         if exc is None:
             return
         self._back_off()
-        if handle.pending == len(ops):
+        if handle.pending == 1:
             self._warn(
                 f"the session store refused a write ({exc}); it is journalled in {str(handle.path)!r} "
                 "and is written to the store as soon as it takes writes again — nothing is lost"

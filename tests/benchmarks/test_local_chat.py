@@ -43,3 +43,23 @@ def test_replies_with_no_text_and_no_call_are_counted_and_others_are_not() -> No
     ]
     for events, expected in turns:
         assert empty_replies(events) == expected, events
+
+
+async def test_a_turn_calling_another_tool_than_it_needs_counts_as_wrong_tool() -> None:
+    from harness.testing import ScriptedModel, call_tool, make_session, say
+    from harness.tools import RawTool, ToolOutput
+    from harness.types import ToolSpec
+
+    async def ok(_: str) -> ToolOutput:
+        return ToolOutput("18 °C", False)
+
+    weather = RawTool(ToolSpec("weather", "The weather.", {"type": "object"}), ok)
+    bench = _bench()
+    tally = bench.Tally(deadline=float("inf"))
+    model = ScriptedModel([call_tool("weather", {}), say("Mild."), say(""), say("")])  # empty, asked again
+    async with make_session(model, extra_tools=[weather]) as session:
+        await tally.turn(session, "remember my name", "memory")
+        await tally.turn(session, "and?", None)
+    c = tally.counts
+    assert (c["turns_needing_a_tool"], c["needed_tool_called"], c["wrong_tool"]) == (1, 0, 1)
+    assert c["valid_tool_calls"] == 1 and c["unanswered"] >= 1

@@ -36,9 +36,11 @@ from harness.wiring import SessionOptions, open_session
 #   gained `"skills": ""`);
 # - memright (issue 40 item 3, e81358f) lets the first compression's flush read the protected
 #   head: the flush now reads turn 1, saves "The staging database is called inventory-stage"
-#   (it was refused as never said), and the rebuilt prefix carries it.
+#   (it was refused as never said), and the rebuilt prefix carries it;
+# - memright (issue 40 item 7, 2bbf611) records with each saved flush entry where it came from
+#   (`"via": "flush"`) and the message it rests on (`grounded_on`).
 REQUESTS_SHA256 = "1981ded037fa9266154a34c297c4596226192d5f763068a3b2c48eb4a38a433f"
-ROWS_SHA256 = "0f675a1547cae48c1900ee18937f8bb996dbf4ca388cd7e9905da32f4d20a1a3"
+ROWS_SHA256 = "c4d7831418a3807199c0964e8ae524c98337dc2eabc435045d344b5a04d55c3b"
 
 # Columns holding wall-clock times; their values are replaced by whether they are set.
 _CLOCK_COLUMNS = frozenset(
@@ -124,9 +126,12 @@ def _memory_files(home: Path) -> dict[str, str]:
 
 async def _play(home: Path) -> tuple[ScenarioModel, Path]:
     scenario = _scenario()
-    # The seeds' slot order, what API models get: the local layout (memory after the tools,
-    # on by default for provider local) is pinned by tests/harness/loop/test_local_layout.py.
-    cfg = apply_overrides(config(prompt__memory_after_tools="false"), scenario.config)
+    # What API models get (the seeds' slot order, the full tool profile): the local layout and
+    # profile (memory after the tools, compact tools; on by default for provider local) are
+    # pinned by tests/harness/loop/test_local_layout.py and tests/harness/tools/test_profile.py.
+    cfg = apply_overrides(
+        config(prompt__memory_after_tools="false", prompt__tool_profile="full"), scenario.config
+    )
     model = ScenarioModel(scenario)
     cwd = home / "work"
     await anyio.to_thread.run_sync(lambda: cwd.mkdir(parents=True))

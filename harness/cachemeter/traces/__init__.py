@@ -6,13 +6,15 @@
 """Trace readers: keel traces, chat JSONL, Claude Code transcripts, Codex rollouts → `MeterRequest`s."""
 
 from harness.cachemeter.traces._chat import request_from_chat
-from harness.cachemeter.traces._keel import request_from_record
+from harness.cachemeter.traces._keel import MessageMemo, request_from_model, request_from_record
 from harness.cachemeter.traces._merge import interleave
 from harness.cachemeter.traces._read import read_requests
 
 __all__ = [
+    "MessageMemo",
     "interleave",
     "read_requests",
     "request_from_chat",
+    "request_from_model",
     "request_from_record",
 ]

@@ -1,8 +1,16 @@
-"""keel trace records (`harness.trace.TraceRecord`) → `MeterRequest`s."""
+"""keel's requests → `MeterRequest`s: trace records (`harness.trace.TraceRecord`), and the
+requests of a live session (`request_from_model`, for telemetry's per-request verdicts).
+
+`request_from_model(request, ...)` equals `request_from_record(record_for_request(request,
+...))` (a test holds them equal) without building the trace line: a live stream's requests
+repeat their history, and a `MessageMemo` converts each message once, so the cost of a
+request does not grow with its history.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal
 
 from harness.cachemeter._request import (
     MeterBreakpoint,
@@ -12,10 +20,13 @@ from harness.cachemeter._request import (
     MeterTool,
     MeterToolCall,
 )
-from harness.trace import TraceRecord
+from harness.cachemeter.render import LruMemo
+from harness.trace import TraceBreakpoint, TraceRecord
+from harness.types import Message, ModelRequest, Usage
 from harness.usage import usage_from_counts
+from prompts.slots import SlotSpan
 
-__all__ = ["request_from_record", "requests_from_records"]
+__all__ = ["MessageMemo", "request_from_model", "request_from_record", "requests_from_records"]
 
 
 def request_from_record(record: TraceRecord, *, line: int = 0) -> MeterRequest:
@@ -52,3 +63,52 @@ def requests_from_records(records: Iterable[TraceRecord]) -> Iterator[MeterReque
     """Normalize in-memory trace records (what an experiment runner holds)."""
     for i, record in enumerate(records, 1):
         yield request_from_record(record, line=i)
+
+
+class MessageMemo:
+    """keel messages converted once each (bounded, least recently used dropped first)."""
+
+    def __init__(self, *, max_entries: int = 50_000) -> None:
+        self.convert = LruMemo(_meter_message, max_entries=max_entries)
+
+
+def _meter_message(m: Message) -> MeterMessage:
+    return MeterMessage(
+        role=m.role,
+        content=m.wire_content,
+        tool_calls=tuple(MeterToolCall(c.id, c.name, c.arguments) for c in m.tool_calls),
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+    )
+
+
+def request_from_model(
+    request: ModelRequest,
+    *,
+    memo: MessageMemo,
+    session_id: str,
+    model: str,
+    slots: Sequence[SlotSpan] = (),
+    usage: Usage | None = None,
+    breakpoints: Sequence[TraceBreakpoint] = (),
+    cache_ttl: Literal["5m", "1h"] | None = None,
+    timestamp: float,
+    line: int = 0,
+) -> MeterRequest:
+    """A live request as the meter reads it: `request_from_record(record_for_request(...))`."""
+    return MeterRequest(
+        kind="keel",
+        model=model,
+        system=request.system,
+        messages=tuple(memo.convert(m) for m in request.messages),
+        tools=tuple(MeterTool(t.name, t.description, dict(t.parameters)) for t in request.tools),
+        slots=tuple(MeterSlot(s.name, s.start, s.end) for s in slots),
+        timestamp=timestamp,
+        session_id=session_id,
+        turn=0,
+        purpose=request.purpose,
+        line=line,
+        breakpoints=tuple(MeterBreakpoint(b.at, b.index, b.system_chars) for b in breakpoints),
+        cache_ttl=cache_ttl,
+        usage=usage,
+    )

@@ -65,6 +65,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--n-ctx", type=int, default=8192)
     p.add_argument("--n-batch", type=int, default=512)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads-batch", type=int, default=0, help="prefill threads (0: as --threads)")
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--model-sha256", default="")
     p.add_argument("--ram-states", type=int, default=4)
@@ -240,14 +241,14 @@ def main(argv: list[str]) -> None:
         n_ctx=args.n_ctx,
         n_batch=args.n_batch,
         n_threads=args.threads,
-        n_threads_batch=args.threads,
+        n_threads_batch=args.threads_batch or args.threads,
         logits_all=False,
         verbose=False,
     )
     engine = _engine(llm, args)
     print(
         f"keel local model: {args.name} from {args.gguf}; n_ctx {args.n_ctx}, n_batch {args.n_batch}, "
-        f"{args.threads} threads, native tools {engine.chat.native_tools}, "
+        f"{args.threads} threads ({args.threads_batch or args.threads} for prefill), native tools {engine.chat.native_tools}, "
         f"loaded in {time.monotonic() - started:.1f} s",
         file=sys.stderr,
         flush=True,

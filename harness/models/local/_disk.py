@@ -146,8 +146,8 @@ class DiskPrefixCache:
                         self._index.append(entry)
         return self._index
 
-    def _read_head(self, fh: object) -> tuple[dict[str, object], list[int]] | None:
-        read = fh.read  # type: ignore[attr-defined]  # a binary file
+    def _read_head(self, fh: BinaryIO) -> tuple[dict[str, object], list[int]] | None:
+        read = fh.read
         if read(len(_MAGIC)) != _MAGIC:
             return None
         raw_len = read(8)

@@ -158,7 +158,7 @@ def _child_command(
     port: int,
     n_ctx: int,
     n_batch: int,
-    threads: int | None,
+    threads: tuple[int | None, int | None],
     max_tokens: int,
     server: ServerOptions,
 ) -> list[str]:
@@ -167,7 +167,11 @@ def _child_command(
     # threads prefilled 1.15x faster (64.2 vs 56.0 tok/s) but generated 0.59x as fast (12.2 vs
     # 20.7 tok/s); with the prefix cache a turn evaluates tens of tokens and generates tens,
     # so generation decides, and one thread wins.
-    n = threads or max(1, (os.cpu_count() or 2) - 1)
+    n = threads[0] or max(1, (os.cpu_count() or 2) - 1)
+    # Prefill is one batched matrix product per chunk and scales with cores where token-by-
+    # token generation does not (see benchmarks/local_threads.py): the batch threads default
+    # to every core.
+    nb = threads[1] or max(1, os.cpu_count() or 1)
     options = {
         "--gguf": str(weights.path),
         "--name": weights.name,
@@ -175,6 +179,7 @@ def _child_command(
         "--n-ctx": str(n_ctx),
         "--n-batch": str(n_batch),
         "--threads": str(n),
+        "--threads-batch": str(nb),
         "--max-tokens": str(max_tokens),
         "--model-sha256": weights.sha256 or "",
         "--ram-states": str(server.ram_states),
@@ -204,6 +209,7 @@ async def start_local_model(
     threads: int | None = None,
     max_tokens: int = 512,
     server: ServerOptions | None = None,
+    threads_batch: int | None = None,
 ) -> AsyncIterator[LocalModel]:
     """Run the embedded model for the duration of the `async with` block.
 
@@ -211,14 +217,13 @@ async def start_local_model(
         model: the built-in model to run (ignored when `gguf` is given).
         gguf: a GGUF file of your own, run with its own chat template.
         gguf_sha256: the digest `gguf` must have, if you want it checked.
-        models_dir: where built-in weights shipped in parts are assembled
-            (default `<keel home>/models`).
-        n_ctx: context window of the server.
-        n_batch: prompt tokens evaluated per batch.
+        models_dir: where built-in weights in parts are assembled (default `<home>/models`).
+        n_ctx, n_batch: the context window, and prompt tokens evaluated per batch.
         port: a fixed port; default: a free one.
         log_path: where the server's output goes (default: discarded).
         ready_timeout_s: how long to wait for the server to answer.
-        threads: CPU threads for prompt processing and generation (default: all cores but one).
+        threads, threads_batch: CPU threads for generation (default: all cores but one) and
+            for prompt processing (default: all cores).
         max_tokens: hard cap on every generation, whatever a request asks for.
         server: the prefix cache and request bounds (default: RAM states, no disk cache).
 
@@ -234,7 +239,7 @@ async def start_local_model(
         port=port,
         n_ctx=n_ctx,
         n_batch=n_batch,
-        threads=threads,
+        threads=(threads, threads_batch),
         max_tokens=max_tokens,
         server=server or ServerOptions(),
     )

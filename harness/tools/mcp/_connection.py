@@ -99,6 +99,8 @@ class McpConnection:
         """Why the server can no longer be called (None while it can)."""
         self.relist_error: str | None = None
         """Why the last re-list failed (None when it did not)."""
+        self.start_error: Exception | None = None
+        """Why the server did not start (`connect` raises it)."""
         self._expires: float | None = None
         """When the list's `ttlMs` runs out (None: the server gave none; wait for list_changed)."""
 
@@ -132,8 +134,9 @@ class McpConnection:
     ) -> None:
         """The host task: open the transport and the SDK session, start, then wait for `close`.
 
-        A failure before `task_status.started()` is the caller's (`connect` raises it); one
-        after it ends only this task and marks the server gone."""
+        It never raises: a failure to start is kept in `start_error` (and `started()` still
+        called) for `connect` to raise outside the task group; one after the start ends only
+        this task and marks the server gone."""
         started = False
         try:
             async with AsyncExitStack() as stack:
@@ -144,12 +147,14 @@ class McpConnection:
                 started = True
                 task_status.started()
                 await self._stop.wait()
-        except (ToolServerError, ConfigError):
-            raise
         except Exception as exc:
             if not started:
-                raise _start_error(self.config, exc, self._stderr) from exc
-            self.fail(f"its connection failed ({_describe(exc)})")
+                known = isinstance(exc, (ToolServerError, ConfigError))
+                self.start_error = exc if known else _start_error(self.config, exc, self._stderr)
+                self.start_error.__cause__ = None if known else exc
+                task_status.started()
+            else:
+                self.fail(f"its connection failed ({_describe(exc)})")
         finally:
             self.fail("it was closed", quiet=True)
 
@@ -358,6 +363,8 @@ async def connect(
         connection = McpConnection(config, stderr, max_output_chars=max_output_chars)
         async with anyio.create_task_group() as tg:
             await tg.start(connection.serve, environ)
+            if connection.start_error is not None:
+                raise connection.start_error
             try:
                 yield connection
             finally:

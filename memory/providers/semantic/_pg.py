@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,14 +42,14 @@ from memory.providers._pg import (
 )
 from memory.providers.semantic.contract import (
     HistoryEvent,
+    HistoryKind,
     Memory,
     Origin,
+    SemanticTxn,
+    SemanticWrites,
     history_from_rows,
-    key_taken,
     memory_from_row,
     missing_memory,
-    new_text,
-    replacement_text,
 )
 
 __all__ = ["PgSemanticStore"]
@@ -62,7 +62,65 @@ def _floats(vector: NDArray[np.float32]) -> list[float]:
     return [float(x) for x in np.asarray(vector, dtype=np.float32).ravel()]
 
 
-class PgSemanticStore:
+@dataclass(frozen=True, slots=True)
+class _PgTxn:
+    """A `SemanticTxn` over one scope's rows (the writer row is already taken)."""
+
+    conn: Conn
+    scope: str
+
+    def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM sem_memories WHERE {_SAME_KEY} AND memory_id <> %s",
+            (self.scope, key, key, -1 if besides is None else besides),
+        ).fetchone()
+        return None if row is None else memory_from_row(row)
+
+    def get(self, memory_id: int) -> Memory:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = %s",
+            (self.scope, memory_id),
+        ).fetchone()
+        if row is None:
+            raise missing_memory(memory_id)
+        return memory_from_row(row)
+
+    def insert(
+        self, content: str, key: str, origin: Origin, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> int:
+        memory_id = next_id(self.conn, self.scope, "semantic")
+        self.conn.execute(
+            "INSERT INTO sem_memories (scope, memory_id, content, content_key, origin, created_at, "
+            "updated_at, model_id, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::real[])",
+            (self.scope, memory_id, content, key, origin, at, at, model_id, _floats(vector)),
+        )
+        return memory_id
+
+    def replace(
+        self, memory_id: int, content: str, key: str, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> None:
+        self.conn.execute(
+            "UPDATE sem_memories SET content = %s, content_key = %s, updated_at = %s, model_id = %s, "
+            "embedding = %s::real[] WHERE scope = %s AND memory_id = %s",
+            (content, key, at, model_id, _floats(vector), self.scope, memory_id),
+        )
+
+    def remove(self, memory_id: int) -> None:
+        self.conn.execute(
+            "DELETE FROM sem_memories WHERE scope = %s AND memory_id = %s", (self.scope, memory_id)
+        )
+
+    def log(
+        self, memory_id: int, event: HistoryKind, old: str | None, new: str | None, session_id: str, at: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO sem_history (scope, memory_id, event, old_content, new_content, at, session_id) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (self.scope, memory_id, event, old, new, at, session_id),
+        )
+
+
+class PgSemanticStore(SemanticWrites):
     """One user's memories in PostgreSQL (a `SemanticBackend`). Use `PgSemanticStore.open`.
 
     The pool belongs to the caller: `close` only stops this store from being used.
@@ -117,69 +175,10 @@ class PgSemanticStore:
 
     # ------------------------------------------------------------------ writes
 
-    def add(
-        self,
-        content: str,
-        vector: NDArray[np.float32],
-        *,
-        model_id: str,
-        origin: Origin,
-        session_id: str = "",
-    ) -> tuple[Memory, bool]:
-        """`SemanticBackend.add`: the same text (see `content_key`) returns the existing one and False."""
-        content, key = new_text(content)
+    @contextmanager
+    def _write(self) -> Iterator[SemanticTxn]:
         with self._db(write=True) as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM sem_memories WHERE {_SAME_KEY}", (self.scope, key, key)
-            ).fetchone()
-            if row is not None:
-                return memory_from_row(row), False
-            memory_id, now = next_id(conn, self.scope, "semantic"), self._now()
-            conn.execute(
-                "INSERT INTO sem_memories (scope, memory_id, content, content_key, origin, created_at, "
-                "updated_at, model_id, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::real[])",
-                (self.scope, memory_id, content, key, origin, now, now, model_id, _floats(vector)),
-            )
-            self._log(conn, memory_id, "add", None, content, session_id, now)
-            return Memory(memory_id, content, origin, now, now), True
-
-    def update(
-        self,
-        memory_id: int,
-        content: str,
-        vector: NDArray[np.float32],
-        *,
-        model_id: str,
-        session_id: str = "",
-    ) -> Memory:
-        """`SemanticBackend.update`: new text and embedding; the id and creation time stay."""
-        content, key = replacement_text(content)
-        with self._db(write=True) as conn:
-            old = self._get(conn, memory_id)
-            clash = conn.execute(
-                f"SELECT memory_id FROM sem_memories WHERE {_SAME_KEY} AND memory_id <> %s",
-                (self.scope, key, key, memory_id),
-            ).fetchone()
-            if clash is not None:
-                raise key_taken(int(clash[0]), memory_id)
-            now = self._now()
-            conn.execute(
-                "UPDATE sem_memories SET content = %s, content_key = %s, updated_at = %s, model_id = %s, "
-                "embedding = %s::real[] WHERE scope = %s AND memory_id = %s",
-                (content, key, now, model_id, _floats(vector), self.scope, memory_id),
-            )
-            self._log(conn, memory_id, "update", old.content, content, session_id, now)
-            return Memory(memory_id, content, old.origin, old.created_at, now)
-
-    def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
-        """Remove a memory; returns what was removed."""
-        with self._db(write=True) as conn:
-            old = self._get(conn, memory_id)
-            conn.execute(
-                "DELETE FROM sem_memories WHERE scope = %s AND memory_id = %s", (self.scope, memory_id)
-            )
-            self._log(conn, memory_id, "delete", old.content, None, session_id, self._now())
-            return old
+            yield _PgTxn(conn, self.scope)
 
     def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
         """Store new embeddings (after a change of embedding model)."""
@@ -189,36 +188,11 @@ class PgSemanticStore:
                 [(_floats(v), model_id, self.scope, i) for i, v in rows],
             )
 
-    def _log(
-        self,
-        conn: Conn,
-        memory_id: int,
-        event: Literal["add", "update", "delete"],
-        old: str | None,
-        new: str | None,
-        session_id: str,
-        at: float,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO sem_history (scope, memory_id, event, old_content, new_content, at, session_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (self.scope, memory_id, event, old, new, at, session_id),
-        )
-
     # ------------------------------------------------------------------ reads
-
-    def _get(self, conn: Conn, memory_id: int) -> Memory:
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = %s",
-            (self.scope, memory_id),
-        ).fetchone()
-        if row is None:
-            raise missing_memory(memory_id)
-        return memory_from_row(row)
 
     def get(self, memory_id: int) -> Memory:
         with self._db() as conn:
-            return self._get(conn, memory_id)
+            return _PgTxn(conn, self.scope).get(memory_id)
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         if not memory_ids:

@@ -7,13 +7,19 @@ protocol. Both keep the same things: the text, a normalized key so the same fact
 stored twice (`content_key`), where it came from, timestamps, the embedding and the id of
 the model that made it, a word index, and a history of every add, update and delete.
 
+The write rules — the same text is one memory, an update may not take another memory's
+text, every change is in the history — are written once, in `SemanticWrites`, over a
+backend's `SemanticTxn`: a store only opens one write transaction (`_write`), reads rows and
+stages changes in it.
+
 Every method blocks; the provider calls them through `anyio.to_thread.run_sync`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
@@ -25,9 +31,12 @@ from memory.provenance import recall_free
 
 __all__ = [
     "HistoryEvent",
+    "HistoryKind",
     "Memory",
     "Origin",
     "SemanticBackend",
+    "SemanticTxn",
+    "SemanticWrites",
     "content_key",
     "history_from_rows",
     "key_taken",
@@ -133,19 +142,51 @@ def missing_memory(memory_id: int) -> SemanticInputError:
     return SemanticInputError(f"there is no memory {memory_id}; search or list to find the right id")
 
 
-class SemanticBackend(Protocol):
-    """One user's memories with their embeddings, a word index and a history.
+HistoryKind: TypeAlias = Literal["add", "update", "delete"]
 
-    An unknown id or empty text raises `SemanticInputError`; the store failing raises
-    `SemanticStoreError`.
-    """
 
-    @property
-    def location(self) -> str:
-        """Where the memories live, for messages (a file path, or a schema and scope)."""
+class SemanticTxn(Protocol):
+    """One write transaction of a semantic store: the rows the rules read, the changes they
+    stage; all of it commits when the block ends, nothing when it raises."""
+
+    def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
+        """The memory whose `content_key` is `key` (other than `besides`), if any."""
         ...
 
-    def close(self) -> None: ...
+    def get(self, memory_id: int) -> Memory:
+        """The memory `memory_id`; `missing_memory` when there is none."""
+        ...
+
+    def insert(
+        self, content: str, key: str, origin: Origin, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> int:
+        """Add a memory; its new id."""
+        ...
+
+    def replace(
+        self, memory_id: int, content: str, key: str, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> None:
+        """Give a memory new text and a new embedding."""
+        ...
+
+    def remove(self, memory_id: int) -> None: ...
+
+    def log(
+        self, memory_id: int, event: HistoryKind, old: str | None, new: str | None, session_id: str, at: float
+    ) -> None:
+        """Append a history event."""
+        ...
+
+
+class SemanticWrites(Protocol):
+    """`SemanticBackend`'s writes, written once: a store subclasses this and provides `_write`
+    (one transaction as a `SemanticTxn`) and `_now` (its clock)."""
+
+    _now: Callable[[], float]
+
+    def _write(self) -> AbstractContextManager[SemanticTxn]:
+        """One write transaction."""
+        ...
 
     def add(
         self,
@@ -157,7 +198,15 @@ class SemanticBackend(Protocol):
         session_id: str = "",
     ) -> tuple[Memory, bool]:
         """Store a memory; the same text (see `content_key`) returns the existing one and False."""
-        ...
+        content, key = new_text(content)
+        with self._write() as txn:
+            existing = txn.by_key(key)
+            if existing is not None:
+                return existing, False
+            now = self._now()
+            memory_id = txn.insert(content, key, origin, now, model_id, vector)
+            txn.log(memory_id, "add", None, content, session_id, now)
+            return Memory(memory_id, content, origin, now, now), True
 
     def update(
         self,
@@ -169,11 +218,40 @@ class SemanticBackend(Protocol):
         session_id: str = "",
     ) -> Memory:
         """Replace a memory's text (and embedding); its id and creation time stay."""
-        ...
+        content, key = replacement_text(content)
+        with self._write() as txn:
+            old = txn.get(memory_id)
+            clash = txn.by_key(key, besides=memory_id)
+            if clash is not None:
+                raise key_taken(clash.memory_id, memory_id)
+            now = self._now()
+            txn.replace(memory_id, content, key, now, model_id, vector)
+            txn.log(memory_id, "update", old.content, content, session_id, now)
+            return Memory(memory_id, content, old.origin, old.created_at, now)
 
     def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
         """Remove a memory; returns what was removed."""
+        with self._write() as txn:
+            old = txn.get(memory_id)
+            txn.remove(memory_id)
+            txn.log(memory_id, "delete", old.content, None, session_id, self._now())
+            return old
+
+
+class SemanticBackend(SemanticWrites, Protocol):
+    """One user's memories with their embeddings, a word index and a history (the writes —
+    `add`, `update`, `delete` — are `SemanticWrites`').
+
+    An unknown id or empty text raises `SemanticInputError`; the store failing raises
+    `SemanticStoreError`.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the memories live, for messages (a file path, or a schema and scope)."""
         ...
+
+    def close(self) -> None: ...
 
     def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
         """Store new embeddings (after a change of embedding model)."""

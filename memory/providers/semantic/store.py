@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +38,14 @@ from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import SemanticStoreError
 from memory.providers.semantic.contract import (
     HistoryEvent,
+    HistoryKind,
     Memory,
     Origin,
+    SemanticTxn,
+    SemanticWrites,
     history_from_rows,
-    key_taken,
     memory_from_row,
     missing_memory,
-    new_text,
-    replacement_text,
 )
 
 __all__ = ["MIGRATIONS", "SemanticStore"]
@@ -111,7 +112,59 @@ def _translate(exc: sqlite3.Error, path: Path) -> SemanticStoreError:
     )
 
 
-class SemanticStore:
+@dataclass(frozen=True, slots=True)
+class _SqliteTxn:
+    """A `SemanticTxn` over the file's rows (inside its IMMEDIATE transaction)."""
+
+    conn: sqlite3.Connection
+
+    def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE content_key = ? AND memory_id != ?",
+            (key, -1 if besides is None else besides),
+        ).fetchone()
+        return None if row is None else _memory(row)
+
+    def get(self, memory_id: int) -> Memory:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:
+            raise missing_memory(memory_id)
+        return _memory(row)
+
+    def insert(
+        self, content: str, key: str, origin: Origin, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO memories(content, content_key, origin, created_at, updated_at, model_id, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (content, key, origin, at, at, model_id, _blob(vector)),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def replace(
+        self, memory_id: int, content: str, key: str, at: float, model_id: str, vector: NDArray[np.float32]
+    ) -> None:
+        self.conn.execute(
+            "UPDATE memories SET content = ?, content_key = ?, updated_at = ?, model_id = ?, embedding = ? "
+            "WHERE memory_id = ?",
+            (content, key, at, model_id, _blob(vector), memory_id),
+        )
+
+    def remove(self, memory_id: int) -> None:
+        self.conn.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
+
+    def log(
+        self, memory_id: int, event: HistoryKind, old: str | None, new: str | None, session_id: str, at: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO history(memory_id, event, old_content, new_content, at, session_id) VALUES (?, ?, ?, ?, ?, ?)",
+            (memory_id, event, old, new, at, session_id),
+        )
+
+
+class SemanticStore(SemanticWrites):
     """Memories, their embeddings and their FTS5 index in one SQLite file (a `SemanticBackend`).
     Use `SemanticStore.open`."""
 
@@ -178,65 +231,10 @@ class SemanticStore:
 
     # ------------------------------------------------------------------ writes
 
-    def add(
-        self,
-        content: str,
-        vector: NDArray[np.float32],
-        *,
-        model_id: str,
-        origin: Origin,
-        session_id: str = "",
-    ) -> tuple[Memory, bool]:
-        """`SemanticBackend.add`: the same text (see `content_key`) returns the existing one and False."""
-        content, key = new_text(content)
+    @contextmanager
+    def _write(self) -> Iterator[SemanticTxn]:
         with self._db(write=True) as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE content_key = ?", (key,)).fetchone()
-            if row is not None:
-                return _memory(row), False
-            now = self._now()
-            cursor = conn.execute(
-                "INSERT INTO memories(content, content_key, origin, created_at, updated_at, model_id, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (content, key, origin, now, now, model_id, _blob(vector)),
-            )
-            memory_id = int(cursor.lastrowid or 0)
-            self._log(conn, memory_id, "add", None, content, session_id, now)
-            return Memory(memory_id, content, origin, now, now), True
-
-    def update(
-        self,
-        memory_id: int,
-        content: str,
-        vector: NDArray[np.float32],
-        *,
-        model_id: str,
-        session_id: str = "",
-    ) -> Memory:
-        """`SemanticBackend.update`: new text and embedding; the id and creation time stay."""
-        content, key = replacement_text(content)
-        with self._db(write=True) as conn:
-            old = self._get(conn, memory_id)
-            clash = conn.execute(
-                "SELECT memory_id FROM memories WHERE content_key = ? AND memory_id != ?", (key, memory_id)
-            ).fetchone()
-            if clash is not None:
-                raise key_taken(int(clash[0]), memory_id)
-            now = self._now()
-            conn.execute(
-                "UPDATE memories SET content = ?, content_key = ?, updated_at = ?, model_id = ?, embedding = ? "
-                "WHERE memory_id = ?",
-                (content, key, now, model_id, _blob(vector), memory_id),
-            )
-            self._log(conn, memory_id, "update", old.content, content, session_id, now)
-            return Memory(memory_id, content, old.origin, old.created_at, now)
-
-    def delete(self, memory_id: int, *, session_id: str = "") -> Memory:
-        """Remove a memory; returns what was removed."""
-        with self._db(write=True) as conn:
-            old = self._get(conn, memory_id)
-            conn.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
-            self._log(conn, memory_id, "delete", old.content, None, session_id, self._now())
-            return old
+            yield _SqliteTxn(conn)
 
     def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
         """Store new embeddings (after a change of embedding model)."""
@@ -246,32 +244,11 @@ class SemanticStore:
                 [(_blob(v), model_id, i) for i, v in rows],
             )
 
-    @staticmethod
-    def _log(
-        conn: sqlite3.Connection,
-        memory_id: int,
-        event: str,
-        old: str | None,
-        new: str | None,
-        session_id: str,
-        at: float,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO history(memory_id, event, old_content, new_content, at, session_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (memory_id, event, old, new, at, session_id),
-        )
-
     # ------------------------------------------------------------------ reads
-
-    def _get(self, conn: sqlite3.Connection, memory_id: int) -> Memory:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
-        if row is None:
-            raise missing_memory(memory_id)
-        return _memory(row)
 
     def get(self, memory_id: int) -> Memory:
         with self._db() as conn:
-            return self._get(conn, memory_id)
+            return _SqliteTxn(conn).get(memory_id)
 
     def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
         if not memory_ids:

@@ -107,10 +107,9 @@ class VectorStore(Protocol):
         """(row ids, message ids, codes) of the vectors stored after row id `after`, in row order."""
         ...
 
-    async def candidates(
-        self, message_ids: Sequence[int], *, user_ids: Sequence[str] | None
-    ) -> list[CandidateRow]:
-        """The stored vectors of these messages that still exist (only `user_ids`' sessions)."""
+    async def candidates(self, rows: Sequence[int], *, user_ids: Sequence[str] | None) -> list[CandidateRow]:
+        """The vectors stored in these rows (`codes_since`'s row ids) whose message still exists,
+        only in `user_ids`' sessions (None: everyone's)."""
         ...
 
     async def counts(self) -> tuple[int, int]:

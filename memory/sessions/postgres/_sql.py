@@ -41,7 +41,16 @@ from memory.sessions._rows import (
     roots_from_parents,
     session_from_row,
 )
-from memory.sessions.contract import Fence
+from memory.sessions.writes import (
+    AddUsage,
+    AppendMessages,
+    CreateSession,
+    EndSession,
+    Fence,
+    RecordFlush,
+    SessionWrite,
+    WriteResult,
+)
 
 __all__ = [
     "COPY_THRESHOLD",
@@ -49,6 +58,7 @@ __all__ = [
     "add_usage",
     "anchored_views",
     "append_messages",
+    "apply",
     "check_fence",
     "continuation",
     "create_session",
@@ -82,6 +92,45 @@ def pg_text(value: str) -> str:
 
 def _opt(value: str | None) -> str | None:
     return None if value is None else pg_text(value)
+
+
+async def apply(conn: Conn, write: SessionWrite) -> WriteResult:
+    """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
+    sid = pg_text(write.session_id)
+    match write:
+        case CreateSession():
+            await create_session(
+                conn,
+                sid,
+                source=pg_text(write.source),
+                model=_opt(write.model),
+                parent_session_id=_opt(write.parent_session_id),
+                title=_opt(write.title),
+                started_at=write.started_at,
+                user_id=pg_text(write.user_id),
+                memory_snapshot=_opt(write.memory_snapshot),
+            )
+            return None
+        case AppendMessages():
+            ids = await append_messages(conn, sid, write.messages)
+            if write.usage is not None:
+                await add_usage(conn, sid, values=write.usage.as_dict())
+            return ids
+        case EndSession():
+            return await end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
+        case AddUsage():
+            await add_usage(conn, sid, values=write.counts.as_dict())
+            return None
+        case RecordFlush():
+            return await record_flush(
+                conn,
+                sid,
+                timestamp=write.timestamp,
+                mode=write.mode,
+                saved=write.saved,
+                refused=write.refused,
+                reply=write.reply,
+            )
 
 
 async def check_fence(conn: Conn, fence: Fence) -> None:

@@ -134,22 +134,19 @@ class PgVectors:
             [bytes(cast(bytes, r[2])) for r in rows],
         )
 
-    async def candidates(
-        self, message_ids: Sequence[int], *, user_ids: Sequence[str] | None
-    ) -> list[CandidateRow]:
-        if not message_ids:
+    async def candidates(self, rows: Sequence[int], *, user_ids: Sequence[str] | None) -> list[CandidateRow]:
+        if not rows:
             return []
-        scope, args = "", list[object]([list(message_ids)])
-        if user_ids is not None:
-            scope = " AND s.user_id = ANY(%s)"
-            args.append(list(user_ids))
-        rows = await self._fetch(
+        sql = (
             "SELECT m.id, m.session_id, m.seq, m.role, m.timestamp, v.vec FROM message_vectors v "
-            "JOIN messages m ON m.id = v.message_id JOIN sessions s ON s.id = m.session_id "
-            f"WHERE v.message_id = ANY(%s::bigint[]){scope}",
-            args,
+            "JOIN messages m ON m.id = v.message_id"
         )
-        return [CandidateRow.from_row(r, np.asarray(r[5], dtype=np.float32)) for r in rows]
+        args = list[object]([list(rows)])
+        if user_ids is not None:
+            sql += " JOIN sessions s ON s.id = m.session_id AND s.user_id = ANY(%s)"
+            args.append(list(user_ids))
+        found = await self._fetch(sql + " WHERE v.id = ANY(%s::bigint[])", [*args[1:], args[0]])
+        return [CandidateRow.from_row(r, np.asarray(r[5], dtype=np.float32)) for r in found]
 
     async def counts(self) -> tuple[int, int]:
         rows = await self._fetch(

@@ -17,19 +17,17 @@ cancellation is delivered — as on SQLite, where the worker thread finishes fir
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from types import TracebackType
 from typing import Literal, TypeVar
 
 import anyio
 import psycopg
 import psycopg_pool
-from pydantic import JsonValue
 
 from memory.errors import SessionStoreError
 from memory.sessions._records import (
     AnchoredView,
-    EndReason,
-    FlushMode,
     FlushRecord,
     IndexFeatures,
     MatchMode,
@@ -37,28 +35,19 @@ from memory.sessions._records import (
     SearchResult,
     SearchRoute,
     SessionRecord,
-    StoredMessage,
     StoredRole,
-    StoredUsage,
 )
 from memory.sessions._validate import (
-    check_end_reason,
-    check_flush_mode,
-    check_id,
-    check_time,
-    check_usage,
-    check_usage_counts,
-    check_user_id,
     check_user_ids,
-    checked_message,
 )
-from memory.sessions.contract import current_fence
+from memory.sessions.contract import SessionWriter
 from memory.sessions.postgres import _sql as _pg_sql
 from memory.sessions.postgres._conn import DEFAULT_LOCK_TIMEOUT_S, PgTarget, connect, open_pool, translate
 from memory.sessions.postgres._schema import migrate_pg
 from memory.sessions.postgres._search import search_messages_pg
 from memory.sessions.postgres._sql import Conn, pg_text
 from memory.sessions.postgres._stats import TermStatsCache
+from memory.sessions.writes import SessionWrite, WriteResult, current_fence
 
 __all__ = ["PgSessionStore"]
 
@@ -102,7 +91,7 @@ async def _prepare(target: PgTarget, timeout_s: float, trigram: bool | None) -> 
     return features, f"{identity} schema {target.schema}"
 
 
-class PgSessionStore:
+class PgSessionStore(SessionWriter):
     """The session store on PostgreSQL. Open it with `PgSessionStore.open` (or `open_session_store`).
 
     Errors are `SessionStoreError` subclasses; a server that cannot be reached (or refuses
@@ -225,110 +214,10 @@ class PgSessionStore:
 
     # ------------------------------------------------------------------ writes
 
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        user_id: str = "",
-        memory_snapshot: str | None = None,
-    ) -> None:
-        """Record a new session (see `SessionDB.create_session`)."""
-        check_id(session_id, "session_id")
-        check_id(source, "source")
-        check_time(started_at, "started_at")
-        if parent_session_id is not None:
-            check_id(parent_session_id, "parent_session_id")
-        check_user_id(user_id)
-        await self._write(
-            lambda c: _pg_sql.create_session(
-                c,
-                pg_text(session_id),
-                source=pg_text(source),
-                model=_opt(model),
-                parent_session_id=_opt(parent_session_id),
-                title=_opt(title),
-                started_at=started_at,
-                user_id=pg_text(user_id),
-                memory_snapshot=_opt(memory_snapshot),
-            )
-        )
-
-    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
-        """Mark a session ended; False if it had already ended."""
-        check_end_reason(reason)
-        check_time(ended_at, "ended_at")
-        return await self._write(
-            lambda c: _pg_sql.end_session(c, pg_text(session_id), reason=reason, ended_at=ended_at)
-        )
-
-    async def append_message(
-        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
-    ) -> int:
-        """Append one message; return its id. `usage` joins the session's counters in the same
-        transaction (the reply's usage with the reply: one transaction instead of two)."""
-        check_usage_counts(usage)
-        batch = (checked_message(message),)
-        sid = pg_text(session_id)
-
-        async def write(c: Conn) -> int:
-            (mid,) = await _pg_sql.append_messages(c, sid, batch)
-            if usage is not None:
-                await _pg_sql.add_usage(c, sid, values=usage.as_dict())
-            return mid
-
-        return await self._write(write)
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
-        """Append several messages in one transaction (all or none); big batches go by COPY."""
-        batch = tuple(checked_message(m) for m in messages)
-        return await self._write(lambda c: _pg_sql.append_messages(c, pg_text(session_id), batch))
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        reasoning: int = 0,
-        api_calls: int = 1,
-    ) -> None:
-        """Add one reply's usage to the session's counters."""
-        values = {"input": input, "output": output, "cache_read": cache_read}
-        values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
-        check_usage(values)
-        await self._write(lambda c: _pg_sql.add_usage(c, pg_text(session_id), values=values))
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> int:
-        """Log a memory flush; return its id."""
-        check_flush_mode(mode)
-        check_time(timestamp, "timestamp")
-        return await self._write(
-            lambda c: _pg_sql.record_flush(
-                c,
-                pg_text(session_id),
-                timestamp=timestamp,
-                mode=mode,
-                saved=saved,
-                refused=refused,
-                reply=reply,
-            )
-        )
+    async def apply(self, write: SessionWrite) -> WriteResult:
+        """Run one write (`memory.sessions.writes`) in one transaction, checking the fence it
+        is made under. The keyword methods (`create_session`, ...) come from `SessionWriter`."""
+        return await self._write(partial(_pg_sql.apply, write=write))
 
     # ------------------------------------------------------------------ reads
 

@@ -24,6 +24,7 @@ from memory.sessions._records import (
     StoredMessage,
     StoredRole,
     StoredUsage,
+    utf8_safe,
 )
 from memory.sessions._rows import (
     MAX_LINEAGE_DEPTH,
@@ -35,12 +36,22 @@ from memory.sessions._rows import (
     roots_from_parents,
     session_from_row,
 )
+from memory.sessions.writes import (
+    AddUsage,
+    AppendMessages,
+    CreateSession,
+    EndSession,
+    RecordFlush,
+    SessionWrite,
+    WriteResult,
+)
 
 __all__ = [
     "VISIBLE",
     "add_usage",
     "anchored_view",
     "append_messages",
+    "apply",
     "continuation",
     "create_session",
     "end_session",
@@ -53,6 +64,46 @@ __all__ = [
     "record_flush",
     "user_clause",
 ]
+
+
+def _safe(text: str | None) -> str | None:
+    return None if text is None else utf8_safe(text)
+
+
+def apply(conn: sqlite3.Connection, write: SessionWrite) -> WriteResult:
+    """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
+    sid = write.session_id
+    match write:
+        case CreateSession():
+            create_session(
+                conn,
+                sid,
+                source=utf8_safe(write.source),
+                model=_safe(write.model),
+                parent_session_id=write.parent_session_id,
+                title=_safe(write.title),
+                started_at=write.started_at,
+                user_id=utf8_safe(write.user_id),
+                memory_snapshot=_safe(write.memory_snapshot),
+            )
+            return None
+        case AppendMessages():
+            return append_messages(conn, sid, write.messages, usage=write.usage)
+        case EndSession():
+            return end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
+        case AddUsage():
+            add_usage(conn, sid, **write.counts.as_dict())
+            return None
+        case RecordFlush():
+            return record_flush(
+                conn,
+                sid,
+                timestamp=write.timestamp,
+                mode=write.mode,
+                saved=write.saved,
+                refused=write.refused,
+                reply=utf8_safe(write.reply),
+            )
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, float]:

@@ -103,33 +103,27 @@ class SqliteVectors:
         rows = await self._run(lambda conn: conn.read(lambda c: c.execute(sql, (after,)).fetchall()))
         return [int(r[0]) for r in rows], [int(r[1]) for r in rows], [bytes(r[2]) for r in rows]
 
-    async def candidates(
-        self, message_ids: Sequence[int], *, user_ids: Sequence[str] | None
-    ) -> list[CandidateRow]:
-        if not message_ids:
+    async def candidates(self, rows: Sequence[int], *, user_ids: Sequence[str] | None) -> list[CandidateRow]:
+        if not rows:
             return []
-        ids = list(message_ids)
-        scope, scope_args = "", list[object]()
-        if user_ids is not None:
-            marks = ", ".join("?" for _ in user_ids)
-            scope = f" AND s.user_id IN ({marks})"
-            scope_args = list(user_ids)
-
+        # By the vector's own row id (the prefilter has it): one lookup per candidate fewer.
         sql = (
             "SELECT m.id, m.session_id, m.seq, m.role, m.timestamp, v.vec "
-            "FROM json_each(?) j JOIN message_vectors v ON v.message_id = j.value "
-            "JOIN messages m ON m.id = v.message_id JOIN sessions s ON s.id = m.session_id "
-            f"WHERE 1 = 1{scope}"
+            "FROM json_each(?) j JOIN message_vectors v ON v.id = j.value JOIN messages m ON m.id = v.message_id"
         )
-        args = [json.dumps(ids), *scope_args]
+        args: list[object] = [json.dumps(list(rows))]
+        if user_ids is not None:
+            marks = ", ".join("?" for _ in user_ids)
+            sql += f" JOIN sessions s ON s.id = m.session_id WHERE s.user_id IN ({marks})"
+            args += list(user_ids)
 
         def read(c: sqlite3.Connection) -> list[tuple[object, ...]]:
             return c.execute(sql, args).fetchall()
 
-        rows = await self._run(lambda conn: conn.read(read))
+        found = await self._run(lambda conn: conn.read(read))
         return [
             CandidateRow.from_row(r, np.frombuffer(cast(bytes, r[5]), dtype=np.float16).astype(np.float32))
-            for r in rows
+            for r in found
         ]
 
     async def counts(self) -> tuple[int, int]:

@@ -21,20 +21,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeVar
 
 import anyio
 import anyio.to_thread
-from pydantic import JsonValue
 
 from memory._sqlite import LockRetryPolicy, SqliteConnection
 from memory.errors import SessionStoreError
 from memory.sessions._records import (
     AnchoredView,
-    EndReason,
-    FlushMode,
     FlushRecord,
     IndexFeatures,
     MatchMode,
@@ -42,25 +40,16 @@ from memory.sessions._records import (
     SearchResult,
     SearchRoute,
     SessionRecord,
-    StoredMessage,
     StoredRole,
-    StoredUsage,
-    utf8_safe,
 )
 from memory.sessions._validate import (
-    check_end_reason,
-    check_flush_mode,
-    check_id,
-    check_time,
-    check_usage,
-    check_usage_counts,
-    check_user_id,
     check_user_ids,
-    checked_message,
 )
+from memory.sessions.contract import SessionWriter
 from memory.sessions.sqlite import _search, _sql
 from memory.sessions.sqlite._group import GroupCommit
 from memory.sessions.sqlite._schema import index_new_messages, migrate, probe_features, reconcile_indexes
+from memory.sessions.writes import SessionWrite, WriteResult
 
 __all__ = ["STATE_DB_NAME", "SessionDB", "open_session_db"]
 
@@ -96,7 +85,7 @@ def _open_connection(
     return conn, features
 
 
-class SessionDB:
+class SessionDB(SessionWriter):
     """The session store. Open it with `SessionDB.open` or `open_session_db`.
 
     Methods are coroutines; each runs one SQLite transaction in a worker thread. Errors
@@ -189,144 +178,11 @@ class SessionDB:
 
     # ------------------------------------------------------------------ writes
 
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        source: str,
-        started_at: float,
-        model: str | None = None,
-        parent_session_id: str | None = None,
-        title: str | None = None,
-        user_id: str = "",
-        memory_snapshot: str | None = None,
-    ) -> None:
-        """Record a new session.
-
-        Args:
-            session_id: a new unique id.
-            source: where it runs (an open vocabulary like model names: `cli`, `api`, ...).
-            started_at: Unix seconds.
-            model: the main model's name.
-            parent_session_id: the session this one continues (compression) or branches
-                from; it must exist. Lineage is followed through this link.
-            title: a human-readable title.
-            user_id: the principal the session runs for (`""`: the default user). The
-                store keeps what it is given; a child session should get its parent's.
-            memory_snapshot: the curated memory's `snapshot_pin()` the prompt was built from.
-
-        Raises:
-            SessionConflictError: the id is taken.
-            SessionNotFoundError: the parent does not exist.
-        """
-        check_id(session_id, "session_id")
-        check_id(source, "source")
-        check_time(started_at, "started_at")
-        if parent_session_id is not None:
-            check_id(parent_session_id, "parent_session_id")
-        check_user_id(user_id)
-        await self._group.write(
-            lambda c: _sql.create_session(
-                c,
-                session_id,
-                source=utf8_safe(source),
-                model=None if model is None else utf8_safe(model),
-                parent_session_id=parent_session_id,
-                title=None if title is None else utf8_safe(title),
-                started_at=started_at,
-                user_id=utf8_safe(user_id),
-                memory_snapshot=None if memory_snapshot is None else utf8_safe(memory_snapshot),
-            )
-        )
-
-    async def end_session(self, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
-        """Mark a session ended. Returns False (changing nothing) if it had already ended.
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        check_end_reason(reason)
-        check_time(ended_at, "ended_at")
-        return await self._group.write(
-            lambda c: _sql.end_session(c, session_id, reason=reason, ended_at=ended_at)
-        )
-
-    async def append_message(
-        self, session_id: str, message: StoredMessage, *, usage: StoredUsage | None = None
-    ) -> int:
-        """Append one message at the end of a session; return its message id.
-
-        `usage` is added to the session's counters in the same write (the reply's usage
-        with the reply: one write instead of two).
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        check_usage_counts(usage)
-        batch = (checked_message(message),)
-        ids = await self._group.write(lambda c: _sql.append_messages(c, session_id, batch, usage=usage))
-        return ids[0]
-
-    async def append_messages(self, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
-        """Append several messages in one transaction (all or none); return their ids in order."""
-        batch = tuple(checked_message(m) for m in messages)
-        return await self._group.write(lambda c: _sql.append_messages(c, session_id, batch))
-
-    async def add_usage(
-        self,
-        session_id: str,
-        *,
-        input: int = 0,
-        output: int = 0,
-        cache_read: int = 0,
-        cache_write: int = 0,
-        reasoning: int = 0,
-        api_calls: int = 1,
-    ) -> None:
-        """Add one reply's normalized usage (the `harness.types.Usage` fields) to the counters.
-
-        `api_calls` is how many model calls this usage covers (one per reply).
-        """
-        values = {"input": input, "output": output, "cache_read": cache_read}
-        values |= {"cache_write": cache_write, "reasoning": reasoning, "api_calls": api_calls}
-        check_usage(values)
-        await self._group.write(
-            lambda c: _sql.add_usage(
-                c,
-                session_id,
-                input=input,
-                output=output,
-                cache_read=cache_read,
-                cache_write=cache_write,
-                reasoning=reasoning,
-                api_calls=api_calls,
-            )
-        )
-
-    async def record_flush(
-        self,
-        session_id: str,
-        *,
-        timestamp: float,
-        mode: FlushMode,
-        saved: JsonValue,
-        refused: JsonValue,
-        reply: str,
-    ) -> int:
-        """Log a memory flush: what it saved, what was refused (JSON), the reply text."""
-        check_flush_mode(mode)
-        check_time(timestamp, "timestamp")
-        return await self._group.write(
-            lambda c: _sql.record_flush(
-                c,
-                session_id,
-                timestamp=timestamp,
-                mode=mode,
-                saved=saved,
-                refused=refused,
-                reply=utf8_safe(reply),
-            )
-        )
+    async def apply(self, write: SessionWrite) -> WriteResult:
+        """Run one write (`memory.sessions.writes`); concurrent writes share a transaction
+        (group commit), each caller sees only its own error. The keyword methods
+        (`create_session`, `append_message`, ...) come from `SessionWriter`."""
+        return await self._group.write(partial(_sql.apply, write=write))
 
     # ------------------------------------------------------------------ reads
 

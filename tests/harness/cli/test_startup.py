@@ -3,8 +3,9 @@
 `keel memory add` from eight terminals once took 20–28 s each: every command imported MCP,
 the model clients, the meter and the experiments before parsing its arguments. Each command
 here runs in a fresh interpreter (a real subprocess, as a user runs it) and reports which of
-the heavy modules it loaded; none may be there. PostgreSQL's driver is not on the list: the
-memory package's stores import it with their modules.
+the heavy modules it loaded; none may be there. PostgreSQL's driver and numpy are not on the
+list: the memory package's stores (PostgreSQL, the session store's dense index) import them
+with their modules.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ HEAVY = (
     "llama_cpp",
     "starlette",
     "httpx",
-    "numpy",
     "jinja2",
     "opentelemetry",
     "harness.cachemeter",

@@ -200,6 +200,7 @@ async def test_text_that_utf8_or_postgresql_cannot_hold_is_repaired_not_refused(
     # A lone surrogate cannot be stored as UTF-8, PostgreSQL text cannot hold NUL: both
     # backends store both as U+FFFD (the same row either way). Everything else is kept.
     mid = await store.append_message("s", msg("before \ud800 middle \x00 after 灯台"))
+    assert mid is not None
     record = await store.get_message(mid)
     assert record is not None
     content = record.message.content

@@ -3,6 +3,7 @@ refused writes are kept on disk (owner-only), in order, and stored by the next s
 
 from __future__ import annotations
 
+import json
 import stat
 import time
 from pathlib import Path
@@ -157,7 +158,7 @@ async def test_a_message_and_a_usage_refused_on_the_direct_path_are_journalled_w
                 await writer.append_message("s1", msg("assistant", "refused, journalled"), usage=usage)
                 is None
             )
-            assert writer.pending == 2  # the message and its usage, two lines
+            assert writer.pending == 1  # the message with its usage: one value, replayed in one transaction
             await writer.settle()
         async with exclusive_lock(path):
             again = JournalledWriter(db, journal_dir, warn=lambda _: None)
@@ -173,3 +174,38 @@ async def test_a_message_and_a_usage_refused_on_the_direct_path_are_journalled_w
     assert session is not None
     assert (session.input_tokens, session.output_tokens, session.reasoning_tokens) == (112, 17, 1)
     assert (session.cache_read_tokens, session.api_call_count) == (2, 3)
+
+
+async def test_a_journal_written_before_writes_were_values_still_replays(home: Path) -> None:
+    """The lines of an older keel: a header without identity, a message and its usage as two lines."""
+    journal_dir = home / "journal"
+    journal_dir.mkdir()
+    db = await SessionDB.open(home / "state.db", retry=FAST)
+    try:
+        await db.create_session("s1", source="test", started_at=1.0)
+        lines = [
+            {"kind": "header", "location": db.location, "version": 1},
+            {
+                "kind": "messages",
+                "session_id": "s1",
+                "messages": [{"role": "assistant", "content": "old line", "timestamp": 2.0}],
+            },
+            {
+                "kind": "usage",
+                "session_id": "s1",
+                "input": 4,
+                "output": 2,
+                "cache_read": 0,
+                "cache_write": 0,
+                "reasoning": 0,
+                "api_calls": 1,
+            },
+        ]
+        (journal_dir / "old.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        assert await replay_journals(journal_dir, db, warn=lambda _: None) == 0
+        stored = await contents(db, "s1")
+        session = await db.get_session("s1")
+    finally:
+        await db.aclose()
+    assert stored == ["old line"]
+    assert session is not None and (session.input_tokens, session.output_tokens) == (4, 2)

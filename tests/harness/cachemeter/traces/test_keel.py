@@ -83,3 +83,54 @@ def test_a_broken_keel_record_names_its_line(tmp_path: Path) -> None:
     path.write_text(good + "\n" + good.replace('"turn":1', '"turn":"one"') + "\n", encoding="utf-8")
     with pytest.raises(MeterInputError, match=r"t\.jsonl:2: not a keel trace record: turn"):
         list(read_requests(path))
+
+
+def test_a_live_request_reads_as_its_trace_line_would() -> None:
+    # Telemetry meters live requests without writing the trace line; what it feeds the meter
+    # must be exactly what `keel cache report` reads back from that line.
+    from harness.cachemeter import MeterRequest
+    from harness.cachemeter.traces import MessageMemo, request_from_model
+    from prompts.slots import SlotSpan
+
+    call = ToolCall("c1", "memory", '{"x": "tea"}')
+    messages = (
+        Message("user", "hello", api_content="hello\n<memory-context>tea</memory-context>"),
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", '{"ok": true}', tool_call_id="c1", name="memory"),
+        Message("assistant", "Saved."),
+    )
+    tools = (ToolSpec("memory", "save a fact", {"type": "object", "properties": {"x": {"type": "string"}}}),)
+    request = ModelRequest(system="You are keel.\nMEMORY", messages=messages, tools=tools, purpose="flush")
+    slots = [SlotSpan(name="identity", start=0, end=14), SlotSpan(name="memory", start=14, end=20)]
+    usage = Usage(input=7, output=3, cache_read=5, cache_write=2)
+    breakpoints = [TraceBreakpoint(at="message", index=2)]
+    memo = MessageMemo()
+
+    def live() -> MeterRequest:
+        return request_from_model(
+            request,
+            memo=memo,
+            session_id="s1",
+            model="m",
+            slots=slots,
+            usage=usage,
+            breakpoints=breakpoints,
+            cache_ttl="1h",
+            timestamp=12.5,
+            line=4,
+        )
+
+    record = record_for_request(
+        request,
+        session_id="s1",
+        turn=0,
+        model="m",
+        slots=[TraceSlot(name=s.name, start=s.start, end=s.end) for s in slots],
+        usage=usage,
+        breakpoints=breakpoints,
+        cache_ttl="1h",
+        timestamp=12.5,
+    )
+    first, again = live(), live()
+    assert first == request_from_record(record, line=4)
+    assert all(a is b for a, b in zip(again.messages, first.messages, strict=True))  # converted once

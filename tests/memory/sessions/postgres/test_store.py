@@ -161,6 +161,7 @@ async def test_a_large_batch_goes_in_by_copy_with_ids_in_order(postgres_url: str
     async with await PgSessionStore.open(postgres_url, schema=pg_schema) as store:
         await store.create_session("s", source="cli", started_at=T0)
         first = await store.append_message("s", StoredMessage(role="user", content="first", timestamp=T0))
+        assert first is not None
         batch = [
             StoredMessage(
                 role="assistant",
@@ -194,6 +195,7 @@ async def test_a_huge_message_of_distinct_words_is_stored_whole_and_its_start_is
     async with await PgSessionStore.open(postgres_url, schema=pg_schema) as store:
         await store.create_session("s", source="cli", started_at=T0)
         mid = await store.append_message("s", StoredMessage(role="user", content=text, timestamp=T0))
+        assert mid is not None
         record = await store.get_message(mid)
         assert record is not None and record.message.content == text
         assert [h.message_id for h in (await store.search(words[10])).hits] == [mid]

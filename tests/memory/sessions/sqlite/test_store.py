@@ -48,6 +48,7 @@ async def test_a_session_round_trips_with_its_messages_in_order(tmp_path: Path) 
         third = await db.append_message(
             "s1", msg("ok", role="tool", at=T0 + 3, tool_call_id="c1", tool_name="memory")
         )
+        assert first is not None and second is not None and third is not None
         assert first < second < third
         session = await db.get_session("s1")
         assert session is not None
@@ -296,7 +297,7 @@ async def test_a_write_waits_out_a_short_lock_through_retries(tmp_path: Path) ->
         await db.create_session("s1", source="cli", started_at=T0)
         blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         blocker.execute("BEGIN IMMEDIATE")
-        results: list[int] = []
+        results: list[int | None] = []
 
         async def write() -> None:
             results.append(await db.append_message("s1", msg("eventually")))

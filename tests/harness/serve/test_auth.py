@@ -1,9 +1,7 @@
-"""Keys and principals, the loopback-only rule, and a worker killed mid-run (files backend:
-two `keel serve` processes on one home)."""
+"""Keys and principals, and the loopback-only rule."""
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.testing.processes import KeelServer, free_port, keel_server, keel_servers
-from tests.harness.serve.conftest import killed_worker_loses_nothing, turn, wait_ended, write_config
+from harness.testing.processes import KeelServer, free_port, keel_server
+from tests.harness.serve.conftest import turn, wait_ended, write_config
 
 KEYS = {"KEEL_TEST_KEY_ADA": "ada-secret", "KEEL_TEST_KEY_BOB": "bob-secret"}
 
@@ -72,31 +70,3 @@ def test_without_keys_a_public_address_is_refused_at_start(model_url: str, tmp_p
     )
     assert done.returncode == 2
     assert "loopback" in done.stderr and "serve.keys" in done.stderr
-
-
-def test_a_worker_killed_mid_run_loses_nothing_and_the_next_turn_runs_on_another(
-    model_url: str, tmp_path: Path
-) -> None:
-    config = write_config(tmp_path / "keel.yaml", model_url, storage={"lease_wait_s": 3})
-    home = tmp_path / "home"
-    with keel_servers(config, home=home, count=2) as (a, b):
-        killed_worker_loses_nothing(a, b)
-
-
-def test_workers_2_runs_two_processes_on_one_port_sharing_the_home(model_url: str, tmp_path: Path) -> None:
-    config = write_config(tmp_path / "keel.yaml", model_url)
-    home = tmp_path / "home"
-    with (
-        keel_server(config, home=home, workers=2) as server,
-        httpx.Client(base_url=server.url, timeout=30) as c,
-    ):
-        runs = []
-        for i in range(12):
-            with httpx.Client(base_url=server.url, timeout=30) as fresh:  # a new connection each time
-                session = fresh.post("/v1/sessions").json()["id"]
-                runs.append(turn(fresh, session, f"turn {i}"))
-        assert all(wait_ended(c, run_id)["status"] == "completed" for run_id in runs)
-        assert server.log.read_text().count("Application startup complete.") == 2  # two worker processes
-    with sqlite3.connect(home / "serve.db") as db:
-        stored = db.execute("SELECT count(*), count(DISTINCT worker) FROM serve_runs").fetchone()
-    assert stored[0] == 12 and stored[1] in (1, 2)  # whichever process accepted each connection

@@ -1,0 +1,144 @@
+"""Hundreds of MCP tools, with and without deferral: prompt tokens, prefix reuse, tool found.
+
+    python benchmarks/many_tools.py [--tasks 12]
+
+Three real catalog servers (`harness.testing.catalog_server`: billing, issues, files — 300
+tools over stdio) behind one keel session each way, on a scripted agent:
+
+- **sent**: every schema in the request's tool list (`mcp.defer_share` at 0.25 of a
+  1,000,000-token window, so nothing is deferred); the agent calls the task's tool directly.
+- **deferred**: the default share of an 8,192-token window, so the 300 tools are deferred
+  behind `tool_search`; the agent searches with the task's words and calls the top hit.
+
+Each task is one user turn: (search,) call, answer. The keel trace of each session goes
+through the cache meter (cl100k, the `ideal` simulator: what a prefix cache could reuse) and
+the script prints, per way: median prompt tokens per request, the first request's prompt
+tokens, the share of all prompt tokens a prefix cache reuses, whether the tool list and the
+system text stayed byte-identical, and how many tasks ran the right tool. The tasks are
+phrased by what to do, not by tool name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from statistics import median
+
+import anyio
+
+from harness import ModelRequest
+from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
+from harness.config import KeelConfig, McpServerConfig
+from harness.events import ToolResultReady
+from harness.testing import ReplyLike, ScriptedModel, call_tool, config, respond, run_turn, say
+from harness.trace import read_trace
+from harness.wiring import SessionOptions, open_session
+
+TASKS: tuple[tuple[str, str], ...] = (
+    ("create a refund of pay-17", "billing__create_refund"),
+    ("archive the wontfix label", "issues__archive_label"),
+    ("delete the file report.pdf", "files__delete_file"),
+    ("count every invoice", "billing__count_invoice"),
+    ("restore the sprint from the archive", "issues__restore_sprint"),
+    ("export the share link list as CSV", "files__export_share_link"),
+    ("update the subscription of ada", "billing__update_subscription"),
+    ("create a milestone for the beta", "issues__create_milestone"),
+    ("search for a folder named taxes", "files__search_folder"),
+    ("get the tax rate for Ohio", "billing__get_tax_rate"),
+    ("list every comment", "issues__list_comment"),
+    ("read one thumbnail", "files__get_thumbnail"),
+)
+
+
+def _config(deferred: bool) -> KeelConfig:
+    window = "8192" if deferred else "1000000"
+    cfg = config(skills__enabled="false", model__context_window=window, compression__enabled="false")
+    servers = tuple(
+        McpServerConfig(name=d, command=sys.executable, args=("-m", "harness.testing.catalog_server", d))
+        for d in ("billing", "issues", "files")
+    )
+    return cfg.model_copy(
+        update={
+            "mcp": cfg.mcp.model_copy(update={"servers": servers, "defer_share": 0.1 if deferred else 0.25})
+        }
+    )
+
+
+def _top_hit(request: ModelRequest) -> ReplyLike:
+    """Call the first tool the last search found (the agent's choice)."""
+    found = json.loads(request.messages[-1].content)
+    tools = found.get("tools") or []
+    if not tools:
+        return say("no tool found")
+    return call_tool(tools[0]["name"], {"target": "x-1"})
+
+
+def _script(deferred: bool, tasks: int) -> ScriptedModel:
+    steps: list[object] = []
+    for text, tool in TASKS[:tasks]:
+        if deferred:
+            steps += [call_tool("tool_search", {"query": text}), respond(_top_hit)]
+        else:
+            steps.append(call_tool(tool, {"target": "x-1"}))
+        steps.append(say("done"))
+    return ScriptedModel(steps)  # type: ignore[arg-type]  # each a step
+
+
+async def _run(deferred: bool, tasks: int, home: Path) -> dict[str, float]:
+    model = _script(deferred, tasks)
+    async with open_session(
+        _config(deferred), SessionOptions(model=model, home=home, source="benchmark")
+    ) as s:
+        ran: list[str] = []
+        for text, _ in TASKS[:tasks]:
+            events = await run_turn(s, text)
+            ran += [e.name for e in events if isinstance(e, ToolResultReady) and e.name != "tool_search"]
+        trace = s.handles.trace_path
+    assert trace is not None
+    records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace)))
+    tokenizer = await anyio.to_thread.run_sync(load_meter_tokenizer, "cl100k")
+    report = await anyio.to_thread.run_sync(
+        lambda: measure(records, CanonicalRenderer(tokenizer), simulators=("ideal",))
+    )
+    turns = [r for r in report.requests if r.purpose == "turn"]
+    prompt = sum(r.prompt_tokens for r in turns)
+    reused = sum(r.sims["ideal"].reusable for r in turns)
+    sent = [m for m in model.requests if m.purpose == "turn"]
+    same_tools = (
+        len({json.dumps([(t.name, t.description, t.parameters) for t in r.tools]) for r in sent}) == 1
+    )
+    same_system = len({r.messages[0].content for r in sent}) == 1
+    right = sum(1 for (_, want), got in zip(TASKS[:tasks], ran, strict=False) if want == got)
+    return {
+        "requests": len(turns),
+        "median_prompt": median(r.prompt_tokens for r in turns),
+        "first_prompt": turns[0].prompt_tokens,
+        "reuse": reused / prompt if prompt else 0.0,
+        "stable": float(same_tools and same_system),
+        "found": right,
+    }
+
+
+async def main(tasks: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="keel-many-tools-") as tmp:
+        rows = {way: await _run(way == "deferred", tasks, Path(tmp) / way) for way in ("sent", "deferred")}
+    print(
+        f"{'way':<9} {'requests':>8} {'median prompt':>13} {'first prompt':>12} {'reuse':>6} {'stable':>6} found"
+    )
+    for way, r in rows.items():
+        print(
+            f"{way:<9} {r['requests']:>8.0f} {r['median_prompt']:>13,.0f} {r['first_prompt']:>12,.0f} "
+            f"{r['reuse']:>6.1%} {'yes' if r['stable'] else 'NO':>6} {r['found']:.0f}/{tasks}"
+        )
+    ratio = rows["deferred"]["median_prompt"] / rows["sent"]["median_prompt"]
+    print(f"deferred / sent median prompt tokens: {ratio:.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=len(TASKS))
+    args = parser.parse_args()
+    anyio.run(main, min(args.tasks, len(TASKS)))
