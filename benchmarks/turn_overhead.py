@@ -11,7 +11,7 @@ The last line printed is `median_ms_at_1000 <value>`.
 
 `--single-session` measures instead what one real session costs: `open_session` with the
 default config (SQLite session store, traces on, a fresh home), a Python function tool, and a
-scripted model that calls the tool once and then answers, every turn. Printed: the median CPU
+scripted model that calls the tool once and then answers, every turn (reporting usage). Printed: the median CPU
 (`time.process_time`, every thread) and wall time per turn; the last line is
 `single_session_cpu_ms_per_turn <value>`.
 """
@@ -133,9 +133,13 @@ async def single_session(turns: int) -> float:
     from harness.testing import call_tool
     from harness.wiring import SessionOptions, open_session
 
+    used = Usage(input=1, output=1)  # reported, as a real endpoint does: nothing is estimated
     steps = []
     for t in range(turns + 1):
-        steps += [call_tool("lookup", {"query": f"row {t}"}), say(f"Answer {t}: quarantine it.")]
+        steps += [
+            call_tool("lookup", {"query": f"row {t}"}, usage=used),
+            say(f"Answer {t}: quarantine it.", usage=used),
+        ]
     model = ScriptedModel(steps, record=False)
     cfg = load_config(None, environ={"KEEL_MODEL__CONTEXT_WINDOW": "10000000"})
     cpu: list[float] = []
