@@ -5,8 +5,11 @@ tokens later — tools, the system prompt with its slot map, the messages exactl
 the settings — plus the reply's normalized usage. Traces are the interface between the
 turn loop and the cache meter: the meter reads ours or any OpenAI-style chat JSONL.
 
-Writes are appended from a worker thread (one `write` + flush per line), so a crash loses
-at most the line being written and a reader never sees half a line from us.
+Writes are appended from a worker thread (one `write` + flush per batch of whole lines), so
+a reader never sees half a line from us. A line written with `hold=True` (a turn request
+whose reply calls tools: another request of the same turn follows) waits for the next
+line or `flush`, so a turn costs one append; a crash loses at most the lines of the turn
+being run.
 
 A trace holds whole conversations, so it is owner-only like state.db: the file is created
 with mode 0600 (an existing one readable by others is narrowed to that), and a trace
@@ -16,6 +19,7 @@ directory keel creates is 0700.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import stat
 import time
@@ -178,9 +182,7 @@ class TraceParts:
         """`record.model_dump_json()`, with the messages serialized once each when they are
         the ones `convert` returned last (any other record is serialized whole)."""
         kept = self._traced
-        if len(record.messages) != len(kept) or any(
-            a is not b for a, b in zip(record.messages, kept, strict=True)
-        ):
+        if len(record.messages) != len(kept) or not all(map(operator.is_, record.messages, kept)):
             return record.model_dump_json()
         # Everything after the messages is a fixed key or an escaped string, so the last
         # occurrence of the mark is the field itself.
@@ -257,6 +259,7 @@ class TraceWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = anyio.Lock()
+        self._held: list[str] = []
 
     def _append(self, line: str) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -267,11 +270,19 @@ class TraceWriter:
             fh.write(line)
             fh.flush()
 
-    async def write(self, record: TraceRecord, kept: TraceParts | None = None) -> None:
-        """Append `record` as one line (`kept`: what built it, to serialize less)."""
-        line = (record.model_dump_json() if kept is None else kept.line(record)) + "\n"
+    async def write(self, record: TraceRecord, kept: TraceParts | None = None, *, hold: bool = False) -> None:
+        """Append `record` as one line (`kept`: what built it, to serialize less); with
+        `hold`, keep the line for the next write or `flush` instead."""
+        self._held.append((record.model_dump_json() if kept is None else kept.line(record)) + "\n")
+        if not hold:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Append the lines held so far (nothing to do when none are)."""
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, line)
+            lines, self._held = "".join(self._held), []
+            if lines:
+                await anyio.to_thread.run_sync(self._append, lines)
 
 
 def read_trace(path: Path) -> Iterator[TraceRecord]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from harness.errors import ModelError, SessionError
 from harness.events import UsageReported
 from harness.lifecycle import CachedPrefix
@@ -171,7 +173,15 @@ class ModelCalls:
             refresh=refresh,
             kept=self._traced,
         )
-        await self.trace.write(record, self._traced)
+        # A turn request that calls tools is followed by another: its line goes with that one's.
+        calls_tools = reply is not None and bool(reply.message.tool_calls) and request.purpose == "turn"
+        await self.trace.write(record, self._traced, hold=calls_tools)
+
+    async def flush_trace(self) -> None:
+        """Write the trace lines still held (a turn that ended after a request that called tools)."""
+        if self.trace is not None:
+            with anyio.CancelScope(shield=True):
+                await self.trace.flush()
 
 
 async def _stream(
