@@ -34,6 +34,7 @@ from prompts.slots import SlotSpan
 __all__ = [
     "TraceBreakpoint",
     "TraceMessage",
+    "TraceParts",
     "TraceRecord",
     "TraceRefresh",
     "TraceSlot",
@@ -140,6 +141,58 @@ def _message(m: Message) -> TraceMessage:
     )
 
 
+class TraceParts:
+    """The trace form of one conversation's tools and messages, kept from one request to the next.
+
+    Each request repeats the one before it and adds a message or two, so converting and
+    serializing only what changed keeps a trace line's cost from growing with the history.
+    """
+
+    _MARK = '"messages":[],"settings":'
+
+    def __init__(self) -> None:
+        self._sent: list[Message] = []
+        self._traced: list[TraceMessage] = []
+        self._json: list[str | None] = []
+        self._specs: Sequence[ToolSpec] = ()
+        self._tools: list[TraceTool] = []
+
+    def convert(self, messages: Sequence[Message]) -> list[TraceMessage]:
+        """`messages` as a trace records them (the same records as `_message` builds)."""
+        same, limit = 0, min(len(messages), len(self._sent))
+        sent = self._sent
+        while same < limit and (messages[same] is sent[same] or messages[same] == sent[same]):
+            same += 1
+        traced = self._traced[:same] + [_message(m) for m in messages[same:]]
+        self._json = self._json[:same] + [None] * (len(messages) - same)
+        self._sent, self._traced = list(messages), traced
+        return traced
+
+    def tools(self, specs: Sequence[ToolSpec]) -> list[TraceTool]:
+        """`specs` as a trace records them (converted again only when they changed)."""
+        if not (specs is self._specs or tuple(specs) == tuple(self._specs)):
+            self._specs, self._tools = specs, [_tool(t) for t in specs]
+        return self._tools
+
+    def line(self, record: TraceRecord) -> str:
+        """`record.model_dump_json()`, with the messages serialized once each when they are
+        the ones `convert` returned last (any other record is serialized whole)."""
+        kept = self._traced
+        if len(record.messages) != len(kept) or any(
+            a is not b for a, b in zip(record.messages, kept, strict=True)
+        ):
+            return record.model_dump_json()
+        # Everything after the messages is a fixed key or an escaped string, so the last
+        # occurrence of the mark is the field itself.
+        head = record.model_copy(update={"messages": []}).model_dump_json()
+        at = head.rfind(self._MARK)
+        for i, text in enumerate(self._json):
+            if text is None:
+                self._json[i] = kept[i].model_dump_json()
+        body = ",".join(t for t in self._json if t is not None)
+        return f'{head[:at]}"messages":[{body}],"settings":{head[at + len(self._MARK) :]}'
+
+
 def trace_slots(slots: Sequence[SlotSpan]) -> list[TraceSlot]:
     """A system prompt's slot map as the trace records it."""
     return [
@@ -166,8 +219,13 @@ def record_for_request(
     cache_ttl: Literal["5m", "1h"] | None = None,
     timestamp: float | None = None,
     refresh: TraceRefresh | None = None,
+    kept: TraceParts | None = None,
 ) -> TraceRecord:
-    """Build the trace line for a request that was just sent."""
+    """Build the trace line for a request that was just sent.
+
+    `kept` holds the trace form of the tools and messages of this conversation's earlier
+    requests (reused where this request repeats them).
+    """
     settings: dict[str, JsonValue] = {"tool_choice": request.tool_choice}
     if request.max_tokens is not None:
         settings["max_tokens"] = request.max_tokens
@@ -179,10 +237,10 @@ def record_for_request(
         purpose=request.purpose,
         model=model,
         timestamp=time.time() if timestamp is None else timestamp,
-        tools=[_tool(t) for t in request.tools],
+        tools=[_tool(t) for t in request.tools] if kept is None else kept.tools(request.tools),
         system=request.system,
         slots=list(slots),
-        messages=[_message(m) for m in request.messages],
+        messages=[_message(m) for m in request.messages] if kept is None else kept.convert(request.messages),
         settings=settings,
         breakpoints=list(breakpoints),
         cache_ttl=cache_ttl,
@@ -209,8 +267,9 @@ class TraceWriter:
             fh.write(line)
             fh.flush()
 
-    async def write(self, record: TraceRecord) -> None:
-        line = record.model_dump_json() + "\n"
+    async def write(self, record: TraceRecord, kept: TraceParts | None = None) -> None:
+        """Append `record` as one line (`kept`: what built it, to serialize less)."""
+        line = (record.model_dump_json() if kept is None else kept.line(record)) + "\n"
         async with self._lock:
             await anyio.to_thread.run_sync(self._append, line)
 

@@ -21,7 +21,7 @@ from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
 from harness.telemetry import NO_TELEMETRY, Telemetry
-from harness.trace import TraceBreakpoint, TraceRefresh, TraceWriter, record_for_request
+from harness.trace import TraceBreakpoint, TraceParts, TraceRefresh, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from harness.usage import usage_counts
 from memory import MemoryLayerError
@@ -59,6 +59,7 @@ class ModelCalls:
         self.stream = transcript.session_id
         """The sequence telemetry measures cache reuse over: this object's requests, like its trace."""
         self.usage_total = Usage()
+        self._traced = TraceParts()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
         self.prefix: CachedPrefix | None = None
@@ -168,8 +169,9 @@ class ModelCalls:
             ],
             cache_ttl=None if reply is None else reply.cache_ttl,
             refresh=refresh,
+            kept=self._traced,
         )
-        await self.trace.write(record)
+        await self.trace.write(record, self._traced)
 
 
 async def _stream(
