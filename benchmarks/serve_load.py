@@ -22,7 +22,7 @@ was busy) is resent with the same `Idempotency-Key`, a broken stream resumes wit
 `Last-Event-ID`; such resends are counted (`client retries`) and must lose or duplicate nothing.
 
     python benchmarks/serve_load.py [--sessions 10|100|500] [--turns 3] [--model-latency-ms 20]
-        [--url postgresql://...]
+        [--url postgresql://...] [--dense off|auto|on] [--logs DIR]
 
 Exits 1 when `events_lost`, `duplicated_turns`, `acknowledged_inputs_lost` or
 `next_turns_failed` is not zero.
@@ -234,12 +234,15 @@ async def kill_phase(servers: list[KeelServer], count: int) -> KillReport:
     return report
 
 
-def config_file(root: Path, model_url: str, url: str, schema: str) -> Path:
+def config_file(root: Path, model_url: str, url: str, schema: str, dense: str) -> Path:
     config = {
         "model": {"provider": "openai", "base_url": model_url, "name": "fake", "tokenizer": "chars"},
         "storage": {"backend": "postgres", "url": url, "pg_schema": schema, "lease_wait_s": 3},
         "sessions": {"pool_size": 4},
         "serve": {"max_running": 1000},
+        # `--dense auto` (the default) lets every session opened for a turn embed messages with
+        # its own vectors pool: measured apart, it is not what this benchmark is about
+        "session_search": {"dense": dense},
     }
     path = root / "keel.yaml"
     path.write_text(json.dumps(config))
@@ -260,6 +263,7 @@ def main() -> int:
     parser.add_argument("--model-latency-ms", type=float, default=20.0)
     parser.add_argument("--url", default=postgres_url_default())
     parser.add_argument("--logs", type=Path, help="keep the servers' logs in this directory")
+    parser.add_argument("--dense", choices=("off", "auto", "on"), default="off", help="session_search.dense")
     args = parser.parse_args()
     schema = f"keel_serve_load_{uuid.uuid4().hex[:8]}"
     tally = Tally()
@@ -269,13 +273,14 @@ def main() -> int:
         fake_model(latency_ms=args.model_latency_ms) as model_url,
     ):
         root = Path(tmp)
-        config = config_file(root, model_url, args.url, schema)
+        config = config_file(root, model_url, args.url, schema, args.dense)
         with keel_servers(config, home=[root / "a", root / "b"], log_dir=args.logs or root) as servers:
             sessions, wall = anyio.run(load, servers, args, tally)
             duplicated = duplicated_turns(args.url, schema, sessions, args.turns)
             killed = anyio.run(kill_phase, servers, min(args.sessions, 20))
     print(
         f"sessions: {args.sessions}  turns per session: {args.turns}  model latency: {args.model_latency_ms:g} ms"
+        f"  session_search.dense: {args.dense}"
     )
     print(f"turns: {tally.turns} in {wall:.1f} s  turns_per_s: {tally.turns / wall:.1f}")
     print(
