@@ -12,6 +12,15 @@ stopped). The saved entries are scored the same way: facts kept, wrong memories 
     python benchmarks/check_effects.py --facts benchmarks/facts_heldout3.yaml --json OUT.json
 
 Last line: `checks_refused N facts_lost F wrong_stopped W saved_wrong S`.
+
+With `--rejudge`, every candidate of the run (saved or refused) is judged again by today's
+checks (`read_flush_reply` against the file's user messages: the filler's lines are not in
+it, so a filler entry reads as ungrounded, which moves no count): what the checks as they
+are now would have kept. Last line: `rejudged_kept K facts_kept F wrong_kept W`.
+
+Without `--json` (no run at all) it asks the meaning checks alone about the facts file: each
+planted fact's user message, as an entry, must pass; each trap's first alternative, as "The
+user uses …", must be refused. Last line: `sentences_refused R of N traps_stopped T of M`.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from harness.compress.flush import read_flush_reply
 from harness.experiments.retention.facts import (
     FactConversation,
     chat_lines,
@@ -29,6 +39,8 @@ from harness.experiments.retention.facts import (
     load_facts,
     wrong_memory,
 )
+from harness.types import Message, ModelReply
+from memory.grounding import Said, meaning_problem
 
 CHECKS = (
     ("opposite", "the opposite of what the user said"),
@@ -92,17 +104,80 @@ def effects(state: dict[str, object], convs: tuple[FactConversation, ...]) -> li
     return out
 
 
+def sentences(convs: tuple[FactConversation, ...]) -> list[str]:
+    """The meaning checks alone on the file's own sentences and traps (see the module)."""
+    refused = facts = stopped = traps = 0
+    out: list[str] = []
+    for c in convs:
+        said = Said("\n".join(text for role, text in c.messages if role == "user"))
+        for f in c.facts:
+            first = next((t for role, t in c.messages if role == "user" and fact_in(t, f)), None)
+            if first is not None:
+                facts += 1
+                problem = meaning_problem(first, said)
+                if problem is not None:
+                    refused += 1
+                    out.append(f"refused {c.id}/{f.id}: {problem}")
+        for rule in c.must_not:
+            traps += 1
+            if meaning_problem("The user uses " + " ".join(rule.match[0]), said) is not None:
+                stopped += 1
+            else:
+                out.append(f"let through {c.id}/{rule.id}")
+    return [*out, f"sentences_refused {refused} of {facts} traps_stopped {stopped} of {traps}"]
+
+
+def _candidates(state: dict[str, object]) -> list[str]:
+    out: list[str] = []
+    arms = state.get("arms")
+    for arm in arms if isinstance(arms, list) else []:
+        if not isinstance(arm, dict) or arm.get("arm") == "off":
+            continue
+        for snap in arm.get("snapshots") or []:
+            out += [str(t).rpartition(" — ")[0] for t in snap.get("refused") or []]
+            out += [str(t).partition(": ")[2] for t in snap.get("saved") or []]
+    return [c for c in dict.fromkeys(out) if c.strip() and not c.lstrip().startswith("{")]
+
+
+def rejudge(state: dict[str, object], convs: tuple[FactConversation, ...]) -> list[str]:
+    """Every candidate of the run judged by today's checks (see the module)."""
+    lines = chat_lines((role, text) for c in convs for role, text in c.messages)
+    said = "\n".join(text for c in convs for role, text in c.messages if role == "user")
+    kept = facts = wrong = 0
+    out: list[str] = []
+    for candidate in _candidates(state):
+        line = " ".join(candidate.split())
+        reply = ModelReply(message=Message("assistant", f"user: {line}"))
+        reading = read_flush_reply("text_list", reply, said=said)
+        if not reading.writes:
+            continue
+        kept += 1
+        fact, is_wrong = _judge(line, convs, lines)
+        facts += fact
+        wrong += is_wrong
+        if is_wrong:
+            out.append(f"kept wrong: {line}")
+    return [*out, f"rejudged_kept {kept} facts_kept {facts} wrong_kept {wrong}"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--facts", type=Path, required=True, help="the facts file the run planted")
-    p.add_argument("--json", type=Path, required=True, help="the run's --json output")
+    p.add_argument("--json", type=Path, help="the run's --json output (none: the checks on the file alone)")
+    p.add_argument(
+        "--rejudge", action="store_true", help="judge the run's candidates again by today's checks"
+    )
     args = p.parse_args(argv)
+    if args.json is None:
+        print("\n".join(sentences(load_facts(args.facts))))
+        return 0
     try:
         state = json.loads(args.json.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         print(f"cannot read {args.json}: {exc}; pass the --json a retention run wrote", file=sys.stderr)
         return 2
-    print("\n".join(effects(state, load_facts(args.facts))))
+    convs = load_facts(args.facts)
+    print("\n".join(rejudge(state, convs) if args.rejudge else effects(state, convs)))
     return 0
 
 

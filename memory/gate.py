@@ -28,6 +28,7 @@ you ignore ...") is an instruction, not a fact about them, and is not learned.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -104,6 +105,7 @@ _ASK = re.compile(
 _REACH = 240
 
 
+@functools.lru_cache(maxsize=1024)  # the same tool results are judged at every later write
 def carries_instruction(text: str) -> bool:
     """Whether untrusted `text` tells an assistant to remember or always do something, or
     holds anything the scanner flags in context files (injection, role hijack, C2)."""

@@ -294,8 +294,11 @@ class Session:
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
             async with self._leased():  # the turn and any compression in it
                 await self._catch_up_with_store()
-                with self.warn.streaming(send):
-                    await self._turn(text, send)
+                try:
+                    with self.warn.streaming(send):
+                        await self._turn(text, send)
+                finally:
+                    await self.calls.flush_trace()
 
         try:
             async with produced_events(produce) as events:
@@ -417,7 +420,7 @@ class Session:
 
     async def _loop(self, send: MemoryObjectSendStream[Event]) -> tuple[str, int, StopReason]:
         limit = self.settings.max_iterations
-        retried_empty = False
+        retried_empty = words = False  # words: the next reply must be an answer, not a call
         for iteration in range(1, limit + 1):
             if iteration == 1 or self.settings.snapshot_policy == "live":
                 # A write made during this turn shows in the prompt from the next turn on
@@ -428,6 +431,7 @@ class Session:
                 system=self.system.text,
                 messages=self._transcript.messages,
                 tools=self.tools.specs(),
+                tool_choice="none" if words else "auto",
                 max_tokens=self.settings.max_output_tokens,
                 temperature=self.settings.temperature,
                 purpose="turn",
@@ -438,7 +442,8 @@ class Session:
             if not calls and not reply.message.content.strip():
                 # An empty reply (small local models produce them) is asked again once, unrecorded.
                 if not retried_empty:
-                    retried_empty = True
+                    # after a tool result the user must get words: the second ask allows no call
+                    retried_empty, words = True, self._transcript.messages[-1].role == "tool"
                     continue
                 send.send_nowait(
                     Warning("the model sent an empty reply twice; ask again, or rephrase the question")

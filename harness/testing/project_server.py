@@ -12,7 +12,8 @@ text, so every run lists, reads and greps the same bytes. `run_tests` prints a l
 like log — the big tool outputs real coding sessions are full of. With `--faults` the server
 also offers `crash` (the process exits), `hang` (never answers), `huge` (a 5 MB result),
 `picture` (an image block), `report` (structured content only), `refuse` (a tool error)
-and `grow` (adds a tool and sends `notifications/tools/list_changed`). With `--meta`,
+and `grow` (adds a tool and says so: a `subscriptions/listen` event, and
+`notifications/tools/list_changed` for clients of earlier versions). With `--meta`,
 `request_meta` answers with the `_meta` its call carried (the trace context a client passed).
 """
 
@@ -191,7 +192,8 @@ def _fault_tools(server: MCPServer) -> None:
     async def grow(ctx: Context) -> str:
         """Add the tool `extra` and tell the client the tool list changed."""
         server.add_tool(extra, name="extra")
-        await ctx.session.send_tool_list_changed()
+        await ctx.notify_tools_changed()  # 2026-07-28: to `subscriptions/listen` subscribers
+        await ctx.session.send_tool_list_changed()  # earlier versions: the notification
         return "grown"
 
 

@@ -298,7 +298,10 @@ class ToolRegistry:
         with self.telemetry.tool(call, mcp=call.name in self._sourced) as span:
             if tool is None:
                 known = ", ".join(t.name for t in self.specs()) or "none"
-                out = ToolOutput(error_json(f"unknown tool {call.name!r}; available tools: {known}"), True)
+                more = f"; {len(self._deferred)} more are found with tool_search" if self._deferred else ""
+                out = ToolOutput(
+                    error_json(f"unknown tool {call.name!r}; available tools: {known}{more}"), True
+                )
             else:
                 out = await self._run_guarded(tool, call)
             content = strip_fence_tags(out.content)

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memory._words import STOPWORDS
 from memory.grounding._tokens import content_words, stem, tokens
 
 __all__ = ["Said", "meaning_problem"]
@@ -57,6 +58,13 @@ _CORRECTION = re.compile(
     r"raised it|dropped|upgraded|behind the times|out of habit)\b",
     re.IGNORECASE,
 )
+_RETRACTION = re.compile(
+    r"\b(?:dropped|no longer|not anymore|stopped using|gave up|retired|switched from|moved from|"
+    r"migrated from|replaced|upgraded from)\b",
+    re.IGNORECASE,
+)
+"""A cue before a value that takes it back ("we dropped Intel"), as opposed to one that
+brings the new value ("we moved to Node 22")."""
 _KEEPS_MODALITY = re.compile(
     r"\b(?:if|might|may|would|could|consider\w*|hypothetic\w*|possibl\w*|maybe|future|plans?|asked|asks)\b",
     re.IGNORECASE,
@@ -71,6 +79,8 @@ _KEEPS_HISTORY = re.compile(
     re.IGNORECASE,
 )
 _FOLLOWING = 1
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？:]\s*|\n\s*|[\"'‘“(]\s*)$")
+"""What comes before a word that opens a sentence (whose capital letter names nothing)."""
 _NEGATION_REACH = 4
 """Words before a term a negation reaches over ("I do not use Excel")."""
 _NEGATION_CHARS = 28
@@ -96,13 +106,17 @@ def _bounded(word: str) -> str:
 
 def _terms(candidate: str, said: str) -> list[str]:
     """The candidate's words that name something: numbers and versions, and words the user
-    wrote with a capital letter somewhere (tools, places, people)."""
+    wrote with a capital letter inside a sentence (tools, places, people: not "Everything"
+    opening a sentence, not "I'm")."""
     out: list[str] = []
     for word in dict.fromkeys(content_words(candidate)):
-        if not word.isascii():
+        if not word.isascii() or word.startswith("i'"):
             continue
-        written = re.findall(_bounded(word), said, re.IGNORECASE)
-        if any(c.isdigit() for c in word) or any(w != w.lower() for w in written):
+        named = (
+            m.group(0) != m.group(0).lower() and not _SENTENCE_START.search(said[: m.start()])
+            for m in re.finditer(_bounded(word), said, re.IGNORECASE)
+        )
+        if any(c.isdigit() for c in word) or any(named):
             out.append(word)
     return out
 
@@ -163,21 +177,26 @@ def _quote(text: str) -> str:
 
 
 def _corrected(sentences: Sequence[str], mentions: Sequence[_Mention], word: str) -> str | None:
-    """The correction that takes back every mention of `word`, or None."""
-    last = max(m.sentence for m in mentions)
+    """The correction that takes back every mention of `word`, or None. A mention in a clause
+    that itself takes it back ("we dropped Intel") does not say it again."""
+    kept = [m for m in mentions if not _RETRACTION.search(m.clause[: m.at])]
+    if not kept:
+        return mentions[0].sentence_text
+    last = max(m.sentence for m in kept)
     for n in range(last, min(last + _FOLLOWING + 1, len(sentences))):
         text = sentences[n]
         cue = _CORRECTION.search(text)
         if cue is None or (n == last and cue.start() < _at(text, word)):
             continue
-        after = " ".join([text[cue.end() :], *sentences[n + 1 : n + 1 + _FOLLOWING]])
-        if _at(after, word) < 0:
+        if not any(m.sentence > n for m in kept):
             return text
     return None
 
 
 def _names(clause: str, word: str) -> list[str]:
-    return [n.lower() for n in re.findall(r"(?<!\w)[A-Z][\w'-]+", clause) if n.lower() != word]
+    """The capitalised words of a clause (who it is about), `word` and function words aside."""
+    found = (n.lower() for n in re.findall(r"(?<!\w)[A-Z][\w'-]+", clause))
+    return [n for n in found if n != word and n not in STOPWORDS]
 
 
 def _mention_problem(m: _Mention, candidate: str, word: str, mine: bool) -> str | None:

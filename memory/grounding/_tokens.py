@@ -8,6 +8,10 @@ came from: every token with a digit in it occurs there as written, and at least 
 its other content words occur there too, compared by a crude stem (so "deploys" matches
 "deploy" and "uses" "use"). Words about the user as such ("user", "user's") are not content.
 
+A paraphrase is not an invention: a word counts as said when a word of the same meaning was
+(`_SAME`: "employer" for "work at", "lives in" for "moved to", "codes" for "writes", GCP for
+Google Cloud), so "Sam's employer is Acme" rests on "I work at Acme".
+
 Words are Unicode words, so a fact in Cyrillic, Greek, Arabic or Devanagari is judged by the
 same rule as one in Latin letters (a Devanagari vowel sign or an Arabic vowel mark belongs to
 its word). Chinese, Japanese and Korean put no spaces between words: a run of those
@@ -117,6 +121,39 @@ _OTHER_STOPWORDS = frozenset(
 )
 
 
+# Groups of words that say the same about a user; each word stands for the others.
+_SAME_GROUPS = (
+    "employer employed employs work works worked job company",
+    "live lives lived living moved move based home",
+    "code codes coding write writes writing program programs programming develop develops",
+    "gcp google cloud",
+    "aws amazon",
+    "k8s kubernetes",
+    "js javascript",
+    "ts typescript",
+    "postgres postgresql",
+    "prefer prefers preferred like likes favourite favorite love loves",
+    "use uses using used work works",
+)
+
+
+def _same_meaning(groups: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    same: dict[str, frozenset[str]] = {}
+    for group in groups:
+        words = frozenset(group.split())
+        for word in words:
+            same[word] = same.get(word, frozenset()) | words
+    return same
+
+
+_SAME = _same_meaning(_SAME_GROUPS)
+
+
+def _said_as(word: str, stems: set[str]) -> bool:
+    """`word`, or a word of the same meaning, is among the said `stems`."""
+    return stem(word) in stems or any(stem(w) in stems for w in _SAME.get(word, ()))
+
+
 def _word_char(c: str) -> bool:
     return unicodedata.category(c)[0] in "LNM"
 
@@ -198,4 +235,4 @@ def grounded(
         return False
     if any(any(c.isdigit() for c in w) and w not in said for w in words):
         return False
-    return sum(stem(w) in stems for w in words) / len(words) >= share
+    return sum(_said_as(w, stems) for w in words) / len(words) >= share

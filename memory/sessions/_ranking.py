@@ -18,18 +18,21 @@ message its result window will be centred on:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias, cast
 
+import anyio
+
 from memory.errors import EmbedderError, SessionStoreError
 from memory.sessions._fts_query import extract_terms, has_cjk
 from memory.sessions._records import IndexFeatures, SearchHit, SearchResult, SearchRoute, StoredRole
 from memory.sessions.contract import SessionReader
 from memory.sessions.dense.hybrid import DENSE_CANDIDATES, Fused, fuse, route_query
-from memory.sessions.dense.index import DenseIndex
+from memory.sessions.dense.index import DenseHit, DenseIndex
 
 __all__ = [
     "RANK_BUDGET",
@@ -201,37 +204,54 @@ async def rank_sessions(
     the rest of its lineage — except ancestors that ended by compression: their turns were
     summarized away, so searching them is how the agent gets the details back.
     """
+    routing = route_query(query) if dense is not None and strategy == "best" else None
+    near: list[DenseHit] = []
+
+    async def search_dense(index: DenseIndex) -> None:
+        # Meaning is an extra: a broken embedder or vector table leaves the words.
+        with contextlib.suppress(EmbedderError, SessionStoreError):
+            near.extend(await index.nearest(query, k=DENSE_CANDIDATES, user_ids=user_ids))
+
+    failed: list[SessionStoreError] = []
+    scored: list[tuple[SearchHit, float]] = []
+    async with anyio.create_task_group() as tg:
+        if dense is not None and routing is not None and routing.dense_weight > 0:
+            tg.start_soon(search_dense, dense)  # embedding the query overlaps the word search
+        try:
+            scored = await _lexical(db, query, strategy=strategy, limit=limit, window=window)
+        except SessionStoreError as exc:  # raised as itself below, not inside an exception group
+            failed.append(exc)
+            tg.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    if routing is not None and routing.dense_weight > 0:
+        ranked = fuse(scored, near, dense_weight=routing.dense_weight)
+    else:
+        ranked = [
+            Fused(h.session_id, h.message_id, h.seq, score, i, None) for i, (h, score) in enumerate(scored, 1)
+        ]
+    return await _top_lineages(db, ranked, limit=limit, current=current)
+
+
+async def _lexical(
+    db: SessionReader, query: str, *, strategy: SearchStrategy, limit: int, window: int
+) -> list[tuple[SearchHit, float]]:
+    """The word ranking: message hits (`all_terms`, `any_terms`) or scored windows (`best`), best first."""
     if strategy == "all_terms":
         result = await db.search(query, match="all", limit=CANDIDATES)
-        scored = [(h, h.score) for h in result.hits]
-    elif strategy == "any_terms":
-        result = await db.search(query, match="any", limit=CANDIDATES)
-        scored = [(h, h.score) for h in result.hits]
-    else:
-        result = await db.search(query, match="any", limit=CANDIDATES)
-        hits = list(result.hits)
-        if len(hits) < limit and db.features.trigram and result.route == "fts" and result.terms:
-            # Few whole-word matches: look for the terms inside longer words too.
-            seen = {h.message_id for h in hits}
-            extra = await db.search(query, match="any", route="trigram", limit=CANDIDATES)
-            # Trigram scores are on another scale; keep them behind every word hit.
-            floor = min((h.score for h in hits), default=1.0)
-            hits += [
-                replace(h, score=min(h.score, floor) * 0.5) for h in extra.hits if h.message_id not in seen
-            ]
-        scored = score_windows(hits, weights=result.weights, window=window)
-    ranked = [
-        Fused(h.session_id, h.message_id, h.seq, score, i, None) for i, (h, score) in enumerate(scored, 1)
-    ]
-    if dense is not None and strategy == "best":
-        routing = route_query(query)
-        if routing.dense_weight > 0:
-            try:
-                near = await dense.nearest(query, k=DENSE_CANDIDATES, user_ids=user_ids)
-            except (EmbedderError, SessionStoreError):
-                near = []  # meaning is an extra: a broken embedder or vector table leaves words
-            ranked = fuse(scored, near, dense_weight=routing.dense_weight)
-    return await _top_lineages(db, ranked, limit=limit, current=current)
+        return [(h, h.score) for h in result.hits]
+    result = await db.search(query, match="any", limit=CANDIDATES)
+    if strategy == "any_terms":
+        return [(h, h.score) for h in result.hits]
+    hits = list(result.hits)
+    if len(hits) < limit and db.features.trigram and result.route == "fts" and result.terms:
+        # Few whole-word matches: look for the terms inside longer words too.
+        seen = {h.message_id for h in hits}
+        extra = await db.search(query, match="any", route="trigram", limit=CANDIDATES)
+        # Trigram scores are on another scale; keep them behind every word hit.
+        floor = min((h.score for h in hits), default=1.0)
+        hits += [replace(h, score=min(h.score, floor) * 0.5) for h in extra.hits if h.message_id not in seen]
+    return score_windows(hits, weights=result.weights, window=window)
 
 
 async def _top_lineages(

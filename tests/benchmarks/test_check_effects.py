@@ -9,7 +9,7 @@ from harness.experiments.retention.facts import FactConversation, MustNot, Plant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.check_effects import effects
+from benchmarks.check_effects import effects, rejudge, sentences
 
 CONV = FactConversation(
     "bakery",
@@ -49,3 +49,27 @@ def test_each_check_is_credited_with_the_wrong_memories_it_stopped_and_the_facts
     assert rows["corrected"] == ["1", "1", "0"]  # a planted fact lost
     assert lines[-2] == "saved 2 entries: 1 hold a planted fact, 1 wrong memories"
     assert lines[-1] == "checks_refused 2 facts_lost 1 wrong_stopped 1 saved_wrong 1"
+
+
+def test_without_a_run_the_checks_are_asked_about_the_files_own_sentences_and_traps() -> None:
+    lines = sentences((CONV,))
+    # the user's message holding the planted fact passes; "The user uses excel" is refused
+    assert lines == ["sentences_refused 0 of 1 traps_stopped 1 of 1"]
+
+
+def test_rejudging_a_run_counts_what_todays_checks_would_keep() -> None:
+    state: dict[str, object] = {
+        "arms": [
+            {
+                "arm": "memory_only_chunked",
+                "snapshots": [
+                    {
+                        "refused": [],
+                        "saved": ["user: Roisin uses Excel", "user: Roisin works in LibreOffice Calc"],
+                    }
+                ],
+            }
+        ]
+    }
+    # "uses Excel" is what the user denied: today's checks refuse it; the Calc fact stays
+    assert rejudge(state, (CONV,)) == ["rejudged_kept 1 facts_kept 1 wrong_kept 0"]

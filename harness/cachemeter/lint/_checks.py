@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TypeAlias
 
 from pydantic import JsonValue
@@ -122,25 +123,36 @@ def _tool_json(tool: MeterTool) -> str:
     return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
 
 
+def _request_tokens(req: MeterRequest) -> int:
+    """The whole request's size in tokens, estimated (4 characters a token): what a change of
+    the tool list, which comes before everything, makes a cache re-read."""
+    chars = sum(len(_tool_json(t)) for t in req.tools) + len(req.system)
+    chars += sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in req.messages)
+    return chars // 4
+
+
 def _tools(step: Step, previous: MeterRequest) -> list[Hit]:
     old, new = previous.tools, step.request.tools
     if old == new:
         return []
+    cost = _request_tokens(step.request)
     old_names, new_names = [t.name for t in old], [t.name for t in new]
     if sorted(old_names) == sorted(new_names) and sorted(map(_tool_json, old)) == sorted(
         map(_tool_json, new)
     ):
-        return [
-            ("tools-order", _occ(step, "tool list order", [", ".join(old_names)], [", ".join(new_names)]))
-        ]
+        occ = _occ(step, "tool list re-ordered", [", ".join(old_names)], [", ".join(new_names)])
+        return [("tools-order", replace(occ, tokens=cost))]
     gone = [f"tool {n!r}" for n in old_names if n not in new_names]
     came = [f"tool {n!r}" for n in new_names if n not in old_names]
     if gone or came:
-        return [("tools-changed", _occ(step, "tool list", gone, came))]
+        where = "tool list: " + ", ".join(
+            f"{n} {what}" for n, what in ((len(came), "added"), (len(gone), "removed")) if n
+        )
+        return [("tools-changed", replace(_occ(step, where, gone, came), tokens=cost))]
     before = {t.name: t for t in old}
     changed = next(t for t in new if before[t.name] != t)
     removed, added = _quoted(hunks(_tool_json(before[changed.name]), _tool_json(changed))[:3], max_lines=3)
-    return [("tools-changed", _occ(step, f"tool {changed.name!r}", removed, added))]
+    return [("tools-changed", replace(_occ(step, f"tool {changed.name!r}", removed, added), tokens=cost))]
 
 
 def _model(step: Step, previous: MeterRequest) -> list[Hit]:

@@ -12,8 +12,10 @@ level — no tokenizer — and names the habit behind each difference:
     memory-write       the memory block in the system prompt re-rendered after a write
                        (its entries and its usage header), mid-session
     system-edited      any other mid-session change of the system prompt
-    tools-order        the same tools, in another order
-    tools-changed      tools added, removed or re-described between requests
+    tools-order        tools changed mid-session: the same tools, in another order
+    tools-changed      tools changed mid-session: added, removed or re-described (schema)
+                       — both with the tokens the change made a cache re-read (the whole
+                       request: the tools come first), estimated
     model-switch       the conversation's model changed
     history-tool-args  an earlier tool call's arguments re-serialized (same JSON, other bytes)
     history-reasoning  reasoning stripped from an earlier assistant message after the fact
@@ -97,6 +99,7 @@ class LintReport:
                         "where": o.where,
                         "removed": list(o.removed),
                         "added": list(o.added),
+                        "tokens": o.tokens,
                     }
                     for o in f.occurrences
                 ],

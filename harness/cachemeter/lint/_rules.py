@@ -82,13 +82,13 @@ RULES: dict[HabitRule, Rule] = {
     ),
     "tools-order": Rule(
         "habit",
-        "the tool list reordered between requests",
+        "tools changed mid-session: the same tools re-ordered",
         "build the tool list once per session in a fixed order (sorted by name, say) and send that "
         "same list with every request",
     ),
     "tools-changed": Rule(
         "habit",
-        "the tool list changed between requests",
+        "tools changed mid-session: added, removed or their schema changed",
         "keep one tool list (names, descriptions, schemas) per session: it comes before everything "
         "else, so any change re-reads the whole prompt; to switch a tool off, answer its calls with "
         "an error instead of removing it",
@@ -141,6 +141,9 @@ class Occurrence:
         previous_line: the line of the request it was compared with.
         where: the part that changed (`system prompt, slot 'memory'`, `message 3 (assistant)`).
         removed, added: the changed lines, quoted short (at most a few of each).
+        tokens: for a change of the tool list, the prompt tokens it made a cache re-read
+            (everything after the tools: the whole request, estimated at 4 characters a
+            token; the lint has no tokenizer); 0 for the other habits.
     """
 
     index: int
@@ -149,6 +152,7 @@ class Occurrence:
     where: str
     removed: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
+    tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,14 @@ def _finding_text(finding: LintFinding, show: int) -> Text:
     out = Text()
     count = len(finding.occurrences)
     out.append(f"{mark} {finding.rule}", style=style)
-    out.append(f": {finding.title} — {count} request{'s' if count != 1 else ''}\n")
+    lost = sum(o.tokens for o in finding.occurrences)
+    cost = f", ~{lost:,} tokens re-read" if lost else ""
+    out.append(f": {finding.title} — {count} request{'s' if count != 1 else ''}{cost}\n")
     for occ in finding.occurrences[:show]:
-        out.append(f"  line {occ.line} (against line {occ.previous_line}), {occ.where}\n", style="bold")
+        spent = f" (~{occ.tokens:,} tokens re-read)" if occ.tokens else ""
+        out.append(
+            f"  line {occ.line} (against line {occ.previous_line}), {occ.where}{spent}\n", style="bold"
+        )
         for line in occ.removed:
             out.append(f"    - {line}\n", style="red")
         for line in occ.added:

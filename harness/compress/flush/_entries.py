@@ -148,7 +148,7 @@ def check_entry(
     return None if said is None else meaning_problem(text, Said(said))
 
 
-_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?):\s+(.{24,})")
+_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?):\s+(\S.*)")
 
 
 def _copied_line(text: str, said: str) -> bool:

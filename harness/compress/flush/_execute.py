@@ -11,6 +11,7 @@ is recorded as a refused `claimed` entry with that reason.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,8 +79,19 @@ def _entries_from(
             for e in written
         ]
     return [
-        FlushEntry(target="?", action="?", content=call_args[:500], saved=False, reason=out.content[:500])
+        FlushEntry(target="?", action="?", content=call_args[:500], saved=False, reason=_tool_reason(out))
     ]
+
+
+def _tool_reason(out: ToolOutput) -> str:
+    """What the memory tool said when it wrote nothing, as a sentence ("That entry already
+    exists in USER.md; nothing was added."), not its JSON."""
+    try:
+        reply = json.loads(out.content)
+    except ValueError:
+        return out.content[:500]
+    said = reply.get("message") or reply.get("error") if isinstance(reply, dict) else None
+    return str(said)[:500] if said else out.content[:500]
 
 
 async def execute_flush_reply(

@@ -15,8 +15,9 @@ The protocol: the SDK's connect-time negotiation sends `server/discover` at 2026
 stateless revision: no handshake, no session id) and falls back to the `initialize` handshake
 (2024-11-05 … 2025-11-25) for a server that does not answer it as a current one.
 
-A `notifications/tools/list_changed`, or the list's `ttlMs` running out, only marks the tool
-list stale; the session re-lists at its next prompt rebuild (`relist`), so the cached prefix
+A `notifications/tools/list_changed` (on a 2026-07-28 server that offers it, an event of the
+`subscriptions/listen` stream the host follows), or the list's `ttlMs` running out, only marks
+the tool list stale; the session re-lists at its next prompt rebuild (`relist`), so the cached prefix
 never changes mid-conversation; a re-list that fails or is invalid keeps the old list.
 
 With telemetry on, a call carries the W3C trace context of its `execute_tool` span in the
@@ -41,8 +42,10 @@ from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED, RequestParamsMeta
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from pydantic import JsonValue
@@ -144,9 +147,14 @@ class McpConnection:
                 with anyio.fail_after(self.config.startup_timeout_s):
                     await negotiate_auto(self._session)
                     await self.list_tools()
-                started = True
-                task_status.started()
-                await self._stop.wait()
+                async with anyio.create_task_group() as tg:
+                    if _offers_listen(self._session):
+                        with anyio.fail_after(self.config.startup_timeout_s):
+                            await tg.start(self._listen, self._session)
+                    started = True
+                    task_status.started()
+                    await self._stop.wait()
+                    tg.cancel_scope.cancel()
         except Exception as exc:
             if not started:
                 known = isinstance(exc, (ToolServerError, ConfigError))
@@ -157,6 +165,26 @@ class McpConnection:
                 self.fail(f"its connection failed ({_describe(exc)})")
         finally:
             self.fail("it was closed", quiet=True)
+
+    async def _listen(
+        self, session: ClientSession, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Follow the server's `subscriptions/listen` stream: a tools change marks the list stale.
+
+        Started once the server acknowledged the stream (there is no replay: a change before
+        that would be missed); a stream that fails is logged, and `ttlMs` still applies."""
+        acknowledged = False
+        try:
+            async with listen(session, tools_list_changed=True) as subscription:
+                acknowledged = True
+                task_status.started()
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self.stale = True
+        except Exception as exc:
+            log.info("MCP server %r: its list-change stream ended (%s)", self.name, _describe(exc))
+        if not acknowledged:
+            task_status.started()
 
     def close(self) -> None:
         """Ask the host task to stop the server."""
@@ -268,6 +296,13 @@ class McpConnection:
         tail = self.stderr_tail()
         where = f"; its stderr ended with: {tail[-500:]}" if tail else ""
         return f"MCP server {self.name!r} is not available: {self.gone}{where}. Continue without its tools"
+
+
+def _offers_listen(session: ClientSession) -> bool:
+    """A 2026-07-28 server whose tools say `listChanged`: it has a subscription stream for them."""
+    caps = session.server_capabilities
+    modern = session.protocol_version in MODERN_PROTOCOL_VERSIONS
+    return modern and caps is not None and caps.tools is not None and bool(caps.tools.list_changed)
 
 
 def _command_found(command: str) -> bool:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory.errors import FactStoreError
@@ -38,22 +39,16 @@ from memory.providers._pg import (
 )
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic.contract import (
-    NEIGHBOURS,
-    AddResult,
     Category,
     Fact,
-    TrustChange,
-    check_joined,
-    check_update,
+    FactTxn,
+    FactUpdate,
+    FactWrites,
     clamp,
-    content_taken,
     fact_from_row,
-    fed_back,
     load_codec,
     merged_aliases,
     missing_fact,
-    new_fact,
-    planned_update,
 )
 
 if TYPE_CHECKING:
@@ -73,7 +68,89 @@ _ENTITY_MATCH = (
 )
 
 
-class PgFactStore:
+@dataclass(frozen=True, slots=True)
+class _PgTxn:
+    """A `FactTxn` over one scope's rows (the writer row taken, except for a feedback)."""
+
+    store: PgFactStore
+    conn: Conn
+
+    @property
+    def scope(self) -> str:
+        return self.store.scope
+
+    def by_content(self, content: str, *, besides: int | None = None) -> int | None:
+        row = self.conn.execute(
+            f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT} AND f.fact_id <> %s",
+            (self.scope, content, content, -1 if besides is None else besides),
+        ).fetchone()
+        return None if row is None else int(str(row[0]))
+
+    def newest(self, limit: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT content FROM holo_facts WHERE scope = %s ORDER BY updated_at DESC, fact_id DESC LIMIT %s",
+            (self.scope, limit),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def fact(self, fact_id: int) -> Fact:
+        return self.store._facts(self.conn, [self.store._row(self.conn, fact_id)])[0]
+
+    def insert(
+        self, content: str, category: Category, tags: str, at: float, entities: Sequence[ExtractedEntity]
+    ) -> int:
+        fact_id = next_id(self.conn, self.scope, "facts")
+        blob, dim = self.store._vector(content, entities)
+        trust = self.store.default_trust
+        self.conn.execute(
+            "INSERT INTO holo_facts (scope, fact_id, content, category, tags, trust_score, created_at, "
+            "updated_at, hrr_vector, hrr_dim) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (self.scope, fact_id, content, category, tags, trust, at, at, blob, dim),
+        )
+        self.store._link(self.conn, fact_id, entities)
+        return fact_id
+
+    def change(self, fact_id: int, old: Fact, new: FactUpdate, at: float) -> None:
+        self.conn.execute(
+            "UPDATE holo_facts SET content = %s, category = %s, tags = %s, trust_score = %s, updated_at = %s "
+            "WHERE scope = %s AND fact_id = %s",
+            (new.content, new.category, new.tags, new.trust, at, self.scope, fact_id),
+        )
+        if new.content_changed:  # new content: new entities, a new vector
+            entities = extract_entities(new.content)
+            self.conn.execute(
+                "DELETE FROM holo_fact_entities WHERE scope = %s AND fact_id = %s", (self.scope, fact_id)
+            )
+            self.store._link(self.conn, fact_id, entities)
+            blob, dim = self.store._vector(new.content, entities)
+            self.conn.execute(
+                "UPDATE holo_facts SET hrr_vector = %s, hrr_dim = %s WHERE scope = %s AND fact_id = %s",
+                (blob, dim, self.scope, fact_id),
+            )
+
+    def remove(self, fact: Fact) -> None:
+        self.conn.execute(
+            "DELETE FROM holo_facts WHERE scope = %s AND fact_id = %s", (self.scope, fact.fact_id)
+        )
+
+    def trust(self, fact_id: int) -> float:
+        row = self.conn.execute(
+            "SELECT trust_score FROM holo_facts WHERE scope = %s AND fact_id = %s FOR UPDATE",
+            (self.scope, fact_id),
+        ).fetchone()
+        if row is None:
+            raise missing_fact(fact_id)
+        return float(str(row[0]))
+
+    def set_trust(self, fact_id: int, trust: float, *, helpful: bool) -> None:
+        self.conn.execute(
+            "UPDATE holo_facts SET trust_score = %s, helpful_count = helpful_count + %s "
+            "WHERE scope = %s AND fact_id = %s",
+            (trust, 1 if helpful else 0, self.scope, fact_id),
+        )
+
+
+class PgFactStore(FactWrites):
     """One user's facts in PostgreSQL (a `FactBackend`). Use `PgFactStore.open`.
 
     The pool belongs to the caller: `close` only stops this store from being used.
@@ -239,108 +316,11 @@ class PgFactStore:
 
     # ------------------------------------------------------------------ writes
 
-    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
-        """`FactBackend.add_fact`: identical content returns the existing id unchanged."""
-        content, entities = new_fact(content, category, tags)
-        with self._db(write=True) as conn:
-            row = conn.execute(
-                f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT}", (self.scope, content, content)
-            ).fetchone()
-            if row is not None:
-                return AddResult(fact_id=int(str(row[0])), created=False)
-            newest = conn.execute(
-                "SELECT content FROM holo_facts WHERE scope = %s ORDER BY updated_at DESC, fact_id DESC LIMIT %s",
-                (self.scope, NEIGHBOURS),
-            ).fetchall()
-            check_joined(content, [str(r[0]) for r in newest])
-            fact_id, now = next_id(conn, self.scope, "facts"), self._now()
-            blob, dim = self._vector(content, entities)
-            conn.execute(
-                "INSERT INTO holo_facts (scope, fact_id, content, category, tags, trust_score, created_at, "
-                "updated_at, hrr_vector, hrr_dim) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    self.scope,
-                    fact_id,
-                    content,
-                    category,
-                    tags.strip(),
-                    self.default_trust,
-                    now,
-                    now,
-                    blob,
-                    dim,
-                ),
-            )
-            self._link(conn, fact_id, entities)
-        return AddResult(fact_id=fact_id, created=True)
-
-    def update_fact(
-        self,
-        fact_id: int,
-        *,
-        content: str | None = None,
-        category: Category | None = None,
-        tags: str | None = None,
-        trust_delta: float | None = None,
-    ) -> Fact:
-        """`FactBackend.update_fact`: the contract's `check_update` and `planned_update`, then the row."""
-        check_update(content, category, tags)
-        with self._db(write=True) as conn:
-            old = self._facts(conn, [self._row(conn, fact_id)])[0]
-            new = planned_update(old, content=content, category=category, tags=tags, trust_delta=trust_delta)
-            if new.content_changed:
-                clash = conn.execute(
-                    f"SELECT f.fact_id FROM holo_facts f WHERE {_SAME_CONTENT} AND f.fact_id <> %s",
-                    (self.scope, new.content, new.content, fact_id),
-                ).fetchone()
-                if clash is not None:
-                    raise content_taken(int(str(clash[0])), fact_id)
-            conn.execute(
-                "UPDATE holo_facts SET content = %s, category = %s, tags = %s, trust_score = %s, updated_at = %s "
-                "WHERE scope = %s AND fact_id = %s",
-                (new.content, new.category, new.tags, new.trust, self._now(), self.scope, fact_id),
-            )
-            if new.content_changed:
-                self._relink(conn, fact_id, new.content)
-            return self._facts(conn, [self._row(conn, fact_id)])[0]
-
-    def _relink(self, conn: Conn, fact_id: int, content: str) -> None:
-        """New content: new entities, a new vector."""
-        entities = extract_entities(content)
-        conn.execute(
-            "DELETE FROM holo_fact_entities WHERE scope = %s AND fact_id = %s", (self.scope, fact_id)
-        )
-        self._link(conn, fact_id, entities)
-        blob, dim = self._vector(content, entities)
-        conn.execute(
-            "UPDATE holo_facts SET hrr_vector = %s, hrr_dim = %s WHERE scope = %s AND fact_id = %s",
-            (blob, dim, self.scope, fact_id),
-        )
-
-    def remove_fact(self, fact_id: int) -> Fact:
-        """`FactBackend.remove_fact`: the fact and its entity links; returns what was removed."""
-        with self._db(write=True) as conn:
-            fact = self._facts(conn, [self._row(conn, fact_id)])[0]
-            conn.execute("DELETE FROM holo_facts WHERE scope = %s AND fact_id = %s", (self.scope, fact_id))
-        return fact
-
-    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
-        """`FactBackend.feedback`: trust moved by the helpful or unhelpful delta, clamped."""
-        with self._db() as conn:
-            row = conn.execute(
-                "SELECT trust_score FROM holo_facts WHERE scope = %s AND fact_id = %s FOR UPDATE",
-                (self.scope, fact_id),
-            ).fetchone()
-            if row is None:
-                raise missing_fact(fact_id)
-            old = float(str(row[0]))
-            new = fed_back(old, helpful=helpful)
-            conn.execute(
-                "UPDATE holo_facts SET trust_score = %s, helpful_count = helpful_count + %s "
-                "WHERE scope = %s AND fact_id = %s",
-                (new, 1 if helpful else 0, self.scope, fact_id),
-            )
-        return TrustChange(fact_id=fact_id, old=old, new=new)
+    @contextmanager
+    def _write(self, *, ordered: bool = True) -> Iterator[FactTxn]:
+        # A feedback needs only its fact's row lock (`trust` takes it), not the writer row.
+        with self._db(write=ordered) as conn:
+            yield _PgTxn(self, conn)
 
     def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
         """Count one more retrieval for each fact."""

@@ -5,14 +5,16 @@ Two stores sit behind it, side by side: `store.FactStore` (one SQLite file per u
 user). The provider, the retriever and the tools see only this protocol. The rules a write
 obeys — content stripped and non-empty, a known category, the write scanner on content and
 tags and on the content joined with the newest facts, duplicates returning the existing id,
-trust clamped to [0, 1] — live here as functions both stores call, so they cannot drift.
+trust clamped to [0, 1] — live here, and the writes themselves are written once
+(`FactWrites`) over a store's `FactTxn`: a store reads rows and runs one transaction.
 
 Every method blocks; async callers run them through `anyio.to_thread.run_sync`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, get_args
 
@@ -33,7 +35,9 @@ __all__ = [
     "Category",
     "Fact",
     "FactBackend",
+    "FactTxn",
     "FactUpdate",
+    "FactWrites",
     "TrustChange",
     "check_joined",
     "check_update",
@@ -109,109 +113,6 @@ class TrustChange:
     old: float
     new: float
     kind: Literal["trust_change"] = "trust_change"
-
-
-class FactBackend(Protocol):
-    """Facts, their entities, a word index and HRR vectors, for one user.
-
-    `codec` is None when vectors are off (numpy missing or not wanted). Unknown ids raise
-    `FactInputError`; writes the scanner objects to raise `FactBlockedError`; the store
-    failing raises `FactStoreError`.
-    """
-
-    codec: HrrCodec | None
-    default_trust: float
-
-    @property
-    def location(self) -> str:
-        """Where the facts live, for messages (a file path, or a schema and scope)."""
-        ...
-
-    @property
-    def vectors_enabled(self) -> bool: ...
-
-    def close(self) -> None: ...
-
-    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
-        """Store a fact; identical content returns the existing id unchanged.
-
-        Raises:
-            FactBlockedError: the write scanner objects to the content or the tags.
-            FactInputError: empty content or an unknown category.
-        """
-        ...
-
-    def update_fact(
-        self,
-        fact_id: int,
-        *,
-        content: str | None = None,
-        category: Category | None = None,
-        tags: str | None = None,
-        trust_delta: float | None = None,
-    ) -> Fact:
-        """Change a fact's content, category, tags or trust (clamped to [0, 1]).
-
-        Raises:
-            FactBlockedError: the write scanner objects to the new content or tags.
-            FactInputError: unknown id, empty content, or content another fact already has.
-        """
-        ...
-
-    def remove_fact(self, fact_id: int) -> Fact:
-        """Delete a fact and its entity links; returns what was removed.
-
-        Raises:
-            FactInputError: unknown id.
-        """
-        ...
-
-    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
-        """Helpful: trust +0.05 and helpful_count +1; unhelpful: trust −0.10. Clamped to [0, 1]."""
-        ...
-
-    def mark_retrieved(self, fact_ids: Sequence[int]) -> None: ...
-
-    def get_fact(self, fact_id: int) -> Fact: ...
-
-    def count(self) -> int: ...
-
-    def list_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
-    ) -> list[Fact]:
-        """Facts by trust, highest first."""
-        ...
-
-    def recent_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
-    ) -> list[Fact]:
-        """The most recently updated facts, newest first."""
-        ...
-
-    def fts_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts matching any of `terms` in the word index, best first, with a rank whose
-        absolute value grows with relevance."""
-        ...
-
-    def like_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
-        ...
-
-    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
-        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
-        ...
-
-    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
-        """The decoded vectors of these facts (facts without a readable vector are left out)."""
-        ...
-
-    def bank(self, category: Category) -> Vector | None:
-        """The bundle of every vector in `category` (None without vectors or facts)."""
-        ...
 
 
 def load_codec(dim: int, use_numpy: bool | None) -> HrrCodec | None:
@@ -351,3 +252,179 @@ def fact_from_row(row: Sequence[object], entities: tuple[str, ...]) -> Fact:
         updated_at=float(str(row[8])),
         entities=entities,
     )
+
+
+class FactTxn(Protocol):
+    """One write transaction of a fact store: the rows the rules read and the changes they
+    stage (entities, vectors and category banks follow the rows); all of it commits when the
+    block ends, nothing when it raises."""
+
+    def by_content(self, content: str, *, besides: int | None = None) -> int | None:
+        """The id of the fact saying exactly `content` (other than `besides`), if any."""
+        ...
+
+    def newest(self, limit: int) -> list[str]:
+        """The contents of the `limit` most recently updated facts, newest first."""
+        ...
+
+    def fact(self, fact_id: int) -> Fact:
+        """The fact `fact_id`; `missing_fact` when there is none."""
+        ...
+
+    def insert(
+        self, content: str, category: Category, tags: str, at: float, entities: Sequence[ExtractedEntity]
+    ) -> int:
+        """Add a fact at the store's default trust, with its entities and vector; its new id."""
+        ...
+
+    def change(self, fact_id: int, old: Fact, new: FactUpdate, at: float) -> None:
+        """Write `new` over the fact (new content: new entities and a new vector)."""
+        ...
+
+    def remove(self, fact: Fact) -> None:
+        """Delete the fact and its entity links."""
+        ...
+
+    def trust(self, fact_id: int) -> float:
+        """The fact's trust, locked for the transaction; `missing_fact` when there is none."""
+        ...
+
+    def set_trust(self, fact_id: int, trust: float, *, helpful: bool) -> None:
+        """Store a trust moved by feedback (and count a helpful one)."""
+        ...
+
+
+class FactWrites(Protocol):
+    """`FactBackend`'s writes, written once over a store's `FactTxn`: a store subclasses this
+    and provides `_write` (one transaction; `ordered=False` for a feedback, which needs only
+    the fact's own row lock) and `_now` (its clock)."""
+
+    _now: Callable[[], float]
+
+    def _write(self, *, ordered: bool = True) -> AbstractContextManager[FactTxn]:
+        """One write transaction."""
+        ...
+
+    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
+        """Add a fact; identical content returns the existing id (`created=False`).
+
+        Raises:
+            FactInputError: empty content or an unknown category.
+            FactBlockedError: the write scanner objects to it (alone, or joined with the
+                newest facts).
+        """
+        content, entities = new_fact(content, category, tags)
+        with self._write() as txn:
+            existing = txn.by_content(content)
+            if existing is not None:
+                return AddResult(fact_id=existing, created=False)
+            # The newest facts are the ones a new fact is most likely recalled beside.
+            check_joined(content, txn.newest(NEIGHBOURS))
+            fact_id = txn.insert(content, category, tags.strip(), self._now(), entities)
+        return AddResult(fact_id=fact_id, created=True)
+
+    def update_fact(
+        self,
+        fact_id: int,
+        *,
+        content: str | None = None,
+        category: Category | None = None,
+        tags: str | None = None,
+        trust_delta: float | None = None,
+    ) -> Fact:
+        """Change a fact (`check_update`, then `planned_update`); returns it as stored.
+
+        Raises:
+            FactInputError: an unknown id, or the new content is another fact's.
+        """
+        check_update(content, category, tags)
+        with self._write() as txn:
+            old = txn.fact(fact_id)
+            new = planned_update(old, content=content, category=category, tags=tags, trust_delta=trust_delta)
+            if new.content_changed:
+                clash = txn.by_content(new.content, besides=fact_id)
+                if clash is not None:
+                    raise content_taken(clash, fact_id)
+            txn.change(fact_id, old, new, self._now())
+            return txn.fact(fact_id)
+
+    def remove_fact(self, fact_id: int) -> Fact:
+        """Remove a fact and its entity links; returns what was removed."""
+        with self._write() as txn:
+            fact = txn.fact(fact_id)
+            txn.remove(fact)
+        return fact
+
+    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
+        """Move a fact's trust by the helpful or unhelpful delta, clamped to [0, 1]."""
+        with self._write(ordered=False) as txn:
+            old = txn.trust(fact_id)
+            new = fed_back(old, helpful=helpful)
+            txn.set_trust(fact_id, new, helpful=helpful)
+        return TrustChange(fact_id=fact_id, old=old, new=new)
+
+
+class FactBackend(FactWrites, Protocol):
+    """Facts, their entities, a word index and HRR vectors, for one user (the writes —
+    `add_fact`, `update_fact`, `remove_fact`, `feedback` — are `FactWrites`').
+
+    `codec` is None when vectors are off (numpy missing or not wanted). Unknown ids raise
+    `FactInputError`; writes the scanner objects to raise `FactBlockedError`; the store
+    failing raises `FactStoreError`.
+    """
+
+    codec: HrrCodec | None
+    default_trust: float
+
+    @property
+    def location(self) -> str:
+        """Where the facts live, for messages (a file path, or a schema and scope)."""
+        ...
+
+    @property
+    def vectors_enabled(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    def mark_retrieved(self, fact_ids: Sequence[int]) -> None: ...
+
+    def get_fact(self, fact_id: int) -> Fact: ...
+
+    def count(self) -> int: ...
+
+    def list_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
+    ) -> list[Fact]:
+        """Facts by trust, highest first."""
+        ...
+
+    def recent_facts(
+        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
+    ) -> list[Fact]:
+        """The most recently updated facts, newest first."""
+        ...
+
+    def fts_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts matching any of `terms` in the word index, best first, with a rank whose
+        absolute value grows with relevance."""
+        ...
+
+    def like_candidates(
+        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
+    ) -> list[tuple[Fact, float]]:
+        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
+        ...
+
+    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
+        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
+        ...
+
+    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
+        """The decoded vectors of these facts (facts without a readable vector are left out)."""
+        ...
+
+    def bank(self, category: Category) -> Vector | None:
+        """The bundle of every vector in `category` (None without vectors or facts)."""
+        ...

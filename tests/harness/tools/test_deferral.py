@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import testing as kit
+from harness.cachemeter import lint
 from harness.config import KeelConfig, McpServerConfig
 from harness.events import ToolResultReady
 from harness.tools.deferral import Deferral, ToolSearch, estimate_tokens
@@ -33,6 +34,7 @@ async def test_many_tools_are_found_through_tool_search_and_the_prefix_never_cha
             kit.say("refunded"),
             kit.call_tool("tool_search", {"query": "archive_label"}),
             kit.call_tool("issues__archive_label", {"target": "wontfix"}),
+            kit.call_tool("issues__no_such_tool", {}),
             kit.say("archived"),
         ]
     )
@@ -47,13 +49,19 @@ async def test_many_tools_are_found_through_tool_search_and_the_prefix_never_cha
     found = json.loads(next(e for e in first if isinstance(e, ToolResultReady)).content)
     names = [t["name"] for t in found["tools"]]
     assert names[0] == "billing__create_refund" and found["tools"][0]["parameters"]["required"] == ["target"]
-    ran = [e for e in (*first, *second) if isinstance(e, ToolResultReady) and e.name != "tool_search"]
+    unknown = [e for e in second if isinstance(e, ToolResultReady) and e.name == "issues__no_such_tool"]
+    assert unknown[0].is_error and "300 more are found with tool_search" in unknown[0].content
+    ran = [
+        e
+        for e in (*first, *second)
+        if isinstance(e, ToolResultReady) and e.name not in ("tool_search", "issues__no_such_tool")
+    ]
     assert [r.content for r in ran] == [
         "billing.create_refund ran on pay-17",
         "issues.archive_label ran on wontfix",
     ]
     turns = [r for r in model.requests if r.purpose == "turn"]
-    assert len(turns) == 6
+    assert len(turns) == 7
     tool_lists = {json.dumps([(t.name, t.description, t.parameters) for t in r.tools]) for r in turns}
     assert len(tool_lists) == 1  # byte-identical for the whole session
     sent = [t.name for t in turns[0].tools]
@@ -62,6 +70,7 @@ async def test_many_tools_are_found_through_tool_search_and_the_prefix_never_cha
     assert len({r.messages[0].content for r in turns}) == 1  # the system text too
     assert trace is not None
     kit.assert_cache_stable(trace)
+    assert not [f for f in lint(trace).findings if f.rule.startswith("tools")]  # the lint agrees
 
 
 async def test_a_few_tools_are_sent_as_they_are(home: Path) -> None:

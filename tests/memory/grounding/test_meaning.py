@@ -25,6 +25,12 @@ PLATFORM = (
 ANDROID = "A banking app, Kotlin with Jetpack Compose. Min SDK 24. Hmm, no, the client raised it last sprint: min SDK 26."
 DESIGNER = "我平时用Figma做设计，不用Sketch。\n我的老板喜欢用Photoshop，但那是他的习惯，不是我的。"
 TEACHER = "Ο διευθυντής θέλει όλα σε Word, αλλά εγώ δεν χρησιμοποιώ Word."
+# "I'm" and a word opening a sentence are capitalised without naming anything: a correction
+# that follows them takes back the compiler, not the user's name
+OCEAN = (
+    "Hi. I'm Olafur, a postdoc in the climate group.\nThe model builds with the Intel compiler on the cluster.\n"
+    "Wait, I'm behind the times. We dropped Intel in the spring; everything builds with gfortran now."
+)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +46,7 @@ TEACHER = "Ο διευθυντής θέλει όλα σε Word, αλλά εγώ 
         (DESIGNER, "用户用Sketch", "the opposite of what the user said"),
         (DESIGNER, "王丽用Photoshop", "about someone else"),
         (TEACHER, "Η Ελένη χρησιμοποιεί Word", "about someone else"),
+        (OCEAN, "The model builds with the Intel compiler", "corrected"),
     ],
 )
 def test_an_entry_that_does_not_mean_what_the_user_said_is_refused_with_a_reason(
@@ -63,6 +70,8 @@ def test_an_entry_that_does_not_mean_what_the_user_said_is_refused_with_a_reason
         (ANDROID, "Marek builds the app with Kotlin and Jetpack Compose"),
         (DESIGNER, "王丽用Figma，不用Sketch"),
         (TEACHER, "Eleni does not use Word"),
+        (OCEAN, "I'm Olafur, a postdoc in the climate group"),
+        (OCEAN, "Everything builds with gfortran"),
     ],
 )
 def test_the_plain_fact_and_its_paraphrase_pass(said: str, entry: str) -> None:

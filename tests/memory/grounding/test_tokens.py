@@ -51,3 +51,21 @@ def test_a_fact_in_another_script_is_grounded_in_what_was_said(fact: str, said: 
 )
 def test_an_invented_fact_in_another_script_is_not_grounded(fact: str, said: str) -> None:
     assert not grounded(fact, said)
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("Sam codes in Go", "I write everything in Go these days."),
+        ("Sam's employer is Acme", "I work at Acme as a backend developer."),
+        ("Deploys on Google Cloud", "We run it all on GCP."),
+        ("Lives in Porto now", "I moved to Porto last month."),
+    ],
+)
+def test_a_paraphrase_of_what_was_said_is_grounded(fact: str, said: str) -> None:
+    assert grounded(fact, said)
+
+
+def test_a_paraphrase_table_does_not_ground_a_new_detail() -> None:
+    assert not grounded("Sam is a doctor in Lisbon", "I moved to Porto last month.")
+    assert not grounded("Sam works at Initech", "I work at Acme as a backend developer.")

@@ -363,3 +363,21 @@ def test_every_rule_has_a_title_and_a_fix() -> None:
 
     assert set(RULES) == set(HABIT_RULES)
     assert all(r.title and r.fix for r in RULES.values())
+
+
+def test_tools_changed_mid_session_says_what_changed_and_the_tokens_it_cost() -> None:
+    user = [{"role": "user", "content": "hi " * 400}]
+    write: JsonValue = {
+        "type": "function",
+        "function": {"name": "write", "description": "Write.", "parameters": {}},
+    }
+    report = lint(requests(line(user), line(user, tools=[TOOLS[0], write])))
+    finding = report.findings[0]
+    assert finding.title.startswith("tools changed mid-session")
+    occ = finding.occurrences[0]
+    assert occ.where == "tool list: 1 added, 1 removed"
+    assert occ.tokens > 300  # the whole request re-read: 1,200 characters of user text alone
+    assert report.to_json()["findings"][0]["occurrences"][0]["tokens"] == occ.tokens  # type: ignore[index,call-overload]  # JSON
+    reordered = lint(requests(line(user), line(user, tools=[TOOLS[1], TOOLS[0]])))
+    assert reordered.findings[0].occurrences[0].tokens > 300
+    assert reordered.findings[0].title == "tools changed mid-session: the same tools re-ordered"

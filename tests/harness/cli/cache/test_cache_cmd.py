@@ -272,3 +272,23 @@ def test_several_traces_are_interleaved_by_time_each_session_kept_apart(home: Pa
     data = json.loads(proc.stdout)
     assert [r["session_id"] for r in data["requests"]] == ["a/s", "b/s"] * 3
     assert [r["timestamp"] for r in data["requests"]] == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+
+
+def test_lint_names_tools_changed_mid_session_with_the_tokens_it_cost(home: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "tools.jsonl"
+    user = {"role": "user", "content": "hi " * 400}
+
+    def tool(name: str) -> dict[str, object]:
+        return {"type": "function", "function": {"name": name, "description": f"{name}.", "parameters": {}}}
+
+    lines = [
+        {"model": "gpt-4o", "messages": [user], "tools": [tool("read"), tool("search")]},
+        {"model": "gpt-4o", "messages": [user], "tools": [tool("read"), tool("search"), tool("write")]},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    proc = keel(str(trace), home=home, verb="lint")
+    assert proc.returncode == 1, proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "tools-changed: tools changed mid-session: added, removed or their schema changed" in out
+    assert "tool list: 1 added (~" in out and "tokens re-read)" in out
+    assert "+ tool 'write'" in out

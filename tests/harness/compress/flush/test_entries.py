@@ -193,9 +193,16 @@ def test_an_entry_that_inverts_or_misattributes_what_the_user_said_is_refused_wi
 
 
 def test_a_chat_line_copied_with_its_speaker_is_refused() -> None:
-    said = "Caroline: The support group has made me feel accepted and given me courage to embrace myself."
-    text = "user: Caroline: The support group has made me feel accepted and given me courage"
+    said = (
+        "Caroline: The support group has made me feel accepted and given me courage to embrace myself.\n"
+        "Caroline: Thanks, Mel!"
+    )
+    text = (
+        "user: Caroline: The support group has made me feel accepted and given me courage\n"
+        "user: Caroline: Thanks, Mel!\nuser: Caroline felt accepted by her support group"
+    )
     reading = read_flush_reply("text_list", _reply(text), said=said)
     assert [r.reason for r in reading.refusals] == [
         "a chat line copied whole with its speaker, not a fact: say what it tells about the user"
-    ]
+    ] * 2
+    assert [w.content for w in reading.writes] == ["Caroline felt accepted by her support group"]

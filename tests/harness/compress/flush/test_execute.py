@@ -31,3 +31,27 @@ async def test_the_assistants_advice_is_not_grounds_for_a_fact_about_the_user() 
     # the user's words and the tool's result still ground facts (no memory tool here: none is saved)
     assert refused["Keeps the flour orders in LibreOffice Calc"].startswith("no memory tool")
     assert refused["Orders flour from Shipton Mill in 25 kg sacks"].startswith("no memory tool")
+
+
+async def test_a_write_the_memory_tool_declines_is_recorded_with_its_sentence_not_its_json() -> None:
+    from harness.tools import RawTool, ToolOutput
+    from harness.types import ToolSpec
+
+    async def declines(_: str) -> ToolOutput:
+        return ToolOutput(
+            '{"success": true, "message": "That entry already exists in USER.md; nothing was added."}'
+        )
+
+    request = ModelRequest(
+        system="",
+        messages=(Message("user", "I edit everything in vim."), Message("user", "[System: note]")),
+        purpose="flush",
+    )
+    tool = RawTool(ToolSpec("memory", "Save a fact."), declines)
+    outcome = await execute_flush_reply(
+        _reply("", ("memory", {"action": "add", "target": "user", "content": "Edits in vim"})),
+        request,
+        shape="free_calls",
+        memory_tool=tool,
+    )
+    assert [e.reason for e in outcome.entries] == ["That entry already exists in USER.md; nothing was added."]

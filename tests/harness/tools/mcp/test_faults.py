@@ -294,3 +294,23 @@ async def test_the_current_protocol_with_a_current_server_and_the_handshake_with
     async with connect(_stdio("ok"), environ={}, max_output_chars=1000) as legacy:
         assert legacy.protocol_version == "2025-11-25"  # discover refused: the initialize handshake
         assert (await legacy.call("echo", {"text": "hi"})).content == "hi"
+
+
+async def test_a_current_server_s_list_change_arrives_on_its_subscription_stream() -> None:
+    from harness.tools.mcp import connect
+
+    project = McpServerConfig(
+        name="proj", command=sys.executable, args=("-m", "harness.testing.project_server", "--faults")
+    )
+    async with connect(project, environ={}, max_output_chars=1000) as connection:
+
+        def stale() -> bool:
+            return connection.stale
+
+        assert not stale()
+        assert (await connection.call("grow", {})).content == "grown"
+        with anyio.move_on_after(20):
+            while not stale():  # noqa: ASYNC110  # polling the flag the stream sets
+                await anyio.sleep(0.05)
+        assert stale()  # marked for the next rebuild, nothing else changed
+        assert "extra" not in [t.name for t in connection.tools]
