@@ -31,6 +31,14 @@ calls, 5 of 5 turns leaked a call as the answer, 0 of 3 facts saved; after, 1 va
 0 leaks, 2 of 3 facts saved; still failing: "Remember that my team is called Tidewater" and
 the project question got no tool call (the model answered from nothing). First reply ~220 s
 (3,049 prompt tokens).
+
+2026-11-29, `--budget-s 660`, the compact tool profile (load average 0.7 at the end): 8 turns,
+first prompt 1,397 tokens, first reply 119.6 s; but no tool call at all — the model answered
+"I remember that you use neovim…" without calling memory, so valid_tool_calls 0, facts_saved
+0, facts_recalled 1 of 3 (a guess); leaked_markup 0, empty_replies 0, unanswered 0. The same
+run with `--set KEEL_PROMPT__TOOL_PROFILE=full` (`--budget-s 300`): no tool call either — it
+wrote pseudo-calls as prose ("weather (Lisbon)", "proj__list_files"), facts_saved 0. Tool use
+on this model is not solved by the prompt's size.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ from pathlib import Path
 
 import anyio
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._util import add_set_option, overrides
 from harness.config import McpServerConfig, load_config
 from harness.events import Event, TextDelta, ToolCallStarted, ToolResultReady, TurnEnded, UsageReported
 from harness.loop.session import Session
@@ -176,13 +187,15 @@ class Tally:
         return final
 
 
-async def main(out: Path | None, budget_s: float, models_dir: Path) -> dict[str, object]:
+async def main(
+    out: Path | None, budget_s: float, models_dir: Path, extra: dict[str, str] | None = None
+) -> dict[str, object]:
     started = time.monotonic()
     tally = Tally(started + budget_s)
     recalled = 0
     with tempfile.TemporaryDirectory(prefix="keel-local-chat-") as tmp:
         home = Path(tmp)
-        cfg = load_config(None, environ={"KEEL_HOME": str(home)})
+        cfg = load_config(None, environ={"KEEL_HOME": str(home), **(extra or {})})
         server = McpServerConfig(
             name="proj", command=sys.executable, args=("-m", "harness.testing.project_server")
         )
@@ -250,5 +263,6 @@ if __name__ == "__main__":
         default=Path.home() / ".keel" / "models",
         help="where the built-in weights are (or get) assembled (default ~/.keel/models)",
     )
+    add_set_option(parser)
     args = parser.parse_args()
-    anyio.run(main, args.json, args.budget_s, args.models_dir)
+    anyio.run(main, args.json, args.budget_s, args.models_dir, overrides(args))
