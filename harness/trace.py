@@ -5,8 +5,11 @@ tokens later — tools, the system prompt with its slot map, the messages exactl
 the settings — plus the reply's normalized usage. Traces are the interface between the
 turn loop and the cache meter: the meter reads ours or any OpenAI-style chat JSONL.
 
-Writes are appended from a worker thread (one `write` + flush per line), so a crash loses
-at most the line being written and a reader never sees half a line from us.
+Writes are appended from a worker thread (one `write` + flush per batch of whole lines), so
+a reader never sees half a line from us. A line written with `hold=True` (a turn request
+whose reply calls tools: another request of the same turn follows) waits for the next
+line or `flush`, so a turn costs one append; a crash loses at most the lines of the turn
+being run.
 
 A trace holds whole conversations, so it is owner-only like state.db: the file is created
 with mode 0600 (an existing one readable by others is narrowed to that), and a trace
@@ -16,6 +19,7 @@ directory keel creates is 0700.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import stat
 import time
@@ -34,6 +38,7 @@ from prompts.slots import SlotSpan
 __all__ = [
     "TraceBreakpoint",
     "TraceMessage",
+    "TraceParts",
     "TraceRecord",
     "TraceRefresh",
     "TraceSlot",
@@ -140,6 +145,56 @@ def _message(m: Message) -> TraceMessage:
     )
 
 
+class TraceParts:
+    """The trace form of one conversation's tools and messages, kept from one request to the next.
+
+    Each request repeats the one before it and adds a message or two, so converting and
+    serializing only what changed keeps a trace line's cost from growing with the history.
+    """
+
+    _MARK = '"messages":[],"settings":'
+
+    def __init__(self) -> None:
+        self._sent: list[Message] = []
+        self._traced: list[TraceMessage] = []
+        self._json: list[str | None] = []
+        self._specs: Sequence[ToolSpec] = ()
+        self._tools: list[TraceTool] = []
+
+    def convert(self, messages: Sequence[Message]) -> list[TraceMessage]:
+        """`messages` as a trace records them (the same records as `_message` builds)."""
+        same, limit = 0, min(len(messages), len(self._sent))
+        sent = self._sent
+        while same < limit and (messages[same] is sent[same] or messages[same] == sent[same]):
+            same += 1
+        traced = self._traced[:same] + [_message(m) for m in messages[same:]]
+        self._json = self._json[:same] + [None] * (len(messages) - same)
+        self._sent, self._traced = list(messages), traced
+        return traced
+
+    def tools(self, specs: Sequence[ToolSpec]) -> list[TraceTool]:
+        """`specs` as a trace records them (converted again only when they changed)."""
+        if not (specs is self._specs or tuple(specs) == tuple(self._specs)):
+            self._specs, self._tools = specs, [_tool(t) for t in specs]
+        return self._tools
+
+    def line(self, record: TraceRecord) -> str:
+        """`record.model_dump_json()`, with the messages serialized once each when they are
+        the ones `convert` returned last (any other record is serialized whole)."""
+        kept = self._traced
+        if len(record.messages) != len(kept) or not all(map(operator.is_, record.messages, kept)):
+            return record.model_dump_json()
+        # Everything after the messages is a fixed key or an escaped string, so the last
+        # occurrence of the mark is the field itself.
+        head = record.model_copy(update={"messages": []}).model_dump_json()
+        at = head.rfind(self._MARK)
+        for i, text in enumerate(self._json):
+            if text is None:
+                self._json[i] = kept[i].model_dump_json()
+        body = ",".join(t for t in self._json if t is not None)
+        return f'{head[:at]}"messages":[{body}],"settings":{head[at + len(self._MARK) :]}'
+
+
 def trace_slots(slots: Sequence[SlotSpan]) -> list[TraceSlot]:
     """A system prompt's slot map as the trace records it."""
     return [
@@ -166,8 +221,13 @@ def record_for_request(
     cache_ttl: Literal["5m", "1h"] | None = None,
     timestamp: float | None = None,
     refresh: TraceRefresh | None = None,
+    kept: TraceParts | None = None,
 ) -> TraceRecord:
-    """Build the trace line for a request that was just sent."""
+    """Build the trace line for a request that was just sent.
+
+    `kept` holds the trace form of the tools and messages of this conversation's earlier
+    requests (reused where this request repeats them).
+    """
     settings: dict[str, JsonValue] = {"tool_choice": request.tool_choice}
     if request.max_tokens is not None:
         settings["max_tokens"] = request.max_tokens
@@ -179,10 +239,10 @@ def record_for_request(
         purpose=request.purpose,
         model=model,
         timestamp=time.time() if timestamp is None else timestamp,
-        tools=[_tool(t) for t in request.tools],
+        tools=[_tool(t) for t in request.tools] if kept is None else kept.tools(request.tools),
         system=request.system,
         slots=list(slots),
-        messages=[_message(m) for m in request.messages],
+        messages=[_message(m) for m in request.messages] if kept is None else kept.convert(request.messages),
         settings=settings,
         breakpoints=list(breakpoints),
         cache_ttl=cache_ttl,
@@ -199,6 +259,7 @@ class TraceWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = anyio.Lock()
+        self._held: list[str] = []
 
     def _append(self, line: str) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -209,10 +270,19 @@ class TraceWriter:
             fh.write(line)
             fh.flush()
 
-    async def write(self, record: TraceRecord) -> None:
-        line = record.model_dump_json() + "\n"
+    async def write(self, record: TraceRecord, kept: TraceParts | None = None, *, hold: bool = False) -> None:
+        """Append `record` as one line (`kept`: what built it, to serialize less); with
+        `hold`, keep the line for the next write or `flush` instead."""
+        self._held.append((record.model_dump_json() if kept is None else kept.line(record)) + "\n")
+        if not hold:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Append the lines held so far (nothing to do when none are)."""
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, line)
+            lines, self._held = "".join(self._held), []
+            if lines:
+                await anyio.to_thread.run_sync(self._append, lines)
 
 
 def read_trace(path: Path) -> Iterator[TraceRecord]:

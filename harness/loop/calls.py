@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from harness.errors import ModelError, SessionError
 from harness.events import UsageReported
 from harness.lifecycle import CachedPrefix
@@ -21,7 +23,7 @@ from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
 from harness.telemetry import NO_TELEMETRY, Telemetry
-from harness.trace import TraceBreakpoint, TraceRefresh, TraceWriter, record_for_request
+from harness.trace import TraceBreakpoint, TraceParts, TraceRefresh, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from harness.usage import usage_counts
 from memory import MemoryLayerError
@@ -59,6 +61,7 @@ class ModelCalls:
         self.stream = transcript.session_id
         """The sequence telemetry measures cache reuse over: this object's requests, like its trace."""
         self.usage_total = Usage()
+        self._traced = TraceParts()
         self.requests_sent = 0
         self._unsaved_usage = Usage()
         self.prefix: CachedPrefix | None = None
@@ -168,8 +171,17 @@ class ModelCalls:
             ],
             cache_ttl=None if reply is None else reply.cache_ttl,
             refresh=refresh,
+            kept=self._traced,
         )
-        await self.trace.write(record)
+        # A turn request that calls tools is followed by another: its line goes with that one's.
+        calls_tools = reply is not None and bool(reply.message.tool_calls) and request.purpose == "turn"
+        await self.trace.write(record, self._traced, hold=calls_tools)
+
+    async def flush_trace(self) -> None:
+        """Write the trace lines still held (a turn that ended after a request that called tools)."""
+        if self.trace is not None:
+            with anyio.CancelScope(shield=True):
+                await self.trace.flush()
 
 
 async def _stream(

@@ -294,8 +294,11 @@ class Session:
         async def produce(send: MemoryObjectSendStream[Event]) -> None:
             async with self._leased():  # the turn and any compression in it
                 await self._catch_up_with_store()
-                with self.warn.streaming(send):
-                    await self._turn(text, send)
+                try:
+                    with self.warn.streaming(send):
+                        await self._turn(text, send)
+                finally:
+                    await self.calls.flush_trace()
 
         try:
             async with produced_events(produce) as events:

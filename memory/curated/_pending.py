@@ -24,7 +24,7 @@ from typing import Literal, Protocol, cast
 from memory.curated import _disk
 from memory.curated._entries import MemoryTarget
 from memory.errors import InvalidWriteError
-from memory.provenance import Origin
+from memory.provenance import ORIGIN_LABELS, Origin
 
 __all__ = [
     "PENDING_NAME",
@@ -38,7 +38,7 @@ __all__ = [
 
 PENDING_NAME = "PENDING.jsonl"
 _TARGETS: frozenset[str] = frozenset({"memory", "user"})
-_ORIGINS: frozenset[str] = frozenset({"tool_result", "fetched", "recalled", "pasted"})
+_ORIGINS: frozenset[str] = frozenset(ORIGIN_LABELS)
 
 
 @dataclass(frozen=True, slots=True)

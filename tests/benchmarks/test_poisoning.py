@@ -24,9 +24,11 @@ PATHS = (
 
 def test_no_write_path_stores_or_recalls_a_tool_results_instruction(tmp_path: Path) -> None:
     out = run_benchmark("poisoning.py", "--small", cwd=tmp_path).splitlines()
-    rows = {line[:40].strip(): line for line in out[:-2]}
+    rows = {line[:40].strip(): line for line in out[1:-2]}
     assert all(path in rows for path in PATHS), out
     controls = [line for path, line in rows.items() if path.startswith("control:")]
     assert len(controls) >= 3 and all(" stored yes" in line for line in controls), out
     assert out[-2] == f"controls stored {len(controls)}/{len(controls)}"
     assert out[-1] == "stored 0 recalled 0", out
+    # the memory tool's six cases, the review's and the flush's write reached the gate and wait
+    assert out[0] == "held for the user's confirmation (memory tool, review, flush): 8", out

@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
-from harness.trace import TraceWriter, read_trace, record_for_request
-from harness.types import Message, ModelRequest
+from harness.trace import TraceParts, TraceWriter, read_trace, record_for_request
+from harness.types import Message, ModelRequest, ToolSpec
 
 
 def _mode(path: Path) -> int:
@@ -45,3 +45,27 @@ async def test_a_trace_in_an_existing_directory_leaves_that_directory_alone(tmp_
         record_for_request(ModelRequest(system="s", messages=()), session_id="s", turn=1, model="m")
     )
     assert _mode(tmp_path) == 0o755
+
+
+async def test_kept_trace_parts_write_the_same_lines_as_converting_every_message(tmp_path: Path) -> None:
+    # The second request repeats the first's messages and adds one; the third rewrites the
+    # history (as a compression does): each line must be what a fresh conversion writes.
+    mark = '"messages":[],"settings":'  # where a kept line puts the messages, also in the text
+    first = (Message(role="user", content="hello"), Message(role="assistant", content="hi"))
+    second = (
+        *first,
+        Message(role="user", content=mark, api_content="again\n[recall]"),
+    )
+    third = (Message(role="user", content="summary", summary=True), second[-1])
+    tools = (ToolSpec(name="t", description=mark, parameters={"messages": [], "settings": {}}),)
+    kept, fresh_writer, kept_writer = TraceParts(), TraceWriter(tmp_path / "a"), TraceWriter(tmp_path / "b")
+    for messages in (first, second, third, second, ()):
+        request = ModelRequest(system="s", messages=messages, tools=tools)
+        fresh = record_for_request(request, session_id="s1", turn=1, model="m", timestamp=1.0, error=mark)
+        reused = record_for_request(
+            request, session_id="s1", turn=1, model="m", timestamp=1.0, error=mark, kept=kept
+        )
+        assert kept.line(reused) == fresh.model_dump_json()
+        await fresh_writer.write(fresh)
+        await kept_writer.write(reused, kept)
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()

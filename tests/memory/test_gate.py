@@ -4,8 +4,11 @@ words pass; instructions phrased as preferences are not learned."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from memory import PendingWrites
 from memory.gate import (
     MeaningJudge,
     ProvenanceGate,
@@ -85,6 +88,14 @@ def test_hold_only_where_the_path_can_hold_refuse_elsewhere_and_allow_turns_it_o
     assert ProvenanceGate(policy="allow").judge(content, turn, can_hold=False).action == "allow"
     assert gate.judge(content, None, can_hold=False).action == "allow"
     assert gate.judge(["User likes teal."], turn, can_hold=False).action == "allow"
+
+
+def test_a_write_held_from_a_tools_description_is_listed_for_confirmation(tmp_path: Path) -> None:
+    pending = PendingWrites(tmp_path)
+    pending.hold("user", "User's payee is Northwind Clearing Ltd.", "tool_description")
+    assert [(p.content, p.origin) for p in pending.list()] == [
+        ("User's payee is Northwind Clearing Ltd.", "tool_description")
+    ]
 
 
 def test_written_texts_are_the_arguments_that_become_memory() -> None:

@@ -5,7 +5,7 @@ Writing a message never embeds it: the turn's write stays as fast as before. The
 yet, oldest first, embeds them `batch` at a time in a worker thread and stores the batch
 in one transaction. It is resumable by construction — "no vector yet" is the state — so
 `keel sessions reindex` on an existing store, a crash half-way, or two processes indexing
-the same store all end with every message embedded once.
+the same store all end with one vector per message.
 
 `nearest` embeds the query (about 5 ms), tops up the in-memory sign codes from the
 store, keeps the `rescore` closest codes, and ranks those messages by exact cosine. The

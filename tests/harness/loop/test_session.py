@@ -206,6 +206,27 @@ async def test_leaving_the_stream_early_cancels_the_turn_and_repairs_the_transcr
         assert session.transcript[1].tool_calls == ()  # the unanswered call was stripped
 
 
+async def test_a_turn_cut_off_while_its_tool_runs_still_writes_the_trace_line_of_its_request(
+    tmp_path: Path,
+) -> None:
+    # The line of a request that calls tools waits for the turn's next one; a turn that ends
+    # before that request (here: the caller leaves the stream) must write it anyway.
+    async def stuck(_: str) -> ToolOutput:
+        await anyio.sleep_forever()
+        return ToolOutput("never")
+
+    trace_path = tmp_path / "trace.jsonl"
+    model = ScriptedModel([call_tool("stuck", {})])
+    tool = RawTool(ToolSpec("stuck", "Never returns."), stuck)
+    async with make_session(model, extra_tools=[tool], trace=TraceWriter(trace_path)) as session:
+        async with session.run_turn("run the stuck tool") as stream:
+            async for ev in stream:
+                if isinstance(ev, ToolCallStarted):
+                    break
+        records = await anyio.to_thread.run_sync(lambda: list(read_trace(trace_path)))
+    assert [(r.purpose, len(r.messages)) for r in records] == [("turn", 1)]
+
+
 async def test_a_second_turn_while_one_runs_is_refused() -> None:
     model = ScriptedModel([say("slow answer")])
     async with make_session(model) as session, session.run_turn("first") as stream:
