@@ -43,6 +43,16 @@ pieces and the summary, 4,902 tokens evaluated); the turn after it evaluated 3,2
 prompt tokens (132.5 s): the flush changed the memory block, which sits ~390 tokens into the
 system prompt, and everything after it — guidance, skills index, the tool list the chat
 template renders after the system text — is prefilled again.
+
+2026-11-29, `--turns 10 --no-learning`, after the compact tool profile and the memory block
+moved after the tools (load average 16 at the start, 5.7 at the end, 2 cores shared by eight
+sessions; the server's counts): the cold first turn evaluated 1,091 prompt tokens (was ~5,500)
+in 95.5 s; the second session's first turn evaluated 68 of 1,091 (25.1 s, ratio 0.263); nine
+plain turns evaluated 193 of 12,433; the turn after the search 18 of 1,667 (no loss); the turn
+after `/compress` evaluated 889 of 1,915 (share 0.464, 68.2 s; was 3,227 of 3,616 in
+132.5 s): what it re-reads is the memory tail, the summary and the kept turns — the stable
+head (first system message and tools, 1,026 tokens) was reused whole; `/compress` 363.7 s
+(four side calls, 5,406 tokens evaluated: the flush pieces share no prefix with the chat).
 """
 
 from __future__ import annotations

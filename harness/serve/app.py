@@ -51,7 +51,7 @@ async def open_worker(config: KeelConfig, environ: Mapping[str, str]) -> AsyncIt
                 home=home,
                 url=s.url,
                 pg_schema=s.pg_schema,
-                pool_size=s.pool_size,
+                pool_size=2 * s.pool_size,  # every event stream of this worker reads through it
                 connect_timeout_s=s.connect_timeout_s,
             )
         )
