@@ -37,6 +37,8 @@ import functools
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -59,7 +61,7 @@ from harness.events import FlushEntry
 from harness.experiments.demo import facts_in
 from harness.experiments.retention.facts import PlantedFact as Fact
 from harness.experiments.retention.facts import fact_in
-from harness.models.local import BUILTIN_MODELS, start_local_model
+from harness.models.local import BUILTIN_MODELS, LocalModel, start_local_model
 from harness.models.openai._wire import build_body, parse_completion
 from harness.trace import read_trace
 from harness.types import Message, Role, ToolCall, ToolSpec
@@ -131,10 +133,11 @@ def demo_conversation(trace: Path) -> tuple[str, tuple[Message, ...], tuple[Tool
     raise SystemExit(f"{trace} holds no flush request; run the full demo (12 turns)")
 
 
-async def replay_demo(
-    name: str, gguf: Path | None, shapes: list[FlushShape], trace: Path, *, models_dir: Path, max_tokens: int
-) -> None:
-    system, messages, tools = demo_conversation(trace)
+@asynccontextmanager
+async def _served(
+    name: str, gguf: Path | None, *, models_dir: Path, max_tokens: int
+) -> AsyncIterator[tuple[LocalModel, httpx.AsyncClient]]:
+    """The local model `name` (a built-in, else the default with `gguf`) and a client for its server."""
     builtin: LocalModelName = DEFAULT_LOCAL_MODEL
     for known in BUILTIN_MODELS:
         if known == name:
@@ -145,6 +148,14 @@ async def replay_demo(
         ) as lm,
         httpx.AsyncClient(timeout=1800, headers={"Authorization": f"Bearer {lm.api_key}"}) as http,
     ):
+        yield lm, http
+
+
+async def replay_demo(
+    name: str, gguf: Path | None, shapes: list[FlushShape], trace: Path, *, models_dir: Path, max_tokens: int
+) -> None:
+    system, messages, tools = demo_conversation(trace)
+    async with _served(name, gguf, models_dir=models_dir, max_tokens=max_tokens) as (lm, http):
         for shape in shapes:
             request = build_flush_shape_request(
                 shape, system=system, messages=messages, tools=tools, max_tokens=max_tokens
@@ -245,16 +256,7 @@ async def run_model(
     verbose: bool,
 ) -> dict[FlushShape, Cell]:
     cells: dict[FlushShape, Cell] = {s: Cell() for s in shapes}
-    builtin: LocalModelName = DEFAULT_LOCAL_MODEL
-    for known in BUILTIN_MODELS:
-        if known == name:
-            builtin = known
-    async with (
-        start_local_model(
-            model=builtin, gguf=gguf, models_dir=models_dir, n_ctx=4096, max_tokens=max_tokens
-        ) as lm,
-        httpx.AsyncClient(timeout=1800, headers={"Authorization": f"Bearer {lm.api_key}"}) as http,
-    ):
+    async with _served(name, gguf, models_dir=models_dir, max_tokens=max_tokens) as (lm, http):
         for i, conv in enumerate(convs):
             # Rotate the shape order so no shape always pays the cold prefill.
             order = shapes[i % len(shapes) :] + shapes[: i % len(shapes)]

@@ -18,6 +18,8 @@
 # rule is in docs/architecture.md, "Public names"); every other public name is imported from
 # its subpackage (`memory.curated`, `memory.sessions`, `memory.scanner`, ...), by memory's own
 # modules and by tests alike.
+import typing
+
 from memory._atomic import atomic_write
 from memory._sqlite import LockRetryPolicy
 from memory.curated import (
@@ -61,6 +63,8 @@ from memory.errors import (
     TargetDisabledError,
     WriteRefused,
 )
+from memory.lazy import lazy_names as _lazy_names
+from memory.pglog import redact_url
 from memory.providers import (
     AgentContext,
     MemoryManager,
@@ -78,7 +82,6 @@ from memory.sessions import (
     EndReason,
     FlushMode,
     MessageRecord,
-    PgSessionStore,
     SessionDB,
     SessionRecord,
     SessionSearchTool,
@@ -87,10 +90,15 @@ from memory.sessions import (
     StoredUsage,
     open_session_db,
     open_session_store,
-    redact_url,
     session_search_schema,
     session_store_location,
 )
+
+# The PostgreSQL session store loads psycopg when first read (`memory.lazy`).
+if typing.TYPE_CHECKING:
+    from memory.sessions import PgSessionStore
+
+__getattr__ = _lazy_names(globals(), {"memory.sessions": ("PgSessionStore",)})
 
 __all__ = [
     "MEMORY_TOOL_NAME",

@@ -9,16 +9,21 @@ raw. INFO and DEBUG records are left to whatever logging the host set up.
 
     with routed_pg_logs(warn):
         ...  # the pools opened here report through `warn`
+
+`redact_url` is how every message names a server: the URL with its password as `***`
+(here, not beside the connections, so the config check uses it without loading psycopg).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["pg_log_message", "routed_pg_logs"]
+__all__ = ["pg_log_message", "redact_url", "routed_pg_logs"]
 
 _LOGGER = "psycopg"
 
@@ -83,3 +88,30 @@ def routed_pg_logs(report: Callable[[str], None]) -> Iterator[None]:
         logger.removeHandler(route)
         if not any(isinstance(h, _Route) for h in logger.handlers):
             logger.propagate = True
+
+
+_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password (in the netloc, a `password=` parameter or key=value) as `***`."""
+    if "://" not in url:
+        return _KV_PASSWORD.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, host = netloc.rsplit("@", 1)
+            if ":" in userinfo:
+                userinfo = userinfo.split(":", 1)[0] + ":***"
+            netloc = f"{userinfo}@{host}"
+        query = urlencode(
+            [
+                (k, "***" if k.lower() == "password" else v)
+                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            ],
+            safe="*",
+        )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return "<an unparsable URL>"

@@ -9,7 +9,7 @@ tokens — so the cache meter can name the slot that changed when a prefix break
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 __all__ = ["DEFAULT_SLOT_ORDER", "SLOT_IDS", "SlotId", "SlotSpan", "SystemPrompt"]
 
@@ -25,17 +25,7 @@ SlotId: TypeAlias = Literal[
     "session",
 ]
 
-DEFAULT_SLOT_ORDER: tuple[SlotId, ...] = (
-    "identity",
-    "tool_guidance",
-    "provider",
-    "system_message",
-    "memory",
-    "user",
-    "skills",
-    "context_files",
-    "session",
-)
+DEFAULT_SLOT_ORDER: tuple[SlotId, ...] = get_args(SlotId)  # the order the Literal lists them in
 SLOT_IDS: frozenset[SlotId] = frozenset(DEFAULT_SLOT_ORDER)
 
 

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from rich.table import Table
@@ -32,7 +32,10 @@ from memory import (
     SessionStore,
     SessionStoreError,
 )
-from memory.sessions import DenseIndex, route_query
+from memory.sessions import route_query
+
+if TYPE_CHECKING:  # the index loads numpy: only a search with hybrid on builds one
+    from memory.sessions import DenseIndex
 
 __all__ = ["register"]
 

@@ -335,34 +335,14 @@ class Compressor:
                     f"automatic compression will be retried from turn {self._retry_at_turn}, or run /compress"
                 )
             )
-        await emit(
-            CompressionFinished(
-                tokens_before=before,
-                tokens_after=before,
-                messages_before=n,
-                messages_after=n,
-                summary_fallback=False,
-                aborted=True,
-                new_session_id=None,
-            )
-        )
+        await emit(_unchanged(before, n, aborted=True))
 
     async def _finish_unchanged(
         self, host: CompressionHost, emit: Emit, before: int, n: int, why: str
     ) -> None:
         await emit(Warning(f"compression skipped: {why}"))
         await self._check_thrash(emit)
-        await emit(
-            CompressionFinished(
-                tokens_before=before,
-                tokens_after=before,
-                messages_before=n,
-                messages_after=n,
-                summary_fallback=False,
-                aborted=False,
-                new_session_id=None,
-            )
-        )
+        await emit(_unchanged(before, n, aborted=False))
 
     async def _check_thrash(self, emit: Emit) -> None:
         if self.ineffective >= 2 and not self.blocked:
@@ -374,3 +354,16 @@ class Compressor:
                     "this session — start a new session, or run /compress by hand"
                 )
             )
+
+
+def _unchanged(before: int, n: int, *, aborted: bool) -> CompressionFinished:
+    """The end of a compression that left the conversation as it was (`before` tokens, `n` messages)."""
+    return CompressionFinished(
+        tokens_before=before,
+        tokens_after=before,
+        messages_before=n,
+        messages_after=n,
+        summary_fallback=False,
+        aborted=aborted,
+        new_session_id=None,
+    )

@@ -295,14 +295,16 @@ class CompressionConfig(Section):
 
 
 class SessionSearchConfig(Section):
-    """`dense`: hybrid search (message embeddings fused with words). `auto` turns it on when
-    the semantic extra's embedder is installed; `on` refuses to open a session without it."""
+    """`dense`: hybrid search (message embeddings fused with words). `off` by default: on
+    held-out conversations it did not raise recall, and each session's background indexer
+    costs CPU (and, on PostgreSQL, connections). `auto` turns it on when the semantic extra's
+    embedder is installed; `on` refuses to open a session without it."""
 
     enabled: bool = True
     summarize: bool = False
     default_limit: int = Field(3, ge=1, le=10)
     max_concurrency: int = Field(3, ge=1, le=5)
-    dense: Literal["auto", "on", "off"] = "auto"
+    dense: Literal["auto", "on", "off"] = "off"
     dense_batch: int = Field(64, ge=1, le=1024)
     dense_interval_s: float = Field(5.0, gt=0, le=3600)
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
 from harness.config import KeelConfig
 from harness.errors import ConfigError
-from memory.sessions import DenseIndex, SessionReader, open_vectors
+from memory.sessions import SessionReader, open_vectors
+
+if TYPE_CHECKING:  # the index loads numpy: imported when hybrid search is on
+    from memory.sessions import DenseIndex
 
 __all__ = ["DenseChoice", "dense_choice", "dense_index", "start_dense"]
 
@@ -66,6 +70,7 @@ def dense_index(config: KeelConfig, db: SessionReader) -> DenseIndex | None:
     if vectors is None:
         return None
     from memory.providers.semantic import MiniLmEmbedder
+    from memory.sessions import DenseIndex
 
     threads = config.memory.semantic.embedder_threads
     return DenseIndex(vectors, MiniLmEmbedder(threads=threads), batch=config.session_search.dense_batch)

@@ -21,26 +21,22 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
 from harness.config import KeelConfig
 from memory import Principal, SessionStore, open_session_store
-from memory.curated import (
-    CuratedBackend,
-    CuratedPool,
-    HeldWrites,
-    PendingWrites,
-    PgCuratedBackend,
-    PgHeldWrites,
-    has_pgvector,
-    open_curated_pool,
-)
-from memory.lease import FileLease, PgLease, SessionLease
+from memory.curated import CuratedBackend, HeldWrites, PendingWrites
+from memory.lease import FileLease, SessionLease
 from memory.pglog import routed_pg_logs
-from memory.providers import PgPlace
-from memory.sessions.postgres import migrate_schema
-from memory.skills import PgSkillLibrary, SkillLibrary
+from memory.skills import SkillLibrary
+
+# The PostgreSQL stores (and psycopg) are imported where the postgres backend is opened or
+# used: the file-backed `keel memory` and `keel skills` commands never load the driver.
+if TYPE_CHECKING:
+    from memory.curated import CuratedPool
+    from memory.providers import PgPlace
 
 __all__ = ["MemoryPlace", "Stores", "curated_scopes", "open_place", "open_sessions", "open_stores"]
 
@@ -108,6 +104,8 @@ class MemoryPlace:
         """The principal's skills as rows, mirrored under `<home>/cache/` (None: the home's files)."""
         if self._pg is None:
             return None
+        from memory.skills import PgSkillLibrary
+
         pool, _ = self._pg
         scope = PurePosixPath(principal.skills_dir(Path())).as_posix()
         return PgSkillLibrary(
@@ -118,6 +116,8 @@ class MemoryPlace:
         """Where the memory providers keep their rows (None: their SQLite files in the home)."""
         if self._pg is None:
             return None
+        from memory.providers import PgPlace
+
         pool, schema = self._pg
         return PgPlace(pool, schema, pgvector=self.pgvector)
 
@@ -125,6 +125,8 @@ class MemoryPlace:
         """The principal's curated documents on this backend (None: the home's files)."""
         if self._pg is None:
             return None
+        from memory.curated import PgCuratedBackend
+
         pool, schema = self._pg
         memory_scope, user_scope = curated_scopes(principal)
         return PgCuratedBackend(pool, schema=schema, memory_scope=memory_scope, user_scope=user_scope)
@@ -134,6 +136,8 @@ class MemoryPlace:
         MEMORY.md, or `curated_pending` rows (confirmed from any home)."""
         if self._pg is None:
             return PendingWrites(principal.workspace_memories_dir(home))
+        from memory.curated import PgHeldWrites
+
         pool, schema = self._pg
         return PgHeldWrites(pool, schema=schema, scope=curated_scopes(principal)[0])
 
@@ -177,6 +181,9 @@ async def _open_place(config: KeelConfig, home: Path, *, migrate: bool) -> Async
     if config.storage.backend == "files":
         yield MemoryPlace(backend="files", location=str(home))
         return
+    from memory.curated import has_pgvector, open_curated_pool
+    from memory.sessions.postgres import migrate_schema
+
     s = config.sessions
     url, schema = s.url or "", s.pg_schema  # the storage section moved the sessions there
     if migrate:
@@ -209,6 +216,8 @@ async def open_stores(config: KeelConfig, home: Path) -> AsyncIterator[Stores]:
         if place.backend == "files":
             lease: SessionLease = FileLease(home / "leases", wait_s=config.storage.lease_wait_s)
         else:
+            from memory.lease import PgLease
+
             pg_lease = PgLease(
                 s.url or "",
                 schema=s.pg_schema,

@@ -6,6 +6,8 @@
 # for the user's confirmation: the `HeldWrites` contract, PENDING.jsonl), `_backend.py` (the `CuratedBackend` wall and
 # the files behind it), `_pg.py` (the documents as versioned PostgreSQL rows, the held writes as rows). Writes are scanned by
 # `memory.scanner`; errors are in `memory.errors`.
+import typing
+
 from memory.curated._backend import CuratedBackend, DocRead, FileBackend, text_hash
 from memory.curated._entries import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -16,7 +18,6 @@ from memory.curated._entries import (
 )
 from memory.curated._ops import AddOp, CommittedOp, MemoryOp, OverflowPolicy, RemoveOp, ReplaceOp
 from memory.curated._pending import PENDING_NAME, HeldWrites, PendingWrite, PendingWrites
-from memory.curated._pg import CuratedPool, PgCuratedBackend, PgHeldWrites, has_pgvector, open_curated_pool
 from memory.curated.store import (
     ARCHIVE_NAME,
     MemoryBlocks,
@@ -27,6 +28,31 @@ from memory.curated.store import (
     sanitize_entry,
 )
 from memory.curated.tool import MEMORY_TOOL_NAME, MemoryTool, MemoryToolReply, memory_tool_schema
+from memory.lazy import lazy_names as _lazy_names
+
+# The PostgreSQL backend and its driver load when a name below is first read (`memory.lazy`):
+# the CLI's file commands never pay for psycopg.
+if typing.TYPE_CHECKING:
+    from memory.curated._pg import (
+        CuratedPool,
+        PgCuratedBackend,
+        PgHeldWrites,
+        has_pgvector,
+        open_curated_pool,
+    )
+
+__getattr__ = _lazy_names(
+    globals(),
+    {
+        "memory.curated._pg": (
+            "CuratedPool",
+            "PgCuratedBackend",
+            "PgHeldWrites",
+            "has_pgvector",
+            "open_curated_pool",
+        )
+    },
+)
 
 __all__ = [
     "ARCHIVE_NAME",

@@ -11,8 +11,16 @@ A lease dies with its holder: a killed process's advisory lock is freed when its
 drops, and its record lock when the kernel closes its file.
 """
 
+import typing
+
+from memory.lazy import lazy_names as _lazy_names
 from memory.lease.contract import LocalGate, SessionLease
 from memory.lease.files import FileLease
-from memory.lease.postgres import PgLease, lease_key
+
+# The advisory lock loads psycopg when a name below is first read (`memory.lazy`).
+if typing.TYPE_CHECKING:
+    from memory.lease.postgres import PgLease, lease_key
+
+__getattr__ = _lazy_names(globals(), {"memory.lease.postgres": ("PgLease", "lease_key")})
 
 __all__ = ["FileLease", "LocalGate", "PgLease", "SessionLease", "lease_key"]

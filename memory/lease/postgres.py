@@ -23,7 +23,7 @@ import hashlib
 import random
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
 import psycopg
@@ -134,22 +134,28 @@ class PgLease:
     @asynccontextmanager
     async def hold(self, session_id: str) -> AsyncIterator[None]:
         key = lease_key(self._schema, session_id)
-        with anyio.move_on_after(self.wait_s) as scope:
-            async with self._gate.hold(session_id):
+        async with AsyncExitStack() as stack:
+            got = False
+            with anyio.move_on_after(self.wait_s):
+                await stack.enter_async_context(self._gate.hold(session_id))
                 while True:  # polled, never blocking: the one connection serves every session
-                    if await self._try(key):
+                    # Shielded: a deadline that lands mid-query would make psycopg close the
+                    # one connection, and with it every other lease this process holds. The
+                    # wait ends at the sleep instead; a lock the query did take is kept.
+                    with anyio.CancelScope(shield=True):
+                        got = await self._try(key)
+                    if got:
                         break
                     await anyio.sleep(self._poll_s * (0.5 + random.random()))
-                scope.deadline = float("inf")  # got it: the wait bound ends here
-                try:
-                    fence = await self._bump(session_id)
-                    with fenced(fence):
-                        yield
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await self._release(key)
-                return
-        raise busy(session_id, self.wait_s)
+            if not got:
+                raise busy(session_id, self.wait_s)
+            try:
+                fence = await self._bump(session_id)
+                with fenced(fence):
+                    yield
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._release(key)
 
     async def aclose(self) -> None:
         """Close the lease connection (every lease it held is freed)."""

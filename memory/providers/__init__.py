@@ -7,8 +7,10 @@
 # provider), `_trivial.py` (which messages are too slight to recall for), `_pg.py` (what the
 # PostgreSQL provider stores share: `PgPlace`, the per-user scope and its writer row, their
 # transaction and errors), `_copy.py` (copying a provider file into those rows, verified).
+import typing
+
+from memory.lazy import lazy_names as _lazy_names
 from memory.providers._breaker import BreakerState
-from memory.providers._pg import PgPlace, ScopeCopy, provider_scope
 from memory.providers._trivial import is_trivial
 from memory.providers.contract import (
     AgentContext,
@@ -21,6 +23,13 @@ from memory.providers.contract import (
     WriteTarget,
 )
 from memory.providers.manager import CORE_TOOL_NAMES, MemoryManager, Recall
+
+# The PostgreSQL place loads psycopg: it is imported when a name below is first read
+# (`memory.lazy`), so file-backed providers and the CLI's store commands never load the driver.
+if typing.TYPE_CHECKING:
+    from memory.providers._pg import PgPlace, ScopeCopy, provider_scope
+
+__getattr__ = _lazy_names(globals(), {"memory.providers._pg": ("PgPlace", "ScopeCopy", "provider_scope")})
 
 __all__ = [
     "CORE_TOOL_NAMES",

@@ -13,9 +13,7 @@ cancelled halfway (a cancelled query would close the connection it runs on):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import os
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -25,6 +23,8 @@ import anyio
 import anyio.to_thread
 import psycopg
 from psycopg.rows import TupleRow
+
+from memory.lease.files import try_lock, unlock  # the same record lock a session lease takes
 
 __all__ = ["FileLiveness", "Liveness", "PgLiveness"]
 
@@ -43,23 +43,6 @@ def _name(worker: str) -> str:
     return "serve-worker-" + "".join(c for c in worker if c.isalnum() or c in "-_")[:64]
 
 
-def _lock(path: Path) -> int | None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _unlock(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        fcntl.lockf(fd, fcntl.LOCK_UN)
-    os.close(fd)
-
-
 class FileLiveness:
     """Liveness locks under `directory` (`<home>/leases`)."""
 
@@ -69,13 +52,13 @@ class FileLiveness:
     @asynccontextmanager
     async def hold(self, worker: str) -> AsyncIterator[None]:
         path = self.directory / f"{_name(worker)}.lock"
-        fd = await anyio.to_thread.run_sync(_lock, path)  # blocking: open + lockf
+        fd = await anyio.to_thread.run_sync(try_lock, path)  # blocking: open + lockf
         if fd is None:
             raise RuntimeError(f"worker id {worker!r} is already taken")
         try:
             yield
         finally:
-            _unlock(fd)
+            unlock(fd)
             with contextlib.suppress(OSError):
                 path.unlink()  # a free lock file left behind would only be tested again
 
@@ -85,10 +68,10 @@ class FileLiveness:
         def test() -> bool:
             if not path.exists():
                 return False
-            fd = _lock(path)
+            fd = try_lock(path)
             if fd is None:
                 return True
-            _unlock(fd)
+            unlock(fd)
             return False
 
         with anyio.CancelScope(shield=True):

@@ -12,6 +12,10 @@
 # <home>/state.db) and `postgres/` (PgSessionStore). `dense/` (neutral): message embeddings,
 # the background indexer, query routing and fusion for hybrid search. Errors are in `memory.errors`; the
 # migration runner both use is `memory/_migrations.py`.
+import typing
+
+from memory.lazy import lazy_names as _lazy_names
+from memory.pglog import redact_url
 from memory.sessions._fts_query import sanitize_fts_query
 from memory.sessions._ranking import RankedSession, SearchStrategy
 from memory.sessions._records import (
@@ -31,10 +35,9 @@ from memory.sessions._records import (
     storable_text,
 )
 from memory.sessions.contract import SessionReader, SessionStore, SessionWriter
-from memory.sessions.dense import DenseIndex, DenseStatus, Routing, TextEmbedder, VectorStore, route_query
+from memory.sessions.dense import Routing, TextEmbedder, VectorStore, route_query
 from memory.sessions.factory import SessionBackend, open_session_store, open_vectors, session_store_location
 from memory.sessions.journal import JOURNAL_DIR_NAME, JournalledWriter, replay_journals
-from memory.sessions.postgres import PgSessionStore, redact_url
 from memory.sessions.search import (
     DiscoverResult,
     SessionSearchArgs,
@@ -43,6 +46,20 @@ from memory.sessions.search import (
     session_search_schema,
 )
 from memory.sessions.sqlite import STATE_DB_NAME, SessionDB, open_session_db
+
+# The PostgreSQL backend (psycopg) and the dense index (numpy) load when a name below is
+# first read (`memory.lazy`): a SQLite session store and the CLI's store commands need neither.
+if typing.TYPE_CHECKING:
+    from memory.sessions.dense import DenseIndex, DenseStatus
+    from memory.sessions.postgres import PgSessionStore
+
+__getattr__ = _lazy_names(
+    globals(),
+    {
+        "memory.sessions.dense": ("DenseIndex", "DenseStatus"),
+        "memory.sessions.postgres": ("PgSessionStore",),
+    },
+)
 
 __all__ = [
     "JOURNAL_DIR_NAME",

@@ -23,7 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import anyio
 
@@ -32,7 +32,9 @@ from memory.sessions._fts_query import extract_terms, has_cjk
 from memory.sessions._records import IndexFeatures, SearchHit, SearchResult, SearchRoute, StoredRole
 from memory.sessions.contract import SessionReader
 from memory.sessions.dense.hybrid import DENSE_CANDIDATES, Fused, fuse, route_query
-from memory.sessions.dense.index import DenseHit, DenseIndex
+
+if TYPE_CHECKING:  # the index (and numpy) loads when a dense index is passed in
+    from memory.sessions.dense.index import DenseHit, DenseIndex
 
 __all__ = [
     "RANK_BUDGET",

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from memory.sessions.contract import SessionReader, SessionStore
-from memory.sessions.dense.contract import VectorStore
-from memory.sessions.postgres import PgSessionStore, PgTarget, PgVectors
-from memory.sessions.sqlite import STATE_DB_NAME, SessionDB, SqliteVectors
+from memory.sessions.sqlite import STATE_DB_NAME, SessionDB
+
+if TYPE_CHECKING:
+    from memory.sessions.dense.contract import VectorStore
 
 __all__ = ["SessionBackend", "open_session_store", "open_vectors", "session_store_location"]
 
@@ -32,6 +33,8 @@ def session_store_location(
 ) -> str:
     """Where `open_session_store` with these arguments would keep sessions (passwords hidden)."""
     if backend == "postgres":
+        from memory.sessions.postgres import PgTarget  # here: psycopg loads only for the postgres backend
+
         return PgTarget(_need_url(url), pg_schema).shown
     return str(_need_home(home) / STATE_DB_NAME)
 
@@ -79,6 +82,8 @@ async def open_session_store(
     """
     store: SessionStore
     if backend == "postgres":
+        from memory.sessions.postgres import PgSessionStore
+
         store = await PgSessionStore.open(
             _need_url(url),
             schema=pg_schema,
@@ -100,7 +105,11 @@ def open_vectors(store: SessionReader) -> VectorStore | None:
     """The message-vector table beside `store`'s messages (nothing is opened until first use),
     or None for a store keel did not open itself (a test double, a wrapper)."""
     if isinstance(store, SessionDB):
+        from memory.sessions.sqlite import SqliteVectors  # here: the vector tables load numpy
+
         return SqliteVectors(store.path)
+    from memory.sessions.postgres import PgSessionStore, PgVectors
+
     if isinstance(store, PgSessionStore):
         return PgVectors(store.target)
     return None

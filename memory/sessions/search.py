@@ -34,7 +34,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
@@ -52,7 +52,9 @@ from memory.sessions._render import (
 )
 from memory.sessions._scoped import UserScopedReader
 from memory.sessions.contract import SessionReader
-from memory.sessions.dense import DenseIndex
+
+if TYPE_CHECKING:  # the index (and numpy) loads only when dense search is configured
+    from memory.sessions.dense import DenseIndex
 
 __all__ = [
     "SESSION_SEARCH_TOOL_NAME",

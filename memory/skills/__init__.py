@@ -7,6 +7,8 @@
 # _pg.PgSkillLibrary keeps the same library on PostgreSQL rows (a mirrored cache directory).
 # Layering: memory never imports harness or prompts; prompt text is passed in.
 
+import typing
+
 from memory.errors import (
     SkillBlockedError,
     SkillConflictError,
@@ -15,6 +17,7 @@ from memory.errors import (
     SkillNotFoundError,
     SkillStorageError,
 )
+from memory.lazy import lazy_names as _lazy_names
 from memory.skills._format import (
     MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
@@ -28,7 +31,6 @@ from memory.skills._format import (
 from memory.skills._guard import GuardFinding, GuardReport, Verdict, blocks, scan_skill, scan_text, verdict_of
 from memory.skills._index import load_skills_index, render_skills_index, visible_shared
 from memory.skills._library import SkillLibrary
-from memory.skills._pg import PgSkillLibrary
 from memory.skills._rules import GuardCategory, Severity
 from memory.skills._schemas import (
     SKILL_TOOL_NAMES,
@@ -54,6 +56,12 @@ from memory.skills._types import (
     SkillView,
     TrustTier,
 )
+
+# The PostgreSQL library loads psycopg when first read (`memory.lazy`).
+if typing.TYPE_CHECKING:
+    from memory.skills._pg import PgSkillLibrary
+
+__getattr__ = _lazy_names(globals(), {"memory.skills._pg": ("PgSkillLibrary",)})
 
 __all__ = [
     "GENERAL",

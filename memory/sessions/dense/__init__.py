@@ -6,7 +6,9 @@
 # imports a backend.
 """Hybrid lexical + dense retrieval for `session_search` (optional: needs an embedder)."""
 
-from memory.sessions.dense.codes import CodeIndex, sign_codes, vector_rows
+import typing
+
+from memory.lazy import lazy_names as _lazy_names
 from memory.sessions.dense.contract import (
     EMBEDDED_ROLES,
     CandidateRow,
@@ -26,7 +28,20 @@ from memory.sessions.dense.hybrid import (
     fuse,
     route_query,
 )
-from memory.sessions.dense.index import DenseHit, DenseIndex, DenseStatus, Progress
+
+# The modules doing arithmetic load numpy: they are imported when a name below is first read
+# (`memory.lazy`), so the session store and the CLI's store commands never load numpy.
+if typing.TYPE_CHECKING:
+    from memory.sessions.dense.codes import CodeIndex, sign_codes, vector_rows
+    from memory.sessions.dense.index import DenseHit, DenseIndex, DenseStatus, Progress
+
+__getattr__ = _lazy_names(
+    globals(),
+    {
+        "memory.sessions.dense.codes": ("CodeIndex", "sign_codes", "vector_rows"),
+        "memory.sessions.dense.index": ("DenseHit", "DenseIndex", "DenseStatus", "Progress"),
+    },
+)
 
 __all__ = [
     "DENSE_CANDIDATES",

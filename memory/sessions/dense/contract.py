@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, cast
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Protocol, cast
 
 from memory.sessions._records import StoredRole
+
+if TYPE_CHECKING:  # numpy loads with the embedder and the index, not with the session store
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["EMBEDDED_ROLES", "CandidateRow", "PendingMessage", "TextEmbedder", "VectorRow", "VectorStore"]
 

@@ -34,10 +34,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from memory.sessions._records import SearchHit
-from memory.sessions.dense.index import DenseHit
+
+if TYPE_CHECKING:  # the index (and numpy) loads when dense search is used
+    from memory.sessions.dense.index import DenseHit
 
 __all__ = [
     "DENSE_CANDIDATES",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.conninfo
@@ -20,6 +19,7 @@ import psycopg_pool
 from psycopg.rows import TupleRow
 
 from memory.errors import SessionStoreBusyError, SessionStoreError, SessionStoreUnavailableError
+from memory.pglog import redact_url
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S",
@@ -33,35 +33,10 @@ __all__ = [
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _URL_SCHEMES = ("postgresql://", "postgres://")
-_KV_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _FIX = (
     "check that the server runs and the URL is right (sessions.url, or $KEEL_SESSIONS__URL: "
     "postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE), or use sessions.backend: sqlite"
 )
-
-
-def redact_url(url: str) -> str:
-    """`url` with any password (in the netloc, a `password=` parameter or key=value) as `***`."""
-    if "://" not in url:
-        return _KV_PASSWORD.sub(r"\1***", url)
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, host = netloc.rsplit("@", 1)
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            netloc = f"{userinfo}@{host}"
-        query = urlencode(
-            [
-                (k, "***" if k.lower() == "password" else v)
-                for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            ],
-            safe="*",
-        )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<an unparsable URL>"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -188,23 +189,26 @@ def test_experiment_policies_on_synthetic_turns_shows_frozen_far_above_live(
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 
+def _flush_arms(home: Path, tmp_path: Path, *scenario: str) -> dict[str, dict[str, Any]]:
+    """`keel experiment flush SCENARIO...` run to the end, its JSON report's arms by label."""
+    out = tmp_path / "flush.json"
+    argv = [
+        "--home",
+        str(home),
+        "experiment",
+        "flush",
+        *scenario,
+        "--out",
+        str(tmp_path / "r"),
+        "--json",
+        str(out),
+    ]
+    assert main(argv) == 0
+    return {a["label"]: a for a in json.loads(out.read_text(encoding="utf-8"))["arms"]}
+
+
 def test_experiment_flush_compares_modes_and_retention(tmp_path: Path, home: Path) -> None:
-    out = tmp_path / "exp.json"
-    code = main(
-        [
-            "--home",
-            str(home),
-            "experiment",
-            "flush",
-            str(_write(tmp_path, SCENARIO)),
-            "--out",
-            str(tmp_path / "r"),
-            "--json",
-            str(out),
-        ]
-    )
-    assert code == 0
-    arms = {a["label"]: a for a in json.loads(out.read_text(encoding="utf-8"))["arms"]}
+    arms = _flush_arms(home, tmp_path, str(_write(tmp_path, SCENARIO)))
     assert set(arms) == {"memory_only", "cache_safe", "off", "recall_not_persisted", "memory_last"}
     # the scripted model saved the probe fact in turn 1 already; every arm keeps it in memory
     assert all(a["retention"][0]["in_memory"] for a in arms.values())
@@ -222,24 +226,7 @@ def test_experiment_with_a_missing_scenario_file_fails_cleanly(
 
 
 def test_without_a_flush_the_planted_facts_do_not_reach_memory(tmp_path: Path, home: Path) -> None:
-    out = tmp_path / "flush.json"
-    code = main(
-        [
-            "--home",
-            str(home),
-            "experiment",
-            "flush",
-            "synthetic-200",
-            "--turns",
-            "70",
-            "--out",
-            str(tmp_path / "r"),
-            "--json",
-            str(out),
-        ]
-    )
-    assert code == 0
-    arms = {a["label"]: a for a in json.loads(out.read_text(encoding="utf-8"))["arms"]}
+    arms = _flush_arms(home, tmp_path, "synthetic-200", "--turns", "70")
     kept = {label: sum(p["in_memory"] for p in a["retention"]) for label, a in arms.items()}
     assert kept["memory_only"] == kept["cache_safe"] == len(arms["off"]["retention"]) > 0
     assert kept["off"] == 0

@@ -35,7 +35,10 @@ def seed(home: Path) -> None:
 
 
 def run(home: Path, *argv: str) -> int:
-    return main(["--home", str(home), *argv])
+    """`keel` with hybrid search asked for (`auto`: on, since the dev install has the extra)."""
+    cfg = home / "dense.yaml"
+    cfg.write_text("session_search:\n  dense: auto\n", encoding="utf-8")
+    return main(["--config", str(cfg), "--home", str(home), *argv])
 
 
 def test_reindex_embeds_the_history_with_progress_then_search_explains_both_rankings(

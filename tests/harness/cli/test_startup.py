@@ -3,9 +3,9 @@
 `keel memory add` from eight terminals once took 20–28 s each: every command imported MCP,
 the model clients, the meter and the experiments before parsing its arguments. Each command
 here runs in a fresh interpreter (a real subprocess, as a user runs it) and reports which of
-the heavy modules it loaded; none may be there. PostgreSQL's driver and numpy are not on the
-list: the memory package's stores (PostgreSQL, the session store's dense index) import them
-with their modules.
+the heavy modules it loaded; none may be there. PostgreSQL's driver and numpy are on the list:
+the memory package's façades hand out the PostgreSQL stores and the dense index on first use
+(`memory.lazy`), so a command on the files and SQLite loads neither.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ HEAVY = (
     "harness.compress",
     "harness.telemetry",
     "memory.providers.semantic",
+    "psycopg",
+    "psycopg_pool",
+    "numpy",
 )
 
 _SCRIPT = """

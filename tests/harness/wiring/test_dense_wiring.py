@@ -25,8 +25,9 @@ def options(model: ScriptedModel, home: Path) -> SessionOptions:
 
 
 def test_the_choice_follows_the_config_and_the_installed_embedder() -> None:
-    # The dev install has the semantic extra: auto means on.
-    assert dense_choice(config()).on
+    # Off unless asked; the dev install has the semantic extra, so auto means on.
+    assert not dense_choice(config()).on
+    assert dense_choice(config(session_search__dense="auto")).on
     assert not dense_choice(config(session_search__dense="off")).on
     assert "off" in dense_choice(config(session_search__dense="off")).reason
 
@@ -49,7 +50,7 @@ async def test_a_session_indexes_its_store_in_the_background_and_searches_by_mea
         await db.append_message(
             "old", StoredMessage(role="user", content="We adopted a golden retriever puppy", timestamp=T0 + 1)
         )
-    cfg = config(session_search__dense_interval_s="0.05")
+    cfg = config(session_search__dense="auto", session_search__dense_interval_s="0.05")
     model = ScriptedModel(
         [say("noted"), call_tool("session_search", {"query": "which dog breed"}), say("ok")]
     )

@@ -114,3 +114,30 @@ async def test_two_holders_in_one_process_take_turns(where: tuple[str, str]) -> 
 def test_lease_keys_differ_by_schema_and_session() -> None:
     assert lease_key("a", "s") != lease_key("b", "s") != lease_key("b", "t")
     assert -(2**63) <= lease_key("a", "s") < 2**63
+
+
+async def test_a_wait_that_runs_out_keeps_the_other_leases_of_the_process(
+    postgres_url: str, sessions_schema: str
+) -> None:
+    """A deadline that lands while the lock is being polled must not break the one lease
+    connection: every other session the process holds would lose its lease with it."""
+    import psycopg
+
+    holder = PgLease(postgres_url, schema=sessions_schema, wait_s=30.0)
+    waiter = PgLease(postgres_url, schema=sessions_schema, wait_s=0.004, poll_s=0.0001)
+    try:
+        async with holder.hold("busy"), waiter.hold("mine"):
+            for _ in range(150):  # many deadlines, some of them mid-query
+                with pytest.raises(SessionBusyError):
+                    async with waiter.hold("busy"):
+                        pass
+            # "mine" is still the waiter's: another connection cannot take it
+            async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as other:
+                cur = await other.execute(
+                    "SELECT pg_try_advisory_lock(%s)", (lease_key(sessions_schema, "mine"),)
+                )
+                row = await cur.fetchone()
+            assert row is not None and row[0] is False
+    finally:
+        await holder.aclose()
+        await waiter.aclose()

@@ -22,24 +22,10 @@ from harness.types import (
     ToolSpec,
     Usage,
 )
+from tests.harness.models.recorder import Recorder
 
 EPHEMERAL: JsonObject = {"type": "ephemeral"}
 TOOLS = (ToolSpec(name="memory", description="Save facts.", parameters={"type": "object"}),)
-
-
-class Recorder:
-    def __init__(self, *responses: httpx.Response) -> None:
-        self.responses = list(responses)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.responses.pop(0)
-
-    def body(self, n: int = 0) -> JsonObject:
-        result = json.loads(self.requests[n].content)
-        assert isinstance(result, dict)
-        return result
 
 
 def ok(text: str = "ok", usage: JsonObject | None = None) -> httpx.Response:

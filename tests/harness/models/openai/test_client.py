@@ -19,6 +19,7 @@ from harness.errors import (
 from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryingClient
 from harness.models._stream import MAX_REPLY_CHARS
 from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
+from tests.harness.models.recorder import Recorder
 
 Handler = Callable[[httpx.Request], httpx.Response]
 RAW_ARGS = '{"action":  "add", "content": "likes tea"}'  # odd spacing must survive verbatim
@@ -39,23 +40,6 @@ TRANSCRIPT = (
     Message(role="assistant", content="Saved."),
     Message(role="user", content="thanks"),
 )
-
-
-class Recorder:
-    """A MockTransport handler that answers from a list and keeps every request."""
-
-    def __init__(self, *responses: httpx.Response) -> None:
-        self.responses = list(responses)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.responses.pop(0)
-
-    def body(self, n: int = 0) -> JsonObject:
-        result = json.loads(self.requests[n].content)
-        assert isinstance(result, dict)
-        return result
 
 
 def client_for(

@@ -12,6 +12,9 @@ from pydantic import JsonValue
 from memory.providers.holographic import FactTools, Retriever, tool_schemas
 from tests.memory.providers.holographic.conftest import FactStores
 
+# The `fact_store` tool's actions, in the order its schema lists them.
+ACTIONS = ("add", "search", "probe", "related", "reason", "contradict", "update", "remove", "list")
+
 
 @pytest.fixture
 def tools(facts: FactStores) -> FactTools:
@@ -39,17 +42,7 @@ def test_schemas_are_in_openai_function_shape() -> None:
     assert isinstance(properties, dict)
     action = properties["action"]
     assert isinstance(action, dict)
-    assert action["enum"] == [
-        "add",
-        "search",
-        "probe",
-        "related",
-        "reason",
-        "contradict",
-        "update",
-        "remove",
-        "list",
-    ]
+    assert action["enum"] == list(ACTIONS)
 
 
 def test_every_action_works_end_to_end(tools: FactTools) -> None:
@@ -154,21 +147,7 @@ field_names = st.sampled_from(
         "limit",
     ]
 )
-actions = st.sampled_from(
-    [
-        "add",
-        "search",
-        "probe",
-        "related",
-        "reason",
-        "contradict",
-        "update",
-        "remove",
-        "list",
-        "helpful",
-        "unhelpful",
-    ]
-)
+actions = st.sampled_from([*ACTIONS, "helpful", "unhelpful"])  # fact_feedback takes the last two
 arguments = st.fixed_dictionaries({"action": actions | json_values}, optional={}).flatmap(
     lambda base: st.dictionaries(field_names | st.text(max_size=8), json_values, max_size=6).map(
         lambda extra: {**extra, **base}
