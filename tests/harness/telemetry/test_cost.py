@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.telemetry.port import RequestInfo
 from harness.types import Message, ModelReply, ModelRequest, ToolCall, Usage
 from tests.harness.telemetry.conftest import make_captured
 
@@ -44,19 +45,14 @@ def _calls_for_next_request(history: int, provider: str) -> tuple[int, int]:
     telemetry = captured.export.telemetry
     messages = _history(history)
     usage = Usage(input=5, output=1)
+    info = RequestInfo(
+        model="m", provider=provider, conversation_id="c", session_id="s", compacted=False, stream="s"
+    )
 
     def request() -> None:
         sent = ModelRequest(system="You are keel.", messages=tuple(messages))
         with telemetry.turn(conversation_id="c", session_id="s", turn=1) as turn:
-            with telemetry.request(
-                sent,
-                model="m",
-                provider=provider,
-                conversation_id="c",
-                session_id="s",
-                compacted=False,
-                stream="s",
-            ) as span:
+            with telemetry.request(sent, info) as span:
                 span.replied(
                     ModelReply(Message("assistant", "ok"), usage=usage), usage, reported=True, slots=()
                 )
