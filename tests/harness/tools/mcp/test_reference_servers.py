@@ -1,14 +1,18 @@
-"""Real MCP servers nobody here wrote, from the package registry, over stdio: the reference
-servers `mcp-server-git` (on a temporary repository) and `mcp-server-time`. Their tools are
-listed (sorted, namespaced), called by a scripted model, and their results are in the transcript.
+"""Real MCP servers nobody here wrote, from the package registries: over stdio the reference
+servers `mcp-server-git` (on a temporary repository) and `mcp-server-time` (PyPI), over
+streamable HTTP the reference `@modelcontextprotocol/server-everything` (npm, the version
+`npm/package-lock.json` pins). Their tools are listed (sorted, namespaced), called by a
+scripted model, and their results are in the transcript.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,9 @@ import pytest
 from harness.config import KeelConfig, McpServerConfig
 from harness.events import ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.tools.mcp import connect
 from harness.wiring import SessionOptions, open_session
+from tests.harness.tools.mcp.mcpkit import free_port, npm_servers, wait_for_port
 
 
 def _need(module: str, package: str) -> None:
@@ -96,3 +102,62 @@ async def test_mcp_server_time_answers_and_refuses_a_bad_timezone_as_a_tool_erro
     assert json.loads(converted.content)["target"]["timezone"] == "Asia/Tokyo"
     assert "21:00" in converted.content and "Asia/Tokyo" in converted.content
     assert refused.is_error and "Not/AZone" in refused.content
+
+
+@pytest.fixture
+def everything_url() -> Iterator[str]:
+    """The npm reference server `server-everything` in its streamable HTTP mode, on a free port."""
+    root = npm_servers()
+    script = root / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    port = free_port()
+    argv = ["node", str(script), "streamableHttp"]
+    proc = subprocess.Popen(
+        argv,
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(proc, port, argv)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_server_everything_over_streamable_http_lists_and_runs_its_tools(
+    home: Path, everything_url: str
+) -> None:
+    server = McpServerConfig(name="everything", url=everything_url)
+    model = ScriptedModel(
+        [
+            call_tool("everything__echo", {"message": "hello from keel"}),
+            call_tool("everything__get-sum", {"a": 19, "b": 23}),
+            call_tool("everything__get-sum", {"a": "nineteen"}),
+            say("the sum is 42"),
+        ]
+    )
+    async with open_session(
+        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        names = [n for n in s.tools.names if n.startswith("everything__")]
+        events = await run_turn(s, "echo and add")
+        transcript = s.transcript
+    assert names == sorted(names) and {"everything__echo", "everything__get-sum"} <= set(names)
+    echoed, added, refused = [e for e in events if isinstance(e, ToolResultReady)]
+    assert not echoed.is_error and "Echo: hello from keel" in echoed.content
+    assert not added.is_error and "The sum of 19 and 23 is 42." in added.content
+    assert refused.is_error
+    tool_messages = [m.content for m in transcript if m.role == "tool"]
+    assert any("The sum of 19 and 23 is 42." in m for m in tool_messages)
+
+
+async def test_server_everything_answers_the_discover_probe_as_a_previous_version_server(
+    everything_url: str,
+) -> None:
+    server = McpServerConfig(name="everything", url=everything_url)
+    async with connect(server, environ={}, max_output_chars=10_000) as connection:
+        version = connection.protocol_version
+        names = [t.name for t in connection.tools]
+    assert version == "2025-11-25"  # no server/discover: keel negotiated down to the handshake
+    assert names == sorted(names) and "get-sum" in names
