@@ -42,11 +42,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._util import bounded_turn
 from harness import ModelRequest
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
 from harness.config import KeelConfig, McpServerConfig, load_config
-from harness.events import Event, ToolCallStarted, ToolResultReady, UsageReported
-from harness.loop.session import Session
+from harness.events import ToolCallStarted, ToolResultReady, UsageReported
 from harness.testing import ReplyLike, ScriptedModel, call_tool, config, respond, run_turn, say
 from harness.trace import read_trace
 from harness.wiring import SessionOptions, open_session
@@ -166,15 +166,6 @@ async def main(tasks: int, profile: str) -> None:
     print(f"deferred / sent median prompt tokens: {ratio:.3f}")
 
 
-async def _local_turn(s: Session, text: str, deadline: float) -> tuple[list[Event], bool]:
-    events: list[Event] = []
-    with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
-        async with s.run_turn(text) as stream:
-            async for ev in stream:
-                events.append(ev)
-    return events, not scope.cancelled_caught
-
-
 async def local(tasks: int, budget_s: float, models_dir: Path) -> None:
     """The deferred way on the embedded model (see the module docstring)."""
     deadline = time.monotonic() + budget_s
@@ -195,7 +186,7 @@ async def local(tasks: int, budget_s: float, models_dir: Path) -> None:
                 if time.monotonic() >= deadline:
                     break
                 started = time.monotonic()
-                events, finished = await _local_turn(s, text, deadline)
+                events, finished = await bounded_turn(s, text, deadline)
                 done += finished
                 calls = [f"{e.name}({e.arguments})" for e in events if isinstance(e, ToolCallStarted)]
                 names = [e.name for e in events if isinstance(e, ToolCallStarted)]

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import KeelConfig, McpServerConfig
-from harness.events import ToolResultReady
+from harness.events import Event, ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.tools.mcp import connect
+from harness.types import Message
 from harness.wiring import SessionOptions, open_session
 from tests.harness.tools.mcp.mcpkit import free_port, npm_servers, wait_for_port
 
@@ -33,6 +34,17 @@ def _need(module: str, package: str) -> None:
 def _with(*servers: McpServerConfig) -> KeelConfig:
     cfg = config(skills__enabled="false")
     return cfg.model_copy(update={"mcp": cfg.mcp.model_copy(update={"servers": servers})})
+
+
+async def _play(
+    server: McpServerConfig, model: ScriptedModel, home: Path, text: str
+) -> tuple[list[str], list[Event], tuple[Message, ...]]:
+    """One turn of a session with `server`: the server's tool names, the events, the transcript."""
+    options = SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    async with open_session(_with(server), options) as s:
+        names = [n for n in s.tools.names if n.startswith(f"{server.name}__")]
+        events = await run_turn(s, text)
+        return names, events, s.transcript
 
 
 def _repository(root: Path) -> Path:
@@ -62,12 +74,7 @@ async def test_mcp_server_git_lists_and_runs_its_tools_on_a_temporary_repository
             say("one commit, one untracked file"),
         ]
     )
-    async with open_session(
-        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        names = [n for n in s.tools.names if n.startswith("git__")]
-        events = await run_turn(s, "what is in the repository?")
-        transcript = s.transcript
+    names, events, transcript = await _play(server, model, home, "what is in the repository?")
     assert names == sorted(names) and {"git__git_log", "git__git_status", "git__git_diff"} <= set(names)
     log, status = [e for e in events if isinstance(e, ToolResultReady)]
     assert not log.is_error and "Add the inventory readme" in log.content
@@ -91,11 +98,7 @@ async def test_mcp_server_time_answers_and_refuses_a_bad_timezone_as_a_tool_erro
             say("21:00 in Tokyo"),
         ]
     )
-    async with open_session(
-        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        names = [n for n in s.tools.names if n.startswith("time__")]
-        events = await run_turn(s, "noon UTC in Tokyo?")
+    names, events, _ = await _play(server, model, home, "noon UTC in Tokyo?")
     assert names == ["time__convert_time", "time__get_current_time"]
     converted, refused = [e for e in events if isinstance(e, ToolResultReady)]
     assert not converted.is_error
@@ -137,12 +140,7 @@ async def test_server_everything_over_streamable_http_lists_and_runs_its_tools(
             say("the sum is 42"),
         ]
     )
-    async with open_session(
-        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        names = [n for n in s.tools.names if n.startswith("everything__")]
-        events = await run_turn(s, "echo and add")
-        transcript = s.transcript
+    names, events, transcript = await _play(server, model, home, "echo and add")
     assert names == sorted(names) and {"everything__echo", "everything__get-sum"} <= set(names)
     echoed, added, refused = [e for e in events if isinstance(e, ToolResultReady)]
     assert not echoed.is_error and "Echo: hello from keel" in echoed.content
