@@ -59,6 +59,9 @@ class SessionHost:
     def messages(self) -> Sequence[Message]:
         return self._transcript.messages
 
+    async def save(self) -> None:
+        await self._transcript.save()
+
     @property
     def system_prompt(self) -> str:
         return self._system.text
