@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
@@ -110,47 +110,40 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
 
 
+@dataclass(eq=False)
 class Transcript:
     """The messages of the current session row, which row that is, and how many turns it has seen."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        *,
-        new_id: Callable[[], str],
-        model_name: str,
-        count: Callable[[Message], int],
-        warn: Callable[[str], None],
-        clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._recorder = recorder
-        self._clock = clock
-        self._monotonic = monotonic
-        self._warn = warn
-        self._new_id = new_id
-        self._model_name = model_name
-        self._count = count
-        self.session_id = new_id()
-        self.parent_session_id: str | None = None
-        self.lineage_root = self.session_id
-        """The first session of this lineage: compression continues a session in a child with
-        a new id but the same root, so the session lease is keyed by it (one turn at a time
-        across the whole lineage, on every worker)."""
-        self.version = 0
-        self.turn = 0
-        """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
-        self._messages: list[Message] = []
-        self._unsaved: list[_Row] = []
-        self._unopened: set[str] = set()
-        self.fenced = False
-        """The store refused a write because another worker took the session's lease: nothing
-        is written until the session reloads from the store (the session's next turn)."""
-        self._last_id: int | None = None
+    recorder: Recorder
+    _: KW_ONLY
+    new_id: Callable[[], str]
+    model_name: str
+    count: Callable[[Message], int]
+    warn: Callable[[str], None]
+    clock: Callable[[], float] = time.time
+    """When a message was said (its row's timestamp)."""
+    monotonic: Callable[[], float] = time.monotonic
+    """How long a deferred row has waited (`save`)."""
+    session_id: str = field(init=False)
+    parent_session_id: str | None = field(default=None, init=False)
+    lineage_root: str = field(init=False)
+    """The first session of this lineage: compression continues a session in a child with
+    a new id but the same root, so the session lease is keyed by it (one turn at a time
+    across the whole lineage, on every worker)."""
+    version: int = field(default=0, init=False)
+    turn: int = field(default=0, init=False)
+    """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
+    fenced: bool = field(default=False, init=False)
+    """The store refused a write because another worker took the session's lease: nothing
+    is written until the session reloads from the store (the session's next turn)."""
+    _messages: list[Message] = field(default_factory=list, init=False)
+    _unsaved: list[_Row] = field(default_factory=list, init=False)
+    _unopened: set[str] = field(default_factory=set, init=False)
+    _last_id: int | None = field(default=None, init=False)
 
-    @property
-    def recorder(self) -> Recorder:
-        return self._recorder
+    def __post_init__(self) -> None:
+        self.session_id = self.new_id()
+        self.lineage_root = self.session_id
 
     def begin_turn(self) -> int:
         """Count a new user turn; returns its number (from 1)."""
@@ -166,8 +159,8 @@ class Transcript:
 
     async def open(self) -> None:
         """Create the current session row."""
-        await self._recorder.start_session(
-            self.session_id, model=self._model_name, parent_session_id=self.parent_session_id
+        await self.recorder.start_session(
+            self.session_id, model=self.model_name, parent_session_id=self.parent_session_id
         )
 
     @property
@@ -179,9 +172,9 @@ class Transcript:
         """Save what is unsaved, then end the current session row."""
         if await self._save_unsaved():
             try:
-                await self._recorder.end_session(self.session_id, reason=reason)
+                await self.recorder.end_session(self.session_id, reason=reason)
             except _STORE_ERRORS as exc:
-                self._warn(f"could not end session {self.session_id!r} in the session store ({exc})")
+                self.warn(f"could not end session {self.session_id!r} in the session store ({exc})")
 
     async def append(
         self, message: Message, *, stored: Message | None = None, defer: bool = False
@@ -222,12 +215,12 @@ class Transcript:
     async def save(self, *, waited_s: float = 0.0) -> bool:
         """Write the rows waiting for the store (with `waited_s`: only once the oldest has
         waited that long); False (with a warning) when the store refused them."""
-        if not self._unsaved or self._monotonic() - self._unsaved[0].queued_at < waited_s:
+        if not self._unsaved or self.monotonic() - self._unsaved[0].queued_at < waited_s:
             return not self._unsaved
         return await self._save_unsaved()
 
     def _queue(self, row: Message, *, kept: Message | None) -> None:
-        self._unsaved.append(_Row(self.session_id, row, self._clock(), self._monotonic(), kept))
+        self._unsaved.append(_Row(self.session_id, row, self.clock(), self.monotonic(), kept))
 
     async def _save_unsaved(self) -> bool:
         """Write the queued rows in order, each session's run of them in one transaction;
@@ -248,18 +241,18 @@ class Transcript:
             rows = self._unsaved[:run]
             try:
                 if session_id in self._unopened:
-                    await self._recorder.start_session(
-                        session_id, model=self._model_name, parent_session_id=self.parent_session_id
+                    await self.recorder.start_session(
+                        session_id, model=self.model_name, parent_session_id=self.parent_session_id
                     )
                     self._unopened.discard(session_id)
                 ids = await self._write(session_id, rows)
             except SessionFencedError as exc:
-                self._warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
+                self.warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
                 self.fenced = True
                 self._unsaved.clear()
                 return False
             except _STORE_ERRORS as exc:
-                self._warn(
+                self.warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
                     "memory and will be saved with the next message — nothing is lost while this session runs"
                 )
@@ -273,12 +266,12 @@ class Transcript:
         """One transaction for `rows` (all of `session_id`); their store ids, or () when the recorder keeps none."""
         if len(rows) == 1:
             row = rows[0].message
-            return (await self._recorder.append_message(session_id, row, token_count=self._count(row)),)
+            return (await self.recorder.append_message(session_id, row, token_count=self.count(row)),)
         messages = [r.message for r in rows]
-        ids = await self._recorder.append_messages(
+        ids = await self.recorder.append_messages(
             session_id,
             messages,
-            token_counts=[self._count(m) for m in messages],
+            token_counts=[self.count(m) for m in messages],
             timestamps=[r.timestamp for r in rows],
         )
         return () if ids is None or len(ids) != len(rows) else ids
@@ -314,7 +307,7 @@ class Transcript:
         """End this row (`new_session`) and start an empty, unrelated one; returns the old id."""
         old = self.session_id
         await self.end("new_session")
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.parent_session_id = None
         self.lineage_root = self.session_id
         self.turn = 0
@@ -327,17 +320,17 @@ class Transcript:
         old = self.session_id
         await self.end("compression")
         self.parent_session_id = old
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.replace(messages)
         if not self._unsaved:
             try:
                 await self.open()
-                await self._recorder.append_messages(
-                    self.session_id, list(messages), token_counts=[self._count(m) for m in messages]
+                await self.recorder.append_messages(
+                    self.session_id, list(messages), token_counts=[self.count(m) for m in messages]
                 )
                 return old
             except _STORE_ERRORS as exc:
-                self._warn(f"the session store refused the compressed session ({exc}); it will be retried")
+                self.warn(f"the session store refused the compressed session ({exc}); it will be retried")
         self._unopened.add(self.session_id)
         for m in messages:  # they keep the ids of the rows they were copied from
             self._queue(m, kept=None)
