@@ -48,7 +48,7 @@ class SessionHost:
         return self.transcript.messages
 
     async def save(self) -> None:
-        await self._transcript.save()
+        await self.transcript.save()
 
     @property
     def system_prompt(self) -> str:
