@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
-from harness.cli._app import COMMANDS, _selected
+from harness.cli._app import _selected
+from harness.cli.commands import COMMANDS
 
 REPO = Path(__file__).resolve().parents[3]
 
