@@ -29,6 +29,19 @@ def _with(*servers: McpServerConfig) -> KeelConfig:
     return cfg.model_copy(update={"mcp": cfg.mcp.model_copy(update={"servers": servers})})
 
 
+async def _ask(
+    home: Path, server: McpServerConfig, model: ScriptedModel, question: str
+) -> tuple[list[str], list[ToolResultReady], list[str]]:
+    """One turn with `server`: its tools' names as listed, the tool results, the transcript's tool messages."""
+    async with open_session(
+        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        names = [n for n in s.tools.names if n.startswith(f"{server.name}__")]
+        events = await run_turn(s, question)
+        tool_messages = [m.content for m in s.transcript if m.role == "tool"]
+    return names, [e for e in events if isinstance(e, ToolResultReady)], tool_messages
+
+
 def _repository(root: Path) -> Path:
     repo = root / "repo"
     repo.mkdir()
@@ -56,17 +69,10 @@ async def test_mcp_server_git_lists_and_runs_its_tools_on_a_temporary_repository
             say("one commit, one untracked file"),
         ]
     )
-    async with open_session(
-        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        names = [n for n in s.tools.names if n.startswith("git__")]
-        events = await run_turn(s, "what is in the repository?")
-        transcript = s.transcript
+    names, (log, status), tool_messages = await _ask(home, server, model, "what is in the repository?")
     assert names == sorted(names) and {"git__git_log", "git__git_status", "git__git_diff"} <= set(names)
-    log, status = [e for e in events if isinstance(e, ToolResultReady)]
     assert not log.is_error and "Add the inventory readme" in log.content
     assert not status.is_error and "notes.txt" in status.content
-    tool_messages = [m.content for m in transcript if m.role == "tool"]
     assert any("Add the inventory readme" in m for m in tool_messages)
 
 
@@ -85,13 +91,8 @@ async def test_mcp_server_time_answers_and_refuses_a_bad_timezone_as_a_tool_erro
             say("21:00 in Tokyo"),
         ]
     )
-    async with open_session(
-        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        names = [n for n in s.tools.names if n.startswith("time__")]
-        events = await run_turn(s, "noon UTC in Tokyo?")
+    names, (converted, refused), _ = await _ask(home, server, model, "noon UTC in Tokyo?")
     assert names == ["time__convert_time", "time__get_current_time"]
-    converted, refused = [e for e in events if isinstance(e, ToolResultReady)]
     assert not converted.is_error
     assert json.loads(converted.content)["target"]["timezone"] == "Asia/Tokyo"
     assert "21:00" in converted.content and "Asia/Tokyo" in converted.content
