@@ -73,14 +73,7 @@ class Session:
         self._transcript = path.transcript
         self.compressor = Compressor(parts.settings.compression, telemetry=path.calls.telemetry)
         self._host = SessionHost(
-            transcript=path.transcript,
-            system=path.system,
-            estimator=self.estimator,
-            calls=path.calls,
-            tools=parts.tools,
-            providers=parts.providers,
-            recorder=path.transcript.recorder,
-            today=parts.today,
+            path.transcript, path.system, path.calls, parts.tools, parts.providers, parts.today
         )
         self.cache_keeper = CacheKeeper(
             parts.settings.cache,

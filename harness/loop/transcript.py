@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
@@ -89,43 +89,36 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
 
 
+@dataclass(eq=False)
 class Transcript:
     """The messages of the current session row, which row that is, and how many turns it has seen."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        *,
-        new_id: Callable[[], str],
-        model_name: str,
-        count: Callable[[Message], int],
-        warn: Callable[[str], None],
-    ) -> None:
-        self._recorder = recorder
-        self._warn = warn
-        self._new_id = new_id
-        self._model_name = model_name
-        self._count = count
-        self.session_id = new_id()
-        self.parent_session_id: str | None = None
-        self.lineage_root = self.session_id
-        """The first session of this lineage: compression continues a session in a child with
-        a new id but the same root, so the session lease is keyed by it (one turn at a time
-        across the whole lineage, on every worker)."""
-        self.version = 0
-        self.turn = 0
-        """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
-        self._messages: list[Message] = []
-        self._unsaved: list[tuple[str, Message]] = []
-        self._unopened: set[str] = set()
-        self.fenced = False
-        """The store refused a write because another worker took the session's lease: nothing
-        is written until the session reloads from the store (the session's next turn)."""
-        self._last_id: int | None = None
+    recorder: Recorder
+    _: KW_ONLY
+    new_id: Callable[[], str]
+    model_name: str
+    count: Callable[[Message], int]
+    warn: Callable[[str], None]
+    session_id: str = field(init=False)
+    parent_session_id: str | None = field(default=None, init=False)
+    lineage_root: str = field(init=False)
+    """The first session of this lineage: compression continues a session in a child with
+    a new id but the same root, so the session lease is keyed by it (one turn at a time
+    across the whole lineage, on every worker)."""
+    version: int = field(default=0, init=False)
+    turn: int = field(default=0, init=False)
+    """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
+    fenced: bool = field(default=False, init=False)
+    """The store refused a write because another worker took the session's lease: nothing
+    is written until the session reloads from the store (the session's next turn)."""
+    _messages: list[Message] = field(default_factory=list, init=False)
+    _unsaved: list[tuple[str, Message]] = field(default_factory=list, init=False)
+    _unopened: set[str] = field(default_factory=set, init=False)
+    _last_id: int | None = field(default=None, init=False)
 
-    @property
-    def recorder(self) -> Recorder:
-        return self._recorder
+    def __post_init__(self) -> None:
+        self.session_id = self.new_id()
+        self.lineage_root = self.session_id
 
     def begin_turn(self) -> int:
         """Count a new user turn; returns its number (from 1)."""
@@ -141,8 +134,8 @@ class Transcript:
 
     async def open(self) -> None:
         """Create the current session row."""
-        await self._recorder.start_session(
-            self.session_id, model=self._model_name, parent_session_id=self.parent_session_id
+        await self.recorder.start_session(
+            self.session_id, model=self.model_name, parent_session_id=self.parent_session_id
         )
 
     @property
@@ -154,9 +147,9 @@ class Transcript:
         """Save what is unsaved, then end the current session row."""
         if await self._save_unsaved():
             try:
-                await self._recorder.end_session(self.session_id, reason=reason)
+                await self.recorder.end_session(self.session_id, reason=reason)
             except _STORE_ERRORS as exc:
-                self._warn(f"could not end session {self.session_id!r} in the session store ({exc})")
+                self.warn(f"could not end session {self.session_id!r} in the session store ({exc})")
 
     async def append(self, message: Message, *, stored: Message | None = None) -> Message:
         """Append `message` and persist it (or `stored`, the bytes a resumed session must replay).
@@ -205,20 +198,20 @@ class Transcript:
             session_id, row = self._unsaved[0]
             try:
                 if session_id in self._unopened:
-                    await self._recorder.start_session(
-                        session_id, model=self._model_name, parent_session_id=self.parent_session_id
+                    await self.recorder.start_session(
+                        session_id, model=self.model_name, parent_session_id=self.parent_session_id
                     )
                     self._unopened.discard(session_id)
-                self._last_id = await self._recorder.append_message(
-                    session_id, row, token_count=self._count(row)
+                self._last_id = await self.recorder.append_message(
+                    session_id, row, token_count=self.count(row)
                 )
             except SessionFencedError as exc:
-                self._warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
+                self.warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
                 self.fenced = True
                 self._unsaved.clear()
                 return False
             except _STORE_ERRORS as exc:
-                self._warn(
+                self.warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
                     "memory and will be saved with the next message — nothing is lost while this session runs"
                 )
@@ -247,7 +240,7 @@ class Transcript:
         """End this row (`new_session`) and start an empty, unrelated one; returns the old id."""
         old = self.session_id
         await self.end("new_session")
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.parent_session_id = None
         self.lineage_root = self.session_id
         self.turn = 0
@@ -260,17 +253,17 @@ class Transcript:
         old = self.session_id
         await self.end("compression")
         self.parent_session_id = old
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.replace(messages)
         if not self._unsaved:
             try:
                 await self.open()
-                await self._recorder.append_messages(
-                    self.session_id, list(messages), token_counts=[self._count(m) for m in messages]
+                await self.recorder.append_messages(
+                    self.session_id, list(messages), token_counts=[self.count(m) for m in messages]
                 )
                 return old
             except _STORE_ERRORS as exc:
-                self._warn(f"the session store refused the compressed session ({exc}); it will be retried")
+                self.warn(f"the session store refused the compressed session ({exc}); it will be retried")
         self._unopened.add(self.session_id)
         self._unsaved.extend((self.session_id, m) for m in messages)
         return old

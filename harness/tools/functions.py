@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 from pydantic.errors import PydanticUserError
 
 from harness.errors import ConfigError
 from harness.events import Event, Warning
-from harness.tools.arguments import ArgumentsError, describe_validation, model_schema, parse_arguments
+from harness.tools.arguments import model_schema
 from harness.tools.cut import cap_text
-from harness.tools.registry import ToolOutput, error_json
+from harness.tools.registry import ToolOutput, error_json, validated_arguments
 from harness.tools.workers import BLOCKED_S, run_async, run_sync
 from harness.types import JsonObject, ToolSpec
 
@@ -173,13 +173,9 @@ class PythonTool:
         return self._spec
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        try:
-            raw = parse_arguments(arguments)
-            args = self._model.model_validate(raw)
-        except ArgumentsError as exc:
-            return ToolOutput(error_json(str(exc)), True)
-        except ValidationError as exc:
-            return ToolOutput(error_json(describe_validation(exc)), True)
+        args = validated_arguments(self._model, arguments)
+        if isinstance(args, ToolOutput):
+            return args
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
         name = self._spec.name
         if self._async_fn is not None:

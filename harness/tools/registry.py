@@ -36,6 +36,7 @@ __all__ = [
     "ToolRegistry",
     "ToolSource",
     "error_json",
+    "validated_arguments",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,16 @@ def error_json(message: str) -> str:
     return json.dumps({"success": False, "error": message}, ensure_ascii=False)
 
 
+def validated_arguments(model: type[M], arguments: str) -> M | ToolOutput:
+    """The model's argument text validated into `model`, or the error result it can read and correct."""
+    try:
+        return model.model_validate(parse_arguments(arguments))
+    except ArgumentsError as exc:
+        return ToolOutput(error_json(str(exc)), True)
+    except ValidationError as exc:
+        return ToolOutput(error_json(describe_validation(exc)), True)
+
+
 class FunctionTool(Generic[M]):
     """A tool whose arguments are validated into `args_model` before `fn` sees them."""
 
@@ -83,14 +94,9 @@ class FunctionTool(Generic[M]):
         return self._spec
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        try:
-            raw = parse_arguments(arguments)
-        except ArgumentsError as exc:
-            return ToolOutput(error_json(str(exc)), True)
-        try:
-            args = self._model.model_validate(raw)
-        except ValidationError as exc:
-            return ToolOutput(error_json(describe_validation(exc)), True)
+        args = validated_arguments(self._model, arguments)
+        if isinstance(args, ToolOutput):
+            return args
         out = await self._fn(args)
         return out if isinstance(out, ToolOutput) else ToolOutput(out)
 

@@ -29,7 +29,6 @@ from memory.sessions._records import (
     MessageRecord,
     SessionRecord,
     StoredMessage,
-    StoredRole,
 )
 from memory.sessions._rows import (
     MAX_LINEAGE_DEPTH,
@@ -41,6 +40,7 @@ from memory.sessions._rows import (
     roots_from_parents,
     session_from_row,
 )
+from memory.sessions.reads import ListSessions, SelectMessages
 from memory.sessions.writes import (
     AddUsage,
     AppendMessages,
@@ -376,48 +376,33 @@ async def continuation(conn: Conn, session_id: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-async def list_sessions(
-    conn: Conn,
-    *,
-    limit: int,
-    offset: int,
-    order: str,
-    exclude: Sequence[str],
-    user_ids: Sequence[str] | None,
-) -> list[SessionRecord]:
-    column = "last_active_at" if order == "last_active" else "started_at"
+async def list_sessions(conn: Conn, query: ListSessions) -> list[SessionRecord]:
+    column = "last_active_at" if query.order == "last_active" else "started_at"
     tests = ["NOT (id = ANY(%s))"]
-    args: list[object] = [list(exclude)]
-    if user_ids is not None:
+    args: list[object] = [[pg_text(e) for e in query.exclude]]
+    if query.user_ids is not None:
         tests.append("user_id = ANY(%s)")
-        args.append(list(user_ids))
+        args.append([pg_text(u) for u in query.user_ids])
     cur = await conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(tests)} "
         f"ORDER BY {column} DESC, row_id DESC LIMIT %s OFFSET %s",
-        (*args, limit, offset),
+        (*args, query.limit, query.offset),
     )
     return [session_from_row(r) for r in await cur.fetchall()]
 
 
-async def get_messages(
-    conn: Conn,
-    session_id: str,
-    *,
-    start_seq: int,
-    limit: int | None,
-    from_end: bool,
-    roles: Sequence[StoredRole] | None,
-) -> list[MessageRecord]:
+async def get_messages(conn: Conn, query: SelectMessages) -> list[MessageRecord]:
+    roles = query.roles
     role_sql = "" if roles is None else " AND role = ANY(%s)"
     role_args: tuple[object, ...] = () if roles is None else (list(roles),)
-    direction = "DESC" if from_end else "ASC"
+    direction = "DESC" if query.from_end else "ASC"
     cur = await conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND seq >= %s{role_sql} "
         f"ORDER BY seq {direction} LIMIT %s",
-        (session_id, start_seq, *role_args, limit),
+        (pg_text(query.session_id), query.start_seq, *role_args, query.limit),
     )
     records = [message_from_row(r) for r in await cur.fetchall()]
-    return records[::-1] if from_end else records
+    return records[::-1] if query.from_end else records
 
 
 async def get_message(conn: Conn, message_id: int) -> MessageRecord | None:

@@ -36,6 +36,7 @@ from memory.sessions._rows import (
     roots_from_parents,
     session_from_row,
 )
+from memory.sessions.reads import ListSessions, SelectMessages
 from memory.sessions.writes import (
     AddUsage,
     AppendMessages,
@@ -290,26 +291,19 @@ def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple
     return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
 
 
-def list_sessions(
-    conn: sqlite3.Connection,
-    *,
-    limit: int,
-    offset: int,
-    order: str,
-    exclude: Sequence[str],
-    user_ids: Sequence[str] | None = None,
-) -> list[SessionRecord]:
-    column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
+def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[SessionRecord]:
+    column = "COALESCE(last_active_at, started_at)" if query.order == "last_active" else "started_at"
+    exclude = query.exclude
     tests: list[str] = []
     if exclude:
         tests.append(f"id NOT IN ({','.join('?' * len(exclude))})")
-    user_sql, user_args = user_clause("user_id", user_ids)
+    user_sql, user_args = user_clause("user_id", query.user_ids)
     if user_sql:
         tests.append(user_sql)
     where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
-        (*exclude, *user_args, limit, offset),
+        (*exclude, *user_args, query.limit, query.offset),
     ).fetchall()
     return [session_from_row(r) for r in rows]
 
@@ -320,24 +314,16 @@ def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ..
     return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def get_messages(
-    conn: sqlite3.Connection,
-    session_id: str,
-    *,
-    start_seq: int,
-    limit: int | None,
-    from_end: bool,
-    roles: Sequence[StoredRole] | None,
-) -> list[MessageRecord]:
-    role_sql, role_args = _role_clause(roles)
-    direction = "DESC" if from_end else "ASC"
+def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[MessageRecord]:
+    role_sql, role_args = _role_clause(query.roles)
+    direction = "DESC" if query.from_end else "ASC"
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
         f"ORDER BY seq {direction} LIMIT ?",
-        (session_id, start_seq, *role_args, -1 if limit is None else limit),
+        (query.session_id, query.start_seq, *role_args, -1 if query.limit is None else query.limit),
     ).fetchall()
     records = [message_from_row(tuple(r)) for r in rows]
-    return records[::-1] if from_end else records
+    return records[::-1] if query.from_end else records
 
 
 def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:

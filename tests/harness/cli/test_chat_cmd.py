@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli._chat_cmd import _chat
 from harness.cli._render import short_result
+from harness.cli.commands.chat import _chat
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, say
 from harness.wiring import SessionOptions
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser
-from harness.cli._app import COMMANDS, _selected
+from harness.cli._app import _selected
+from harness.cli.commands import COMMANDS
 from tests.subprocesses import run_python
 
 HEAVY = (

@@ -121,7 +121,7 @@ _CHAT = """
 import argparse, asyncio, functools, io, pathlib, sys, time
 import anyio
 import harness
-from harness.cli._chat_cmd import _chat
+from harness.cli.commands.chat import _chat
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, say
 from harness.wiring import SessionOptions
 

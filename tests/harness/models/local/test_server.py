@@ -211,7 +211,7 @@ async def test_a_full_queue_answers_503_and_frees_up_when_work_ends() -> None:
         gate.wait(10)  # the scripted sampler, held until the gate opens
         return script(*args)  # type: ignore[arg-type]  # the sampler's own arguments
 
-    engine._sample = held  # a test double at the engine's sampler seam
+    engine.sample = held  # a test double at the engine's sampler seam
     body = {"messages": [{"role": "user", "content": "hi"}]}
     first: list[httpx.Response] = []
     async with _limited(ServerLimits(max_queue=1), engine) as http:

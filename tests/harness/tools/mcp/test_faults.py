@@ -209,7 +209,7 @@ async def test_an_http_server_down_between_turns_is_a_tool_error_and_back_when_i
 _CHAT = """
 import functools, io, pathlib, sys
 import anyio
-from harness.cli._chat_cmd import _chat
+from harness.cli.commands.chat import _chat
 from harness.config import McpServerConfig
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, say
 from harness.wiring import SessionOptions
