@@ -429,6 +429,7 @@ class Session:
                 temperature=self.settings.temperature,
                 purpose="turn",
                 stable_prefix_chars=self.system.stable_chars,
+                deferred_tools=self.tools.deferred_specs(),
             )
             reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls

@@ -152,8 +152,12 @@ class ToolRegistry:
         telemetry: Telemetry = NO_TELEMETRY,
         defer: Callable[[Sequence[ToolSpec]], Tool | None] | None = None,
         profile: Callable[[ToolSpec], ToolSpec | None] | None = None,
+        native_defer: bool = False,
     ) -> None:
         self.profile = profile
+        self.native_defer = native_defer
+        """Requests also list the deferred tools for the provider's own deferred loading
+        (`deferred_specs`; `mcp.defer_native`)."""
         """What the model is shown of each tool (`harness.tools.profile`; None: the spec as is)."""
         self._defer = defer
         """Given the sources' specs, the tool that stands in for them (`tool_search`), or None
@@ -293,6 +297,13 @@ class ToolRegistry:
         if self.profile is None:
             return tuple(sent)
         return tuple(s for s in map(self.profile, sent) if s is not None)
+
+    def deferred_specs(self) -> tuple[ToolSpec, ...]:
+        """With `native_defer`, the deferred tools' specs sorted by name (a request's
+        `deferred_tools`: the same list until a rebuild), else none."""
+        if not self.native_defer:
+            return ()
+        return tuple(self._tools[n].spec for n in sorted(self._deferred))
 
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory._migrations import Migration, migrate_sqlite
-from memory._sqlite import LockRetryPolicy, SqliteConnection, Translate
+from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 
 __all__ = ["FileKind", "ProviderFile"]
 
@@ -27,15 +27,25 @@ _RETRY = LockRetryPolicy(busy_timeout_s=5.0)
 
 @dataclass(frozen=True, slots=True)
 class FileKind:
-    """What a provider's file is: its name in messages (`the fact store`), its error type,
-    its migrations, what to do about a file a newer keel wrote, and how `sqlite3` errors
-    become its errors."""
+    """What a provider's file is: its name in messages (`fact store`), its error type, its
+    migrations, what to do about a file a newer keel wrote, and (if anything) about a
+    damaged one."""
 
     what: str
     error: Callable[[str], Exception]
     migrations: Sequence[Migration]
     too_new_fix: str
-    translate: Translate
+    damaged_fix: str = ""
+
+    def translate(self, exc: sqlite3.Error, path: Path) -> Exception:
+        """The store's error for an `sqlite3` one (the boundary, `memory._sqlite`, calls it)."""
+        if is_busy(exc):
+            return self.error(
+                f"the {self.what} {str(path)!r} stayed locked by another writer ({exc}); retry, "
+                "or stop the other keel process"
+            )
+        fix = f"; {self.damaged_fix}" if self.damaged_fix else ""
+        return self.error(f"the {self.what} {str(path)!r} failed: {exc}{fix}")
 
 
 class ProviderFile:

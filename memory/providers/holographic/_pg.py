@@ -31,12 +31,12 @@ from memory.errors import FactStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
+    ProviderScope,
+    ScopeKind,
     any_words,
     generation,
     next_id,
     provider_scope,
-    scope_transaction,
-    store_error,
 )
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic.contract import (
@@ -69,6 +69,9 @@ _SAME_CONTENT = "f.scope = %s AND f.content_md5 = md5(%s) AND f.content = %s"
 _ENTITY_MATCH = (
     "(lower(e.name) = lower(%s) OR strpos(',' || lower(e.aliases) || ',', ',' || lower(%s) || ',') > 0)"
 )
+
+
+_KIND = ScopeKind(store="facts", what="fact store", table="holo_facts", tables="fact", error=FactStoreError)
 
 
 @dataclass(slots=True)
@@ -257,20 +260,13 @@ class PgFactStore(FactBackend):
     """
 
     def __init__(
-        self,
-        place: PgPlace,
-        scope: str,
-        *,
-        codec: HrrCodec | None,
-        default_trust: float,
-        now: Callable[[], float],
+        self, rows: ProviderScope, *, codec: HrrCodec | None, default_trust: float, now: Callable[[], float]
     ) -> None:
-        self._place = place
-        self.scope = scope
+        self._scoped = rows
+        self.scope = rows.scope
         self.codec = codec
         self.default_trust = default_trust
         self._now = now
-        self._closed = False
 
     @classmethod
     def open(
@@ -291,8 +287,7 @@ class PgFactStore(FactBackend):
             FactStoreError: the server cannot be used, or the schema has no fact tables.
         """
         store = cls(
-            place,
-            provider_scope(user_id),
+            ProviderScope(place, provider_scope(user_id), _KIND),
             codec=load_codec(dim, use_numpy),
             default_trust=clamp(default_trust),
             now=now,
@@ -305,23 +300,16 @@ class PgFactStore(FactBackend):
 
     @property
     def location(self) -> str:
-        return f"PostgreSQL schema {self._place.schema!r}, table holo_facts, scope {self.scope!r}"
+        return self._scoped.location
 
     def close(self) -> None:
-        self._closed = True
+        self._scoped.close()
 
     # ------------------------------------------------------------------ plumbing
 
-    def _translate(self, exc: BaseException) -> Exception:
-        return store_error(
-            exc, FactStoreError, what="fact store", tables="fact", place=self._place, location=self.location
-        )
-
     def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
         """One transaction; a content write first takes the scope's writer row."""
-        if self._closed:
-            raise FactStoreError(f"the fact store ({self.location}) is closed")
-        return scope_transaction(self._place, self.scope, "facts", self._translate, write=write)
+        return self._scoped.transaction(write=write)
 
     def _backfill_vectors(self, codec: HrrCodec) -> None:
         """Give every fact of the scope a vector of the current dimension."""

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory._sqlite import is_busy
 from memory.errors import FactStoreError
 from memory.providers._sqlite import FileKind, ProviderFile
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
@@ -58,21 +57,11 @@ if TYPE_CHECKING:
 __all__ = ["FactStore"]
 
 
-def _translate(exc: sqlite3.Error, path: Path) -> FactStoreError:
-    if is_busy(exc):
-        return FactStoreError(
-            f"the fact store {str(path)!r} stayed locked by another writer ({exc}); retry, "
-            "or stop the other keel process"
-        )
-    return FactStoreError(f"fact store {str(path)!r} failed: {exc}")
-
-
 _FILE = FileKind(
     what="fact store",
     error=FactStoreError,
     migrations=MIGRATIONS,
     too_new_fix="point memory.providers.holographic.db_path elsewhere",
-    translate=_translate,
 )
 
 _FACT_COLUMNS = (

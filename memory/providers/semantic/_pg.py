@@ -32,12 +32,12 @@ from memory.errors import SemanticStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
+    ProviderScope,
+    ScopeKind,
     any_words,
     generation,
     next_id,
     provider_scope,
-    scope_transaction,
-    store_error,
 )
 from memory.providers.semantic.contract import (
     HistoryEvent,
@@ -61,6 +61,15 @@ _SAME_KEY = "scope = %s AND md5(content_key) = md5(%s) AND content_key = %s"
 
 def _floats(vector: NDArray[np.float32]) -> list[float]:
     return [float(x) for x in np.asarray(vector, dtype=np.float32).ravel()]
+
+
+_KIND = ScopeKind(
+    store="semantic",
+    what="semantic memory",
+    table="sem_memories",
+    tables="semantic memory",
+    error=SemanticStoreError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +211,10 @@ class PgSemanticStore(SemanticBackend):
     The pool belongs to the caller: `close` only stops this store from being used.
     """
 
-    def __init__(self, place: PgPlace, scope: str, *, now: Callable[[], float]) -> None:
-        self._place = place
-        self.scope = scope
+    def __init__(self, rows: ProviderScope, *, now: Callable[[], float]) -> None:
+        self._scoped = rows
+        self.scope = rows.scope
         self._now = now
-        self._closed = False
         self._cache: tuple[tuple[Stamp, str], list[int], NDArray[np.float32]] | None = None
 
     @classmethod
@@ -220,39 +228,23 @@ class PgSemanticStore(SemanticBackend):
             ValueError: `user_id` is not a safe directory name.
             SemanticStoreError: the server cannot be used, or the schema has no memory tables.
         """
-        store = cls(place, provider_scope(user_id), now=now)
+        store = cls(ProviderScope(place, provider_scope(user_id), _KIND), now=now)
         store.count()  # fail at open, not at the first turn
         return store
 
     @property
     def location(self) -> str:
-        return f"PostgreSQL schema {self._place.schema!r}, table sem_memories, scope {self.scope!r}"
+        return self._scoped.location
 
     def close(self) -> None:
-        self._closed = True
+        self._scoped.close()
         self._cache = None
-
-    def _translate(self, exc: BaseException) -> Exception:
-        return store_error(
-            exc,
-            SemanticStoreError,
-            what="semantic memory",
-            tables="semantic memory",
-            place=self._place,
-            location=self.location,
-        )
-
-    def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
-        """One transaction; a write first takes the scope's writer row."""
-        if self._closed:
-            raise SemanticStoreError(f"the semantic memory ({self.location}) is closed")
-        return scope_transaction(self._place, self.scope, "semantic", self._translate, write=write)
 
     # ------------------------------------------------------------------ transactions
 
     @contextmanager
     def _rows(self, *, write: bool) -> Iterator[_PgTxn]:
-        with self._db(write=write) as conn:
+        with self._scoped.transaction(write=write) as conn:
             yield _PgTxn(conn, self.scope)
 
     def _write(self) -> AbstractContextManager[SemanticTxn]:

@@ -33,7 +33,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory._migrations import Migration
-from memory._sqlite import is_busy
 from memory.errors import SemanticStoreError
 from memory.providers._sqlite import FileKind, ProviderFile
 from memory.providers.semantic.contract import (
@@ -100,24 +99,12 @@ _COLUMNS = "memory_id, content, origin, created_at, updated_at"
 _memory = memory_from_row
 
 
-def _translate(exc: sqlite3.Error, path: Path) -> SemanticStoreError:
-    if is_busy(exc):
-        return SemanticStoreError(
-            f"the semantic memory {str(path)!r} stayed locked by another writer ({exc}); retry, "
-            "or stop the other keel process"
-        )
-    return SemanticStoreError(
-        f"the semantic memory {str(path)!r} failed: {exc}; if the file is damaged, "
-        "move it aside and keel starts a new one"
-    )
-
-
 _FILE = FileKind(
     what="semantic memory",
     error=SemanticStoreError,
     migrations=MIGRATIONS,
     too_new_fix="move the file aside",
-    translate=_translate,
+    damaged_fix="if the file is damaged, move it aside and keel starts a new one",
 )
 
 
