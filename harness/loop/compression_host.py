@@ -47,6 +47,9 @@ class SessionHost:
     def messages(self) -> Sequence[Message]:
         return self.transcript.messages
 
+    async def save(self) -> None:
+        await self.transcript.save()
+
     @property
     def system_prompt(self) -> str:
         return self.system.text

@@ -1,5 +1,6 @@
 """The transcript against a real state.db that another process holds locked: no message is
-lost, the turn goes on with one warning, and the queued rows land in order afterwards."""
+lost, the turn goes on with one warning, and the queued rows land in order afterwards; and
+when a turn's deferred rows are written."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 import anyio
 
 from harness.events import Warning
-from harness.testing import ScriptedModel, call_tool, config, make_session, run_turn, say
+from harness.loop.transcript import SAVE_AFTER_S, Transcript
+from harness.testing import RecordingRecorder, ScriptedModel, call_tool, config, make_session, run_turn, say
 from harness.tools import RawTool, ToolOutput
-from harness.types import ToolSpec
+from harness.types import Message, ToolCall, ToolSpec
 from harness.wiring.memory_bridge import DbRecorder
 from memory import LockRetryPolicy, SessionDB
 
@@ -99,3 +101,30 @@ async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_poi
     assert "cannot be read back" in kept.content and "message_id" not in kept.content
     assert full in stored  # nothing lost: the whole output was saved once the lock went
     assert kept.content not in stored
+
+
+async def test_deferred_rows_wait_for_the_turns_end_unless_they_have_waited_long_enough() -> None:
+    recorder = RecordingRecorder()
+    now = [100.0]
+    transcript = Transcript(
+        recorder,
+        new_id=lambda: "s1",
+        model_name="m",
+        count=lambda _: 1,
+        warn=lambda _: None,
+        monotonic=lambda: now[0],
+    )
+    await transcript.open()
+    await transcript.append(Message("user", "question"))  # what the user says is written at once
+    await transcript.append(
+        Message("assistant", "", tool_calls=(ToolCall("c1", "lookup", "{}"),)), defer=True
+    )
+    await transcript.append(Message("tool", "found", tool_call_id="c1", name="lookup"), defer=True)
+    assert [m.content for m in recorder.messages["s1"]] == ["question"]
+    now[0] += SAVE_AFTER_S / 2
+    assert not await transcript.save(waited_s=SAVE_AFTER_S)  # not yet: they wait for the turn's end
+    assert transcript.unsaved == 2
+    now[0] += SAVE_AFTER_S
+    assert await transcript.save(waited_s=SAVE_AFTER_S)  # a slow turn writes what it has so far
+    assert recorder.batches == [("s1", 2)]  # in one transaction
+    assert [m.store_id for m in transcript.messages] == [1, 2, 3]
