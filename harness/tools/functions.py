@@ -155,15 +155,16 @@ class PythonTool(FunctionTool[BaseModel]):
                 f"tool {name!r}: a parameter type has no JSON schema ({exc}); use plain types"
             ) from exc
         self._function = fn
-        self._async = inspect.iscoroutinefunction(fn)
+        # the same function, kept with its coroutine type where it is one
+        self._async_fn = fn if inspect.iscoroutinefunction(fn) else None
         self.timeout_s = options.timeout_s or timeout_s
         self.max_output_chars = options.max_output_chars or max_output_chars
 
     async def _run(self, args: BaseModel) -> ToolOutput:
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
         name = self.spec.name
-        if self._async:
-            outcome = await run_async(partial(self._function, **kwargs), timeout_s=self.timeout_s)  # type: ignore[arg-type]  # checked: a coroutine function
+        if self._async_fn is not None:
+            outcome = await run_async(partial(self._async_fn, **kwargs), timeout_s=self.timeout_s)
         else:
             outcome = await run_sync(partial(self._function, **kwargs), name=name, timeout_s=self.timeout_s)
         if outcome.timed_out:
