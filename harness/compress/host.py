@@ -81,6 +81,10 @@ class CompressionHost(Protocol):
         """The transcript as the next request would send it."""
         ...
 
+    async def save(self) -> None:
+        """Write the turn's rows still waiting for the store, so `messages` carry their store ids."""
+        ...
+
     @property
     def system_prompt(self) -> str:
         """The current frozen prefix."""
@@ -141,7 +145,8 @@ class CompressionHost(Protocol):
         ...
 
     async def reload_memory(self) -> None:
-        """Take a new frozen memory snapshot and rebuild the system prompt."""
+        """Take a new frozen memory snapshot and rebuild the system prompt (the small-window
+        local layout keeps its snapshot until the next session: only the rebuild)."""
         ...
 
     async def continue_as_child(self, messages: Sequence[Message]) -> None:

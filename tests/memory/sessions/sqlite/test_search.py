@@ -19,6 +19,7 @@ from memory.sessions.sqlite._schema import index_new_messages
 from memory.sessions.sqlite._search import search_messages, term_doc_counts
 from memory.sessions.sqlite._sql import append_messages, create_session
 from memory.sessions.sqlite.store import _open_connection
+from memory.sessions.writes import CreateSession
 
 ALL = IndexFeatures(fts=True, trigram=True)
 
@@ -31,9 +32,7 @@ def open_sync(path: Path) -> SqliteConnection:
 
 def fill(conn: SqliteConnection, session_id: str, texts: list[str]) -> list[int]:
     def write(c: sqlite3.Connection) -> list[int]:
-        create_session(
-            c, session_id, source="cli", model=None, parent_session_id=None, title=None, started_at=0.0
-        )
+        create_session(c, CreateSession(session_id=session_id, source="cli", started_at=0.0))
         messages = [StoredMessage(role="user", content=t, timestamp=float(i)) for i, t in enumerate(texts)]
         ids = append_messages(c, session_id, messages)
         index_new_messages(c, ALL)  # as the store's group commit does at the end of each transaction
