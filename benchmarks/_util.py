@@ -9,10 +9,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["add_set_option", "default_data_dir", "median", "overrides", "percentile"]
+import anyio
+
+from harness.events import Event
+from harness.loop.session import Session
+
+__all__ = ["add_set_option", "bounded_turn", "default_data_dir", "median", "overrides", "percentile"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,3 +52,13 @@ def add_set_option(parser: argparse.ArgumentParser) -> None:
 def overrides(args: argparse.Namespace) -> dict[str, str]:
     """The `--set` overrides as a mapping."""
     return dict(item.split("=", 1) for item in args.set)
+
+
+async def bounded_turn(session: Session, text: str, deadline: float) -> tuple[list[Event], bool]:
+    """One turn's events, and whether it finished before `deadline` (`time.monotonic()`)."""
+    events: list[Event] = []
+    with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
+        async with session.run_turn(text) as stream:
+            async for ev in stream:
+                events.append(ev)
+    return events, not scope.cancelled_caught

@@ -57,7 +57,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import add_set_option, overrides
+from benchmarks._util import add_set_option, bounded_turn, overrides
 from harness.config import McpServerConfig, load_config
 from harness.events import Event, TextDelta, ToolCallStarted, ToolResultReady, TurnEnded, UsageReported
 from harness.loop.session import Session
@@ -116,16 +116,6 @@ def empty_replies(events: Sequence[Event]) -> int:
     return content.count(False)
 
 
-async def _turn(session: Session, text: str, deadline: float) -> tuple[list[Event], bool]:
-    """The turn's events, and whether it finished before the deadline."""
-    events: list[Event] = []
-    with anyio.move_on_after(max(0.0, deadline - time.monotonic())) as scope:
-        async with session.run_turn(text) as stream:
-            async for ev in stream:
-                events.append(ev)
-    return events, not scope.cancelled_caught
-
-
 def _describe(events: Sequence[Event]) -> list[str]:
     lines = []
     for ev in events:
@@ -150,7 +140,7 @@ class Tally:
     async def turn(self, session: Session, text: str, expected: str | None) -> str:
         """Run one turn, count what happened, and return the final answer."""
         t0 = time.monotonic()
-        events, finished = await _turn(session, text, self.deadline)
+        events, finished = await bounded_turn(session, text, self.deadline)
         c = self.counts
         c["turns"] += 1
         c["turns_cut"] += not finished

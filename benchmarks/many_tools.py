@@ -15,7 +15,17 @@ through the cache meter (cl100k, the `ideal` simulator: what a prefix cache coul
 the script prints, per way: median prompt tokens per request, the first request's prompt
 tokens, the share of all prompt tokens a prefix cache reuses, whether the tool list and the
 system text stayed byte-identical, and how many tasks ran the right tool. The tasks are
-phrased by what to do, not by tool name.
+phrased by what to do, not by tool name. `--profile compact` shows the tools as keel shows them
+to the embedded model (`prompt.tool_profile`).
+
+On the embedded model (`--local`; under the machine's model lock):
+
+    flock /work/model.lock python benchmarks/many_tools.py --local [--tasks 3] [--budget-s 1200]
+
+runs the deferred way on the default local model with its default config (compact profile) and
+prints, per task, whether the agent searched and whether it called the task's tool, and per
+request the prompt tokens the model server counted and how many of them it reused from its
+prefix cache; then whether the tool list and system text stayed byte-identical (from the trace).
 """
 
 from __future__ import annotations
@@ -24,15 +34,19 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from statistics import median
 
 import anyio
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._util import bounded_turn
 from harness import ModelRequest
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
-from harness.config import KeelConfig, McpServerConfig
-from harness.events import ToolResultReady
+from harness.config import KeelConfig, McpServerConfig, load_config
+from harness.events import ToolCallStarted, ToolResultReady, UsageReported
 from harness.testing import ReplyLike, ScriptedModel, call_tool, config, respond, run_turn, say
 from harness.trace import read_trace
 from harness.wiring import SessionOptions, open_session
@@ -53,16 +67,28 @@ TASKS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _config(deferred: bool) -> KeelConfig:
+SERVERS = tuple(
+    McpServerConfig(
+        name=d,
+        command=sys.executable,
+        args=("-m", "harness.testing.catalog_server", d),
+        startup_timeout_s=120,  # three servers start at once on a busy machine
+    )
+    for d in ("billing", "issues", "files")
+)
+
+
+def _config(deferred: bool, profile: str) -> KeelConfig:
     window = "8192" if deferred else "1000000"
-    cfg = config(skills__enabled="false", model__context_window=window, compression__enabled="false")
-    servers = tuple(
-        McpServerConfig(name=d, command=sys.executable, args=("-m", "harness.testing.catalog_server", d))
-        for d in ("billing", "issues", "files")
+    cfg = config(
+        skills__enabled="false",
+        model__context_window=window,
+        compression__enabled="false",
+        prompt__tool_profile=profile,
     )
     return cfg.model_copy(
         update={
-            "mcp": cfg.mcp.model_copy(update={"servers": servers, "defer_share": 0.1 if deferred else 0.25})
+            "mcp": cfg.mcp.model_copy(update={"servers": SERVERS, "defer_share": 0.1 if deferred else 0.25})
         }
     )
 
@@ -87,10 +113,10 @@ def _script(deferred: bool, tasks: int) -> ScriptedModel:
     return ScriptedModel(steps)  # type: ignore[arg-type]  # each a step
 
 
-async def _run(deferred: bool, tasks: int, home: Path) -> dict[str, float]:
+async def _run(deferred: bool, tasks: int, home: Path, profile: str) -> dict[str, float]:
     model = _script(deferred, tasks)
     async with open_session(
-        _config(deferred), SessionOptions(model=model, home=home, source="benchmark")
+        _config(deferred, profile), SessionOptions(model=model, home=home, source="benchmark")
     ) as s:
         ran: list[str] = []
         for text, _ in TASKS[:tasks]:
@@ -122,9 +148,12 @@ async def _run(deferred: bool, tasks: int, home: Path) -> dict[str, float]:
     }
 
 
-async def main(tasks: int) -> None:
+async def main(tasks: int, profile: str) -> None:
     with tempfile.TemporaryDirectory(prefix="keel-many-tools-") as tmp:
-        rows = {way: await _run(way == "deferred", tasks, Path(tmp) / way) for way in ("sent", "deferred")}
+        rows = {
+            way: await _run(way == "deferred", tasks, Path(tmp) / way, profile)
+            for way in ("sent", "deferred")
+        }
     print(
         f"{'way':<9} {'requests':>8} {'median prompt':>13} {'first prompt':>12} {'reuse':>6} {'stable':>6} found"
     )
@@ -137,8 +166,71 @@ async def main(tasks: int) -> None:
     print(f"deferred / sent median prompt tokens: {ratio:.3f}")
 
 
+async def local(tasks: int, budget_s: float, models_dir: Path) -> None:
+    """The deferred way on the embedded model (see the module docstring)."""
+    deadline = time.monotonic() + budget_s
+    with tempfile.TemporaryDirectory(prefix="keel-many-tools-local-") as tmp:
+        cfg = load_config(None, environ={"KEEL_HOME": tmp, "KEEL_COMPRESSION__ENABLED": "false"})
+        cfg = cfg.model_copy(
+            update={
+                "mcp": cfg.mcp.model_copy(update={"servers": SERVERS}),
+                "model": cfg.model.model_copy(update={"models_dir": models_dir}),
+                "skills": cfg.skills.model_copy(update={"enabled": False}),
+            }
+        )
+        async with open_session(cfg, SessionOptions(home=Path(tmp), source="benchmark")) as s:
+            sent = [t.name for t in s.tools.specs()]
+            print(f"model {s.model.model_name}; {len(s.tools.deferred)} deferred; sent: {', '.join(sent)}")
+            found = searched = done = 0
+            for text, want in TASKS[:tasks]:
+                if time.monotonic() >= deadline:
+                    break
+                started = time.monotonic()
+                events, finished = await bounded_turn(s, text, deadline)
+                done += finished
+                calls = [f"{e.name}({e.arguments})" for e in events if isinstance(e, ToolCallStarted)]
+                names = [e.name for e in events if isinstance(e, ToolCallStarted)]
+                searched += "tool_search" in names
+                found += want in names
+                usage = [
+                    f"{u.input + u.cache_read:,}/{u.cache_read:,}"
+                    for u in events
+                    if isinstance(u, UsageReported) and u.purpose == "turn"
+                ]
+                print(
+                    f"task {text!r} (wants {want}) {time.monotonic() - started:.0f} s"
+                    f"{'' if finished else ' [cut]'}: calls {calls or 'none'}; "
+                    f"prompt/reused per request {', '.join(usage)}",
+                    flush=True,
+                )
+            trace = s.handles.trace_path
+        assert trace is not None
+        records = [
+            r for r in await anyio.to_thread.run_sync(lambda: list(read_trace(trace))) if r.purpose == "turn"
+        ]
+    tools = {json.dumps([t.model_dump() for t in r.tools]) for r in records}
+    systems = {r.system for r in records}
+    prompts = [r.usage.input + r.usage.cache_read for r in records if r.usage is not None]
+    reused = [r.usage.cache_read for r in records if r.usage is not None]
+    print(f"tasks {done} finished of {tasks}; searched {searched}; right tool called {found}")
+    print(
+        f"requests {len(records)}; median prompt {median(prompts) if prompts else 0:,.0f}; "
+        f"first prompt {prompts[0] if prompts else 0:,}; reused {sum(reused) / max(1, sum(prompts)):.1%}; "
+        f"tool list and system stable {'yes' if len(tools) == 1 and len(systems) == 1 else 'NO'}"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=len(TASKS))
+    parser.add_argument("--tasks", type=int, default=None, help="tasks to run (default: all; 3 with --local)")
+    parser.add_argument(
+        "--profile", choices=("full", "compact"), default="full", help="the tool profile shown"
+    )
+    parser.add_argument("--local", action="store_true", help="the deferred way on the embedded model")
+    parser.add_argument("--budget-s", type=float, default=1200.0, help="--local: no task starts after this")
+    parser.add_argument("--models-dir", type=Path, default=Path.home() / ".keel" / "models")
     args = parser.parse_args()
-    anyio.run(main, min(args.tasks, len(TASKS)))
+    if args.local:
+        anyio.run(local, min(args.tasks or 3, len(TASKS)), args.budget_s, args.models_dir)
+    else:
+        anyio.run(main, min(args.tasks or len(TASKS), len(TASKS)), args.profile)

@@ -28,6 +28,11 @@ become tool results the model can read and correct.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 __all__ = [
     "ChatTemplateError",
     "CommandError",
@@ -49,6 +54,7 @@ __all__ = [
     "ScriptExhaustedError",
     "SessionError",
     "ToolServerError",
+    "validation_problems",
 ]
 
 
@@ -146,3 +152,13 @@ class ModelResponseError(ModelError):
 
 class ScriptExhaustedError(ModelError):
     """The scripted model was asked for more replies than its script holds."""
+
+
+def validation_problems(
+    exc: ValidationError, *, whole: str = "(top level)", most: int | None = None, depth: int | None = None
+) -> str:
+    """pydantic's errors as one line, `field.path: message; …` (`whole`: the name of an error
+    on the whole value; `most`: the first so many errors; `depth`: a path's first parts)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][:depth]) or whole}: {e['msg']}" for e in exc.errors()[:most]
+    )

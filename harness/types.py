@@ -146,6 +146,11 @@ class ModelRequest:
     stable_prefix_chars: int | None = None
     """Length of the leading part of `system` that never changes within a session.
     Anthropic puts a cache breakpoint there; other clients ignore it."""
+    deferred_tools: tuple[ToolSpec, ...] = ()
+    """Tools the provider loads only when a tool result references them (native deferred
+    loading, `mcp.defer_native`): Anthropic lists them with `defer_loading: true` after
+    `tools` and sends a `tool` message whose JSON names some of them under `"tools"` (a
+    `tool_search` result) as references to them. Other clients ignore it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ FORBIDDEN = (
             "_scoped",
             "_validate",
             "journal",
+            "reads",
             "writes",
             "dense",
         )

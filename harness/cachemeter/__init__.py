@@ -17,7 +17,7 @@
 #   plot      the PNGs
 #   lint/     the habits behind the misses, at the text level
 #   contract  both as a test assertion
-# The CLI is harness/cli/cache/.
+# The CLI is harness/cli/commands/cache/.
 from harness.cachemeter._errors import MeterError, MeterInputError
 from harness.cachemeter._factory import load_meter_tokenizer, make_renderer, parse_tokenizer
 from harness.cachemeter._jinja import JinjaRenderer

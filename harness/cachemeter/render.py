@@ -22,7 +22,8 @@ string could merge tokens across a piece boundary; pieces end where chat markup 
 token) separates them, so that is rare. The system prompt is tokenized whole, and its slots
 are cut in token space (a token straddling a slot boundary counts in the earlier slot): cutting
 the text instead would tokenize whitespace runs at slot edges differently from the server.
-Tokenization is memoized per piece, so a long trace pays once for each distinct message.
+Tokenization is memoized per piece, so a long trace pays once for each distinct message, and
+the canonical renderer resumes a request from a recent one it extends.
 Rendering is deterministic: same request, same tokenizer, same ids, in any process.
 """
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, Literal, Protocol, TypeAlias, TypeVar
@@ -108,11 +109,11 @@ class Rendered:
 
     @property
     def generation_start(self) -> int:
-        """Where the trailing generation prompt starts (the length when there is none)."""
-        for seg in self.segments:
-            if seg.kind == "generation":
-                return seg.start
-        return self.n_tokens
+        """Where the trailing generation prompt starts (the length when there is none).
+
+        Renderers add the generation prompt last, so only the last segment can be it."""
+        last = self.segments[-1] if self.segments else None
+        return last.start if last is not None and last.kind == "generation" else self.n_tokens
 
 
 class Renderer(Protocol):
@@ -166,6 +167,25 @@ def tool_json(tool: MeterTool) -> JsonValue:
     return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
+@dataclass(frozen=True, slots=True)
+class _Pieces:
+    """Pieces and segments an `Assembler` added from token position `start` to `end`."""
+
+    parts: list[bytes]
+    segments: list[Segment]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Rendering:
+    """One canonical render's messages, kept for the next render (`ends`: their end positions)."""
+
+    messages: tuple[MeterMessage, ...]
+    pieces: _Pieces
+    ends: list[int]
+
+
 class Assembler:
     """Builds a `Rendered` piece by piece; consecutive pieces of one segment merge."""
 
@@ -200,6 +220,22 @@ class Assembler:
             self.segments.append(Segment(kind, self.pos, self.pos + n, slot, index))
         self.pos += n
         return self.pos
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where the assembly stands: pieces, segments, token position (for `since`)."""
+        return len(self._parts), len(self.segments), self.pos
+
+    def since(self, mark: tuple[int, int, int]) -> _Pieces:
+        """What was added after `mark`, to add again with `extend`."""
+        parts, segments, pos = mark
+        return _Pieces(self._parts[parts:], self.segments[segments:], pos, self.pos)
+
+    def extend(self, pieces: _Pieces) -> None:
+        """Add `pieces` again, at the token position they were first added at."""
+        assert pieces.start == self.pos, "pieces resume only where they began"
+        self._parts += pieces.parts
+        self.segments += pieces.segments
+        self.pos = pieces.end
 
     def build(self, breakpoints: Sequence[int], boundaries: Sequence[int]) -> Rendered:
         return Rendered(
@@ -329,13 +365,22 @@ def _message_json(m: MeterMessage) -> JsonValue:
 
 
 class CanonicalRenderer:
-    """Provider-neutral: tools JSON (sorted keys), then the system prompt, then messages."""
+    """Provider-neutral: tools JSON (sorted keys), then the system prompt, then messages.
 
-    def __init__(self, tokenizer: Tokenizer, *, memo: TokenMemo | None = None) -> None:
+    Each message is rendered on its own, and its tokens and segment depend only on where the
+    messages begin. So a request whose messages begin at the same token position as those of
+    a recent render (the last `recent` are kept), with the same first messages, resumes from
+    it: only its new messages are rendered — a stream's next request costs what it added, not
+    its history. The shared messages are found by comparing tuples of the same message
+    objects, in C; the result is the same as rendering from scratch.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, *, memo: TokenMemo | None = None, recent: int = 4) -> None:
         self.memo = memo or TokenMemo(tokenizer)
         # A message's ids by the message itself: a stream's requests repeat their history,
         # and its JSON text need not be written again to find them.
         self._message_ids = LruMemo(self._encode_message, max_entries=self.memo.max_entries)
+        self._recent: deque[_Rendering] = deque(maxlen=recent)
 
     @property
     def name(self) -> str:
@@ -353,10 +398,27 @@ class CanonicalRenderer:
         blocks: list[int] = []
         if request.system:
             cut_pos, blocks = add_system(asm, request, tail="\n")
-        ends = [asm.add_ids(self._message_ids(m), "message", index=i) for i, m in enumerate(request.messages)]
+        head = asm.mark()
+        messages = request.messages
+        ends = self._resume(asm, messages)
+        ends += [
+            asm.add_ids(self._message_ids(m), "message", index=i)
+            for i, m in enumerate(messages[len(ends) :], len(ends))
+        ]
+        self._recent.appendleft(_Rendering(messages, asm.since(head), ends))
         return finish(
             asm, request, tools_end=tools_end, system_cut_pos=cut_pos, system_blocks=blocks, message_ends=ends
         )
+
+    def _resume(self, asm: Assembler, messages: tuple[MeterMessage, ...]) -> list[int]:
+        """Add the first messages of `messages` as a recent render added them, when one began
+        its messages at this token position with the same messages; return their ends."""
+        for kept in self._recent:
+            n = len(kept.messages)
+            if n and kept.pieces.start == asm.pos and n <= len(messages) and messages[:n] == kept.messages:
+                asm.extend(kept.pieces)
+                return list(kept.ends)
+        return []
 
 
 def _chatml_body(m: MeterMessage) -> str:

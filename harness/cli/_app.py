@@ -12,48 +12,30 @@ from collections.abc import Callable, Sequence
 from rich.markup import escape
 
 from harness.cli._common import Subparsers, err_console
+from harness.cli.commands import COMMANDS
 from harness.errors import KeelError
 from memory.errors import MemoryLayerError
 
 __all__ = ["build_parser", "main"]
 
-# Every noun: the module of `harness.cli` that registers it (`module:function` when the
-# function is not `register`) and its one-line help for `keel --help`. Only the module of
-# the noun being run is imported (`_selected`): `keel memory path` must not pay for the model
-# clients, MCP or the meter that `keel chat` and `keel cache` need. A module that registers
-# several nouns lists each of them. `tests/harness/cli/test_startup.py` checks this table
-# against the modules.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("_demo_cmd", "the main job: frozen vs live memory on the embedded model, then a compression"),
-    "chat": ("_chat_cmd", "talk to the agent interactively (embedded model unless configured)"),
-    "run": ("_experiment_cmd", "play a scenario's user turns through a session"),
-    "scenario": ("_experiment_cmd", "list, show or build scenarios"),
-    "experiment": ("_experiment_cmd", "one scenario under several configurations, metered side by side"),
-    "eval": ("_eval_cmd", "evaluations on the configured model"),
-    "memory": (
-        "_memory_cmd",
-        "list, show, add or remove curated memory entries; confirm or discard held writes",
+# The top-level options, each with its metavar and help; all take a value, so the noun is the
+# first argument that is not one of these options (or its value).
+_OPTIONS: dict[str, tuple[str, str]] = {
+    "--config": ("PATH", "config file (default: $KEEL_CONFIG, else built-in defaults)"),
+    "--home": ("DIR", "keel home directory (default: $KEEL_HOME, else ~/.keel)"),
+    "--user": ("ID", "the user to act for: their USER.md, sessions and traces (default: config scope.user)"),
+    "--workspace": (
+        "ID",
+        "the workspace to act in: its MEMORY.md and skills (default: config scope.workspace)",
     ),
-    "sessions": ("_sessions_cmd", "list, show and search past sessions"),
-    "skills": ("_skills_cmd", "list and read saved skills"),
-    "storage": ("_storage_cmd", "where state lives, how big it is; prune it; move a home into PostgreSQL"),
-    "serve": ("_serve_cmd", "serve sessions over HTTP (native API, OpenAI-compatible doors)"),
-    "tools": ("_tools_cmd", "list the tools the agent gets (keel's, yours, MCP servers')"),
-    "cache": ("cache", "measure prompt-cache reuse in request traces"),
-    "config": ("_config_cmd", "check the configuration"),
-    "models": ("_models_cmd", "the embedded local models: which is in use, where its weights came from"),
 }
-
-# Top-level options that take a value: the noun is the first argument that is not one of
-# these options (or its value).
-_VALUED = frozenset({"--config", "--home", "--user", "--workspace"})
 
 
 def _selected(argv: Sequence[str]) -> str | None:
     """The noun `argv` runs, or None (no noun, `--help`, or an unknown word argparse rejects)."""
     args = iter(argv)
     for arg in args:
-        if arg in _VALUED:
+        if arg in _OPTIONS:
             next(args, None)
         elif not arg.startswith("-"):
             return arg if arg in COMMANDS else None
@@ -74,7 +56,7 @@ def _register(sub: Subparsers, argv: Sequence[str] | None) -> None:
             # the others, and a command pays only for what it uses.
             module, _, function = where.partition(":")
             register: Callable[[Subparsers], None] = getattr(
-                importlib.import_module(f"harness.cli.{module}"), function or "register"
+                importlib.import_module(f"harness.cli.commands.{module}"), function or "register"
             )
             register(sub)
             done.add(where)
@@ -89,22 +71,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="keel",
         description="keel — an agent harness with durable memory and a cache-stable prompt.",
     )
-    parser.add_argument(
-        "--config", metavar="PATH", help="config file (default: $KEEL_CONFIG, else built-in defaults)"
-    )
-    parser.add_argument(
-        "--home", metavar="DIR", help="keel home directory (default: $KEEL_HOME, else ~/.keel)"
-    )
-    parser.add_argument(
-        "--user",
-        metavar="ID",
-        help="the user to act for: their USER.md, sessions and traces (default: config scope.user)",
-    )
-    parser.add_argument(
-        "--workspace",
-        metavar="ID",
-        help="the workspace to act in: its MEMORY.md and skills (default: config scope.workspace)",
-    )
+    for flag, (metavar, help_text) in _OPTIONS.items():
+        parser.add_argument(flag, metavar=metavar, help=help_text)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     _register(sub, argv)
     return parser

@@ -10,6 +10,7 @@ from typing import TypeAlias
 
 from rich.console import Console
 
+from harness.cli.commands import COMMANDS
 from harness.config import KeelConfig, load_config, resolve_principal
 from harness.errors import ConfigError
 from memory import Principal, ScopeError
@@ -20,7 +21,10 @@ __all__ = [
     "config_from_args",
     "console",
     "err_console",
+    "home_from_args",
+    "noun_parser",
     "principal_from_args",
+    "verb_parsers",
 ]
 
 # argparse exposes no public name for the subparsers action.
@@ -30,6 +34,16 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 # tables stay readable; terminals keep their own width.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+
+
+def noun_parser(sub: Subparsers, noun: str) -> argparse.ArgumentParser:
+    """The parser of `noun`, with its help from the table of nouns (`commands.COMMANDS`)."""
+    return sub.add_parser(noun, help=COMMANDS[noun][1])
+
+
+def verb_parsers(sub: Subparsers, noun: str, *, title: str = "verbs", metavar: str = "VERB") -> Subparsers:
+    """The sub-commands of `noun` (`keel NOUN VERB`); one of them is required."""
+    return noun_parser(sub, noun).add_subparsers(title=title, metavar=metavar, required=True)
 
 
 def config_from_args(args: argparse.Namespace) -> KeelConfig:
@@ -51,6 +65,12 @@ def config_from_args(args: argparse.Namespace) -> KeelConfig:
             update["memory"] = cfg.memory.model_copy(update={"user_id": None})
         cfg = cfg.model_copy(update=update)
     return cfg
+
+
+def home_from_args(args: argparse.Namespace) -> tuple[KeelConfig, Path]:
+    """The config (as `config_from_args`) and the keel home it resolves to."""
+    config = config_from_args(args)
+    return config, config.resolved_home(os.environ)
 
 
 def principal_from_args(args: argparse.Namespace) -> tuple[KeelConfig, Principal]:

@@ -6,7 +6,9 @@ import json
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness.cli._common import err_console
 from harness.events import (
     CompressionFinished,
     CompressionStarted,
@@ -23,7 +25,19 @@ from harness.events import (
     Warning,
 )
 
-__all__ = ["PREFILL_SHOWN_FROM", "EventPrinter", "short_result"]
+__all__ = ["PREFILL_SHOWN_FROM", "EventPrinter", "progress_bars", "short_result"]
+
+
+def progress_bars() -> Progress:
+    """Named bars with counts and elapsed time, on stderr (an experiment's arms, an eval's)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    )
+
 
 PREFILL_SHOWN_FROM = 1024
 """Prompt tokens left to read from which a prefill's progress is shown."""

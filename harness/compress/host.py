@@ -81,6 +81,10 @@ class CompressionHost(Protocol):
         """The transcript as the next request would send it."""
         ...
 
+    async def save(self) -> None:
+        """Write the turn's rows still waiting for the store, so `messages` carry their store ids."""
+        ...
+
     @property
     def system_prompt(self) -> str:
         """The current frozen prefix."""

@@ -128,6 +128,7 @@ class Compressor:
             self.aborts = 0
             self._retry_at_turn = 0
         s = self.settings
+        await host.save()  # the stubs name the store ids of the rows they cut
         before = host.full_estimate()
         messages = list(host.messages)
         await emit(CompressionStarted(tokens_before=before, threshold=s.threshold_tokens, manual=manual))

@@ -66,6 +66,10 @@ class McpConfig(Section):
     defer_share: float = Field(0.1, gt=0, le=0.25)
     """Past this share of `model.context_window`, the servers' tool schemas are deferred
     behind `tool_search` (a compact catalog in the tool list; schemas found on demand)."""
+    defer_native: bool = False
+    """With `model.provider: anthropic`, deferred tools also use the API's own deferred
+    loading: the request lists them marked `defer_loading: true` (the same list all session)
+    and a `tool_search` result is sent as `tool_reference` blocks the API expands."""
 
     @field_validator("servers")
     @classmethod

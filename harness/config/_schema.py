@@ -436,6 +436,15 @@ class KeelConfig(Section):
     def _storage(cls, data: object) -> object:
         return storage_moves_sessions(data)
 
+    @model_validator(mode="after")
+    def _native_deferral(self) -> KeelConfig:
+        if self.mcp.defer_native and self.model.provider != "anthropic":
+            raise ValueError(
+                f"mcp.defer_native needs model.provider: anthropic (it is {self.model.provider!r}); "
+                "set mcp.defer_native to false, and keel's own tool_search still defers the tools"
+            )
+        return self
+
     @field_validator("tools")
     @classmethod
     def _tool_paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:

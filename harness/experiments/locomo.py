@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, validation_problems
 
 __all__ = [
     "LOCOMO_CATEGORIES",
@@ -131,9 +131,7 @@ def load_locomo(path: Path) -> list[LocomoConversation]:
         samples = _SAMPLES.validate_json(raw)
         return [_conversation(s) for s in samples]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'][:4])}: {e['msg']}" for e in exc.errors()[:4]
-        )
+        problems = validation_problems(exc, most=4, depth=4)
         raise ConfigError(
             f"{str(path)!r} is not a LoCoMo-format file (a list of samples with sample_id, "
             f"conversation and qa): {problems}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 import anyio
 
@@ -43,79 +43,68 @@ class CachedPrefix:
     tokens: int
 
 
+@dataclass(eq=False)
 class CacheKeeper:
-    """Keeps one session's prefix warm, or compacts it, during waits (see the module doc).
+    """Keeps one session's prefix warm, or compacts it, during waits (see the module doc)."""
 
-    Args:
-        economics: the provider's cache; None when unknown (the keeper does nothing).
-        settings: what is on, and the windows.
-        prefix: reads the session's current `CachedPrefix` (None before the first request).
-        refresh: sends a refresh for a plan.
-        compact: compacts the session for a plan (None: never compacts).
-        clock: the clock `CachedPrefix.used_at` is on.
-    """
-
-    def __init__(
-        self,
-        economics: CacheEconomics | None,
-        settings: LifecycleSettings,
-        *,
-        prefix: Callable[[], CachedPrefix | None],
-        refresh: Callable[[Plan, CachedPrefix], Awaitable[None]],
-        compact: Callable[[Plan], Awaitable[None]] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._econ = economics
-        self._settings = settings
-        self._prefix = prefix
-        self._refresh = refresh
-        self._compact = compact
-        self._clock = clock
-        self.actions: list[Plan] = []
-        """Every action taken, in order (for tests and reports)."""
+    economics: CacheEconomics | None
+    """The provider's cache; None when unknown (the keeper does nothing)."""
+    settings: LifecycleSettings
+    """What is on, and the windows."""
+    _: KW_ONLY
+    prefix: Callable[[], CachedPrefix | None]
+    """Reads the session's current `CachedPrefix` (None before the first request)."""
+    refresh: Callable[[Plan, CachedPrefix], Awaitable[None]]
+    """Sends a refresh for a plan."""
+    compact: Callable[[Plan], Awaitable[None]] | None = None
+    """Compacts the session for a plan (None: never compacts)."""
+    clock: Callable[[], float] = time.monotonic
+    """The clock `CachedPrefix.used_at` is on."""
+    actions: list[Plan] = field(default_factory=list, init=False)
+    """Every action taken, in order (for tests and reports)."""
 
     @property
     def active(self) -> bool:
-        s = self._settings
-        wanted = s.keep_warm or (s.compact_before_expiry and self._compact is not None)
-        return wanted and self._econ is not None and self._econ.ttl_s is not None
+        s = self.settings
+        wanted = s.keep_warm or (s.compact_before_expiry and self.compact is not None)
+        return wanted and self.economics is not None and self.economics.ttl_s is not None
 
     @asynccontextmanager
     async def waiting(self, reason: WaitReason) -> AsyncIterator[None]:
         """Keep the prefix for the duration of the block (a tool run, or the user's silence)."""
-        if not self.active or self._prefix() is None:
+        if not self.active or self.prefix() is None:
             yield
             return
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._keep, reason, self._clock())
+            tg.start_soon(self._keep, reason, self.clock())
             try:
                 yield
             finally:
                 tg.cancel_scope.cancel()
 
     async def _keep(self, reason: WaitReason, started: float) -> None:
-        assert self._econ is not None
+        assert self.economics is not None
         refreshes = 0
-        while (prefix := self._prefix()) is not None:
+        while (prefix := self.prefix()) is not None:
             plan = next_action(
-                self._econ,
-                self._settings,
+                self.economics,
+                self.settings,
                 reason=reason,
                 wait_started=started,
                 last_use=prefix.used_at,
                 prefix_tokens=prefix.tokens,
                 refreshes=refreshes,
             )
-            if plan is None or (plan.action == "compact" and self._compact is None):
+            if plan is None or (plan.action == "compact" and self.compact is None):
                 return
-            await anyio.sleep(max(0.0, plan.at - self._clock()))
+            await anyio.sleep(max(0.0, plan.at - self.clock()))
             self.actions.append(plan)
             if plan.action == "refresh":
                 with anyio.CancelScope(shield=True):  # one output token: sent means traced and billed
-                    await self._refresh(plan, prefix)
+                    await self.refresh(plan, prefix)
                 refreshes += 1
                 continue
-            assert self._compact is not None
+            assert self.compact is not None
             with anyio.CancelScope(shield=True):
-                await self._compact(plan)
+                await self.compact(plan)
             return

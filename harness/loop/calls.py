@@ -22,7 +22,7 @@ from harness.loop.ports import Recorder
 from harness.loop.system_prompt import PromptState
 from harness.loop.transcript import Transcript
 from harness.models.base import ModelClient, ModelTextDelta, PromptProgress, ReplyDone, provider_name
-from harness.telemetry import NO_TELEMETRY, Telemetry
+from harness.telemetry import NO_TELEMETRY, RequestInfo, Telemetry
 from harness.trace import TraceBreakpoint, TraceParts, TraceRefresh, TraceWriter, record_for_request
 from harness.types import ModelReply, ModelRequest, Usage
 from harness.usage import usage_counts
@@ -87,8 +87,7 @@ class ModelCalls:
         """
         client = self.summary_model if summary else self.model
         t = self._transcript
-        with self.telemetry.request(
-            request,
+        info = RequestInfo(
             model=client.model_name,
             provider=provider_name(client),
             conversation_id=t.lineage_root,
@@ -96,7 +95,8 @@ class ModelCalls:
             # after a compression the conversation goes on in a child session
             compacted=t.parent_session_id is not None,
             stream=self.stream,
-        ) as span:
+        )
+        with self.telemetry.request(request, info) as span:
             started = time.monotonic()
             try:
                 reply = await _stream(client, request, on_text, on_progress, span.first_chunk)

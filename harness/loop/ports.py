@@ -62,9 +62,16 @@ class Recorder(Protocol):
         ...
 
     async def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
-    ) -> None:
-        """Append several messages in one transaction (a child session's copied transcript)."""
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        token_counts: Sequence[int | None],
+        timestamps: Sequence[float] | None = None,
+    ) -> Sequence[int] | None:
+        """Append several messages in one transaction (a turn's deferred rows, a child session's
+        copied transcript), said at `timestamps` (None: now); returns their ids in the store
+        (None for a recorder that keeps no ids)."""
         ...
 
     async def add_usage(self, session_id: str, usage: Usage) -> None: ...
@@ -174,8 +181,13 @@ class NullRecorder:
         return None
 
     async def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
-    ) -> None:
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        token_counts: Sequence[int | None],
+        timestamps: Sequence[float] | None = None,
+    ) -> Sequence[int] | None:
         return None
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import replace
 
+import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from harness.compress.flush import FlushOutcome
@@ -39,6 +40,7 @@ from harness.loop._stream import produced_events
 from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
+from harness.loop.transcript import SAVE_AFTER_S
 from harness.models.base import PromptProgress
 from harness.tools import error_json
 from harness.trace import TraceRefresh
@@ -73,14 +75,7 @@ class Session:
         self._transcript = path.transcript
         self.compressor = Compressor(parts.settings.compression, telemetry=path.calls.telemetry)
         self._host = SessionHost(
-            transcript=path.transcript,
-            system=path.system,
-            estimator=self.estimator,
-            calls=path.calls,
-            tools=parts.tools,
-            providers=parts.providers,
-            recorder=path.transcript.recorder,
-            today=parts.today,
+            path.transcript, path.system, path.calls, parts.tools, parts.providers, parts.today
         )
         self.cache_keeper = CacheKeeper(
             parts.settings.cache,
@@ -364,6 +359,8 @@ class Session:
             if not consistent:
                 self._transcript.repair()  # synchronous: nothing to shield
                 self.estimator.invalidate()
+            with anyio.CancelScope(shield=True):  # a cancelled turn still stores what was said
+                await self._transcript.save()  # the turn's replies, in one transaction
         if drop:
             self._transcript.drop_recall(user)
         self.providers.after_turn(
@@ -392,13 +389,13 @@ class Session:
     async def _refuse_unparsed(self, why: str, iteration: int, send: MemoryObjectSendStream[Event]) -> None:
         """Record the unreadable reply as a refused call, so the model hears why and tries again."""
         call = ToolCall(f"unparsed-{self.turn}-{iteration}", "unparsed_call", "{}")
-        await self._transcript.append(Message("assistant", "", tool_calls=(call,)))
+        await self._transcript.append(Message("assistant", "", tool_calls=(call,)), defer=True)
         text = error_json(
             f"your reply could not be read as an answer or a tool call ({why}); call tools only through "
             "the tool-call format, with JSON arguments, or answer in plain text"
         )
         result = ToolResult(call.id, call.name, text, True)
-        await self._transcript.append(result.to_message())
+        await self._transcript.append(result.to_message(), defer=True)
         send.send_nowait(ToolResultReady(call_id=call.id, name=call.name, content=text, is_error=True))
 
     async def _ask(
@@ -426,6 +423,7 @@ class Session:
                 # A write made during this turn shows in the prompt from the next turn on
                 # (`invalidate_on_write`), so the turn's own requests share one prefix.
                 await self.system.refresh()
+            await self._transcript.save(waited_s=SAVE_AFTER_S)  # a long turn's replies so far
             await self.compressor.maybe_compress(self._host, send.send)
             request = ModelRequest(
                 system=self.system.text,
@@ -436,6 +434,7 @@ class Session:
                 temperature=self.settings.temperature,
                 purpose="turn",
                 stable_prefix_chars=self.system.stable_chars,
+                deferred_tools=self.tools.deferred_specs(),
             )
             reply, held = await self._ask(request, send)
             calls = reply.message.tool_calls
@@ -459,7 +458,7 @@ class Session:
                     continue
             elif salvaged is None and (rest := held.release()):  # held text that was part of an answer
                 send.send_nowait(TextDelta(rest))
-            await self._transcript.append(reply.message)
+            await self._transcript.append(reply.message, defer=True)
             if not calls:
                 return reply.message.content, iteration, "final"
             for call in calls:
@@ -469,7 +468,7 @@ class Session:
             for result, out in results:
                 # The transcript may keep a capped copy; the event carries the full output.
                 await self._transcript.append_tool_result(
-                    result.to_message(), cap=self.settings.tool_result_chars
+                    result.to_message(), cap=self.settings.tool_result_chars, defer=True
                 )
                 ready = ToolResultReady(
                     call_id=result.call_id, name=result.name, content=result.content, is_error=result.is_error

@@ -1,6 +1,12 @@
 """The transcript and its lineage: one owner for the messages, the session ids and their rows.
 
-Every message is persisted as it is appended (a crash loses at most the in-flight call).
+What the user says is persisted as it is appended; the rest of a turn (the model's replies,
+tool calls and their results) waits in order and is written at the turn's end in one
+transaction, or before a model call once it has waited `SAVE_AFTER_S` — so a fast turn costs
+two commits, not one per message, and a crash loses at most the in-flight call and the replies
+of the turn's last second (the trace loses at most the turn being run). A row is written at
+once when something needs its store id (a capped tool result names it), and before a
+compression reads the transcript.
 The transcript is rewritten only here: compression continues in a child session (the old
 row ends with reason `compression`; the child's messages are copied in one transaction),
 a cancelled turn is repaired to its last consistent state, and recall that must not
@@ -28,7 +34,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
@@ -38,9 +44,24 @@ from memory import MemoryLayerError
 from memory.errors import SessionFencedError
 from memory.sessions import storable_text
 
-__all__ = ["Transcript", "new_session_id", "storable"]
+__all__ = ["SAVE_AFTER_S", "Transcript", "new_session_id", "storable"]
 
 _STORE_ERRORS = (MemoryLayerError, OSError)
+
+SAVE_AFTER_S = 1.0
+"""A turn's deferred rows are written before its next model call once the oldest has waited this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A message waiting for the store: the session row it belongs to, the bytes to store,
+    when it was said, and the message the transcript keeps for it (to give it its store id)."""
+
+    session_id: str
+    message: Message
+    timestamp: float
+    queued_at: float
+    kept: Message | None
 
 
 def storable(message: Message) -> Message:
@@ -89,43 +110,40 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6]
 
 
+@dataclass(eq=False)
 class Transcript:
     """The messages of the current session row, which row that is, and how many turns it has seen."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        *,
-        new_id: Callable[[], str],
-        model_name: str,
-        count: Callable[[Message], int],
-        warn: Callable[[str], None],
-    ) -> None:
-        self._recorder = recorder
-        self._warn = warn
-        self._new_id = new_id
-        self._model_name = model_name
-        self._count = count
-        self.session_id = new_id()
-        self.parent_session_id: str | None = None
-        self.lineage_root = self.session_id
-        """The first session of this lineage: compression continues a session in a child with
-        a new id but the same root, so the session lease is keyed by it (one turn at a time
-        across the whole lineage, on every worker)."""
-        self.version = 0
-        self.turn = 0
-        """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
-        self._messages: list[Message] = []
-        self._unsaved: list[tuple[str, Message]] = []
-        self._unopened: set[str] = set()
-        self.fenced = False
-        """The store refused a write because another worker took the session's lease: nothing
-        is written until the session reloads from the store (the session's next turn)."""
-        self._last_id: int | None = None
+    recorder: Recorder
+    _: KW_ONLY
+    new_id: Callable[[], str]
+    model_name: str
+    count: Callable[[Message], int]
+    warn: Callable[[str], None]
+    clock: Callable[[], float] = time.time
+    """When a message was said (its row's timestamp)."""
+    monotonic: Callable[[], float] = time.monotonic
+    """How long a deferred row has waited (`save`)."""
+    session_id: str = field(init=False)
+    parent_session_id: str | None = field(default=None, init=False)
+    lineage_root: str = field(init=False)
+    """The first session of this lineage: compression continues a session in a child with
+    a new id but the same root, so the session lease is keyed by it (one turn at a time
+    across the whole lineage, on every worker)."""
+    version: int = field(default=0, init=False)
+    turn: int = field(default=0, init=False)
+    """User turns begun in this conversation (kept across compression; a new conversation resets it)."""
+    fenced: bool = field(default=False, init=False)
+    """The store refused a write because another worker took the session's lease: nothing
+    is written until the session reloads from the store (the session's next turn)."""
+    _messages: list[Message] = field(default_factory=list, init=False)
+    _unsaved: list[_Row] = field(default_factory=list, init=False)
+    _unopened: set[str] = field(default_factory=set, init=False)
+    _last_id: int | None = field(default=None, init=False)
 
-    @property
-    def recorder(self) -> Recorder:
-        return self._recorder
+    def __post_init__(self) -> None:
+        self.session_id = self.new_id()
+        self.lineage_root = self.session_id
 
     def begin_turn(self) -> int:
         """Count a new user turn; returns its number (from 1)."""
@@ -141,49 +159,52 @@ class Transcript:
 
     async def open(self) -> None:
         """Create the current session row."""
-        await self._recorder.start_session(
-            self.session_id, model=self._model_name, parent_session_id=self.parent_session_id
+        await self.recorder.start_session(
+            self.session_id, model=self.model_name, parent_session_id=self.parent_session_id
         )
 
     @property
     def unsaved(self) -> int:
-        """Messages not yet in the session store (it refused them; they are retried)."""
+        """Messages not yet in the session store (a turn's deferred rows, or rows it refused)."""
         return len(self._unsaved)
 
     async def end(self, reason: EndReason) -> None:
         """Save what is unsaved, then end the current session row."""
         if await self._save_unsaved():
             try:
-                await self._recorder.end_session(self.session_id, reason=reason)
+                await self.recorder.end_session(self.session_id, reason=reason)
             except _STORE_ERRORS as exc:
-                self._warn(f"could not end session {self.session_id!r} in the session store ({exc})")
+                self.warn(f"could not end session {self.session_id!r} in the session store ({exc})")
 
-    async def append(self, message: Message, *, stored: Message | None = None) -> Message:
+    async def append(
+        self, message: Message, *, stored: Message | None = None, defer: bool = False
+    ) -> Message:
         """Append `message` and persist it (or `stored`, the bytes a resumed session must replay).
 
+        With `defer` the row waits for `save` (the turn's end) instead of being written now.
         Returns the message as kept: its text in the form the store keeps (NUL and lone
         surrogates → U+FFFD), so the live transcript and the stored row never differ, and its
         store id when the store took it now.
         """
         message = storable(message)
         self._messages.append(message)
-        self._unsaved.append((self.session_id, storable(stored) if stored is not None else message))
-        if await self._save_unsaved() and self._last_id is not None:
-            message = _with_store_id(message, self._last_id)
-            self._messages[-1] = message
-        return message
+        self._queue(storable(stored) if stored is not None else message, kept=message)
+        if not defer:
+            await self._save_unsaved()
+        return self._messages[-1]  # with its store id when it was written now
 
-    async def append_tool_result(self, message: Message, *, cap: int) -> Message:
+    async def append_tool_result(self, message: Message, *, cap: int, defer: bool = False) -> Message:
         """Append a tool result; one longer than `cap` characters is kept capped (see the module doc).
 
-        The full output is stored first, so the capped text can name its id; if the store
-        refuses it now, it waits in the unsaved queue like any row, and the capped text says
-        the cut part is not kept (it cannot point at a row that has no id yet).
+        The full output is stored first, so the capped text can name its id (a deferred turn's
+        rows are written with it); if the store refuses it now, it waits in the unsaved queue
+        like any row, and the capped text says the cut part is not kept (it cannot point at a
+        row that has no id yet).
         """
         if len(message.content) <= cap:
-            return await self.append(message)
+            return await self.append(message, defer=defer)
         message = storable(message)
-        self._unsaved.append((self.session_id, message))
+        self._queue(message, kept=None)
         store_id = self._last_id if await self._save_unsaved() else None
         kept = replace(
             message, content=capped_result(message.content, cap, message_id=store_id), store_id=store_id
@@ -191,8 +212,19 @@ class Transcript:
         self._messages.append(kept)
         return kept
 
+    async def save(self, *, waited_s: float = 0.0) -> bool:
+        """Write the rows waiting for the store (with `waited_s`: only once the oldest has
+        waited that long); False (with a warning) when the store refused them."""
+        if not self._unsaved or self.monotonic() - self._unsaved[0].queued_at < waited_s:
+            return not self._unsaved
+        return await self._save_unsaved()
+
+    def _queue(self, row: Message, *, kept: Message | None) -> None:
+        self._unsaved.append(_Row(self.session_id, row, self.clock(), self.monotonic(), kept))
+
     async def _save_unsaved(self) -> bool:
-        """Write the queued rows in order; False (with a warning) when the store refused one.
+        """Write the queued rows in order, each session's run of them in one transaction;
+        False (with a warning) when the store refused one.
 
         After True, `_last_id` is the store id of the last row written (None if the
         recorder keeps no ids, or if nothing was queued).
@@ -202,29 +234,57 @@ class Transcript:
             self._unsaved.clear()  # this worker's turn lost the session: never behind another's
             return False
         while self._unsaved:
-            session_id, row = self._unsaved[0]
+            session_id = self._unsaved[0].session_id
+            run = next(
+                (i for i, r in enumerate(self._unsaved) if r.session_id != session_id), len(self._unsaved)
+            )
+            rows = self._unsaved[:run]
             try:
                 if session_id in self._unopened:
-                    await self._recorder.start_session(
-                        session_id, model=self._model_name, parent_session_id=self.parent_session_id
+                    await self.recorder.start_session(
+                        session_id, model=self.model_name, parent_session_id=self.parent_session_id
                     )
                     self._unopened.discard(session_id)
-                self._last_id = await self._recorder.append_message(
-                    session_id, row, token_count=self._count(row)
-                )
+                ids = await self._write(session_id, rows)
             except SessionFencedError as exc:
-                self._warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
+                self.warn(f"{exc} {len(self._unsaved)} message(s) of this turn were not saved.")
                 self.fenced = True
                 self._unsaved.clear()
                 return False
             except _STORE_ERRORS as exc:
-                self._warn(
+                self.warn(
                     f"the session store refused a write ({exc}); {len(self._unsaved)} message(s) are kept in "
                     "memory and will be saved with the next message — nothing is lost while this session runs"
                 )
                 return False
-            self._unsaved.pop(0)
+            del self._unsaved[:run]
+            self._last_id = ids[-1] if ids else None
+            self._give_ids(rows, ids)
         return True
+
+    async def _write(self, session_id: str, rows: Sequence[_Row]) -> Sequence[int | None]:
+        """One transaction for `rows` (all of `session_id`); their store ids, or () when the recorder keeps none."""
+        if len(rows) == 1:
+            row = rows[0].message
+            return (await self.recorder.append_message(session_id, row, token_count=self.count(row)),)
+        messages = [r.message for r in rows]
+        ids = await self.recorder.append_messages(
+            session_id,
+            messages,
+            token_counts=[self.count(m) for m in messages],
+            timestamps=[r.timestamp for r in rows],
+        )
+        return () if ids is None or len(ids) != len(rows) else ids
+
+    def _give_ids(self, rows: Sequence[_Row], ids: Sequence[int | None]) -> None:
+        """Put the store ids of rows just written on the messages the transcript keeps for them."""
+        for row, store_id in zip(rows, ids, strict=False):
+            if row.kept is None or store_id is None:
+                continue
+            for i in range(len(self._messages) - 1, -1, -1):
+                if self._messages[i] is row.kept:
+                    self._messages[i] = _with_store_id(row.kept, store_id)
+                    break
 
     def resume(
         self,
@@ -247,7 +307,7 @@ class Transcript:
         """End this row (`new_session`) and start an empty, unrelated one; returns the old id."""
         old = self.session_id
         await self.end("new_session")
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.parent_session_id = None
         self.lineage_root = self.session_id
         self.turn = 0
@@ -260,19 +320,20 @@ class Transcript:
         old = self.session_id
         await self.end("compression")
         self.parent_session_id = old
-        self.session_id = self._new_id()
+        self.session_id = self.new_id()
         self.replace(messages)
         if not self._unsaved:
             try:
                 await self.open()
-                await self._recorder.append_messages(
-                    self.session_id, list(messages), token_counts=[self._count(m) for m in messages]
+                await self.recorder.append_messages(
+                    self.session_id, list(messages), token_counts=[self.count(m) for m in messages]
                 )
                 return old
             except _STORE_ERRORS as exc:
-                self._warn(f"the session store refused the compressed session ({exc}); it will be retried")
+                self.warn(f"the session store refused the compressed session ({exc}); it will be retried")
         self._unopened.add(self.session_id)
-        self._unsaved.extend((self.session_id, m) for m in messages)
+        for m in messages:  # they keep the ids of the rows they were copied from
+            self._queue(m, kept=None)
         return old
 
     def replace(self, messages: Sequence[Message]) -> None:
@@ -288,8 +349,9 @@ class Transcript:
 
     def drop_recall(self, user: Message) -> None:
         """Send `user` (as `append` returned it) without its recall from now on (`recall.persist: false`)."""
-        for i, m in enumerate(self._messages):
-            if m is user:
-                self._messages[i] = Message(role="user", content=user.content, store_id=user.store_id)
+        for i in range(len(self._messages) - 1, -1, -1):
+            m = self._messages[i]
+            if m is user or m == user:  # equal: it was given its store id since (ids do not compare)
+                self._messages[i] = Message(role="user", content=user.content, store_id=m.store_id)
                 self.version += 1
                 return

@@ -33,6 +33,7 @@ from harness.errors import (
     ModelResponseError,
     ModelServerError,
     ModelTimeoutError,
+    validation_problems,
 )
 from harness.models.scripted import RaiseStep, ReplyStep, ScriptStep, calls, tool_call
 from harness.usage import usage_from_counts
@@ -112,9 +113,7 @@ def step_from_data(item: JsonValue, *, where: str = "step") -> ScriptStep:
     try:
         data = _StepData.model_validate(item)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'step'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = validation_problems(exc, whole="step")
         raise ConfigError(
             f"{where} is not a valid script step ({problems}); write text, "
             "{say: ...}, {tool_calls: [{name, arguments}]} or {error: server|rate_limit|...}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random as _random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 import anyio
@@ -54,43 +54,32 @@ class _Prepended:
         return await self._rest.__anext__()
 
 
+@dataclass(eq=False)
 class RetryingClient:
-    """Wraps a `ModelClient` with retries.
+    """Wraps a `ModelClient` with retries."""
 
-    Args:
-        inner: The client that does the work.
-        max_attempts: Total attempts per call, the first included (1 disables retrying).
-        base_delay_s: Backoff base: attempt n waits up to `base * 2**(n-1)` seconds.
-        max_delay_s: Cap of the computed backoff.
-        sleep: Awaited with each delay (tests pass a recorder).
-        random: Uniform [0, 1) source for the full jitter.
-        max_retry_after_s: A `Retry-After` longer than this is not waited out; the error
-            is raised at once so the caller can decide.
-        on_retry: Called before each wait (the turn loop turns it into a warning event).
-    """
+    inner: ModelClient
+    """The client that does the work."""
+    _: KW_ONLY
+    max_attempts: int = 4
+    """Total attempts per call, the first included (1 disables retrying)."""
+    base_delay_s: float = 0.5
+    """Backoff base: attempt n waits up to `base * 2**(n-1)` seconds."""
+    max_delay_s: float = 30.0
+    """Cap of the computed backoff."""
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    """Awaited with each delay (tests pass a recorder)."""
+    random: Callable[[], float] = _random.random
+    """Uniform [0, 1) source for the full jitter."""
+    max_retry_after_s: float = 300.0
+    """A `Retry-After` longer than this is not waited out; the error is raised at once so the
+    caller can decide."""
+    on_retry: Callable[[RetryAttempt], None] | None = None
+    """Called before each wait (the turn loop turns it into a warning event)."""
 
-    def __init__(
-        self,
-        inner: ModelClient,
-        *,
-        max_attempts: int = 4,
-        base_delay_s: float = 0.5,
-        max_delay_s: float = 30.0,
-        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
-        random: Callable[[], float] = _random.random,
-        max_retry_after_s: float = 300.0,
-        on_retry: Callable[[RetryAttempt], None] | None = None,
-    ) -> None:
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts!r}")
-        self.inner = inner
-        self._max_attempts = max_attempts
-        self._base = base_delay_s
-        self._max_delay = max_delay_s
-        self._sleep = sleep
-        self._random = random
-        self._max_retry_after = max_retry_after_s
-        self._on_retry = on_retry
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts!r}")
 
     @property
     def model_name(self) -> str:
@@ -103,22 +92,22 @@ class RetryingClient:
 
     def delay_for(self, attempt: int, error: RetryableModelError) -> float | None:
         """Seconds to wait after failed attempt `attempt`, or None to give up and raise."""
-        if attempt >= self._max_attempts:
+        if attempt >= self.max_attempts:
             return None
         hinted: float | None = (
             error.retry_after if isinstance(error, ModelRateLimitError | ModelServerError) else None
         )
         if hinted is not None:
-            return hinted if hinted <= self._max_retry_after else None
-        return self._random() * min(self._max_delay, self._base * 2.0 ** (attempt - 1))
+            return hinted if hinted <= self.max_retry_after_s else None
+        return self.random() * min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
 
     async def _wait(self, attempt: int, error: RetryableModelError) -> None:
         delay = self.delay_for(attempt, error)
         if delay is None:
             raise error
-        if self._on_retry is not None:
-            self._on_retry(RetryAttempt(attempt, self._max_attempts, delay, error))
-        await self._sleep(delay)
+        if self.on_retry is not None:
+            self.on_retry(RetryAttempt(attempt, self.max_attempts, delay, error))
+        await self.sleep(delay)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """`inner.complete` with retries; the last error is raised when attempts run out."""

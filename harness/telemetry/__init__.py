@@ -7,6 +7,6 @@
 # Only `_worker.py` and `_export.py` import OpenTelemetry, and only when export is on.
 from harness.telemetry._open import open_telemetry
 from harness.telemetry._record import trace_context
-from harness.telemetry.port import NO_TELEMETRY, NoTelemetry, Telemetry
+from harness.telemetry.port import NO_TELEMETRY, NoTelemetry, RequestInfo, Telemetry
 
-__all__ = ["NO_TELEMETRY", "NoTelemetry", "Telemetry", "open_telemetry", "trace_context"]
+__all__ = ["NO_TELEMETRY", "NoTelemetry", "RequestInfo", "Telemetry", "open_telemetry", "trace_context"]

@@ -99,27 +99,27 @@ def _dump(value: object) -> str:
 
 
 def request_attributes(r: RequestRecord, *, alias: bool, capture: bool) -> Attributes:
-    req = r.request
+    req, info = r.request, r.info
     out: Attributes = {
         n.OPERATION: "chat",
-        n.PROVIDER: r.provider,
-        n.REQUEST_MODEL: r.model,
+        n.PROVIDER: info.provider,
+        n.REQUEST_MODEL: info.model,
         n.REQUEST_STREAM: True,
-        n.CONVERSATION_ID: r.conversation_id,
-        n.KEEL_SESSION_ID: r.session_id,
+        n.CONVERSATION_ID: info.conversation_id,
+        n.KEEL_SESSION_ID: info.session_id,
         n.KEEL_PURPOSE: req.purpose,
     }
     if req.max_tokens is not None:
         out[n.REQUEST_MAX_TOKENS] = req.max_tokens
     if req.temperature is not None:
         out[n.REQUEST_TEMPERATURE] = req.temperature
-    if r.compacted:  # the conventions: set it true, never false
+    if info.compacted:  # the conventions: set it true, never false
         out[n.CONVERSATION_COMPACTED] = True
     if r.first_chunk_ns:
         out[n.RESPONSE_TIME_TO_FIRST_CHUNK] = (r.first_chunk_ns - r.start_ns) / 1e9
     reply = r.reply
     if reply is not None:
-        out[n.RESPONSE_MODEL] = reply.model or r.model
+        out[n.RESPONSE_MODEL] = reply.model or info.model
         finish = reply.finish_reason or ("tool_calls" if reply.message.tool_calls else "stop")
         out[n.RESPONSE_FINISH_REASONS] = (finish,)
     if r.usage is not None:

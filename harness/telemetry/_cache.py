@@ -72,15 +72,15 @@ class CacheAttribution:
             return {}
         if self._renderer is None:
             self._renderer = self._make_renderer()
-        sim = self._simulators.get(r.provider, "ideal")
-        meter = self._meters.get((r.stream, sim))
+        sim = self._simulators.get(r.info.provider, "ideal")
+        meter = self._meters.get((r.info.stream, sim))
         if meter is None:
-            meter = self._meters[(r.stream, sim)] = RequestMeter(self._renderer, sim)
+            meter = self._meters[(r.info.stream, sim)] = RequestMeter(self._renderer, sim)
         request = request_from_model(
             r.request,
             memo=self._messages,
-            session_id=r.session_id,
-            model=r.model,
+            session_id=r.info.session_id,
+            model=r.info.model,
             slots=r.slots,
             usage=usage,
             breakpoints=[

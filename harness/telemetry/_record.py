@@ -26,7 +26,7 @@ from typing import Literal, Self
 import anyio.to_thread
 
 from harness.telemetry.names import CompressionStep, MemoryOperation
-from harness.telemetry.port import MemoryOutcome
+from harness.telemetry.port import MemoryOutcome, RequestInfo
 from harness.types import ModelReply, ModelRequest, ToolCall, Usage
 from prompts.slots import SlotSpan
 
@@ -121,42 +121,13 @@ class TurnRecord(SpanRecord):
 
 
 class RequestRecord(SpanRecord):
-    __slots__ = (
-        "compacted",
-        "conversation_id",
-        "first_chunk_ns",
-        "model",
-        "provider",
-        "reply",
-        "reported",
-        "request",
-        "session_id",
-        "slots",
-        "stream",
-        "usage",
-    )
+    __slots__ = ("first_chunk_ns", "info", "reply", "reported", "request", "slots", "usage")
     kind = "request"
 
-    def __init__(
-        self,
-        queue: RecordQueue,
-        request: ModelRequest,
-        *,
-        model: str,
-        provider: str,
-        conversation_id: str,
-        session_id: str,
-        compacted: bool,
-        stream: str,
-    ) -> None:
+    def __init__(self, queue: RecordQueue, request: ModelRequest, info: RequestInfo) -> None:
         super().__init__(queue)
         self.request = request
-        self.model = model
-        self.provider = provider
-        self.conversation_id = conversation_id
-        self.session_id = session_id
-        self.compacted = compacted
-        self.stream = stream
+        self.info = info
         self.first_chunk_ns = 0
         self.reply: ModelReply | None = None
         self.usage: Usage | None = None
@@ -264,27 +235,8 @@ class Recording:
     def turn(self, *, conversation_id: str, session_id: str, turn: int) -> TurnRecord:
         return TurnRecord(self._queue, conversation_id=conversation_id, session_id=session_id, turn=turn)
 
-    def request(
-        self,
-        request: ModelRequest,
-        *,
-        model: str,
-        provider: str,
-        conversation_id: str,
-        session_id: str,
-        compacted: bool,
-        stream: str = "",
-    ) -> RequestRecord:
-        return RequestRecord(
-            self._queue,
-            request,
-            model=model,
-            provider=provider,
-            conversation_id=conversation_id,
-            session_id=session_id,
-            compacted=compacted,
-            stream=stream,
-        )
+    def request(self, request: ModelRequest, info: RequestInfo) -> RequestRecord:
+        return RequestRecord(self._queue, request, info)
 
     def tool(self, call: ToolCall, *, mcp: bool = False) -> ToolRecord:
         return ToolRecord(self._queue, call, mcp=mcp)

@@ -137,7 +137,7 @@ class Exporter:
         is a turn (a subagent's turn inside a tool call keeps its own)."""
         usage, provider = self._sums.pop(r.span_id, (Usage(), ""))
         if isinstance(r, RequestRecord) and r.usage is not None:
-            usage, provider = usage + r.usage, r.provider
+            usage, provider = usage + r.usage, r.info.provider
         if r.parent_id and not isinstance(r, TurnRecord) and (provider or usage != Usage()):
             above, above_provider = self._sums.get(r.parent_id, (Usage(), ""))
             self._sums[r.parent_id] = (above + usage, above_provider or provider)
@@ -162,7 +162,7 @@ class Exporter:
     def _describe(self, r: SpanRecord) -> tuple[str, SpanKind, Attributes]:
         usage, provider = self._roll_up(r)
         if isinstance(r, RequestRecord):
-            return f"chat {r.model}", SpanKind.CLIENT, self._request(r)
+            return f"chat {r.info.model}", SpanKind.CLIENT, self._request(r)
         if isinstance(r, TurnRecord):
             if self._instruments is not None:
                 self._instruments.turn.record((r.end_ns - r.start_ns) / 1e9, {n.PROVIDER: provider})
@@ -188,7 +188,7 @@ class Exporter:
 
     def _count(self, r: RequestRecord, attributes: Attributes) -> None:
         assert self._instruments is not None
-        common = {n.PROVIDER: r.provider, n.REQUEST_MODEL: r.model}
+        common = {n.PROVIDER: r.info.provider, n.REQUEST_MODEL: r.info.model}
         operation = {n.OPERATION: "chat", **common}
         if r.error is not None:
             operation[n.ERROR_TYPE] = r.error

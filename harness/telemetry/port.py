@@ -15,6 +15,7 @@ flush and summary requests inside the compression that sent them.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
 from harness.telemetry.names import CompressionStep, MemoryOperation
@@ -27,6 +28,7 @@ __all__ = [
     "MemoryOutcome",
     "MemorySpan",
     "NoTelemetry",
+    "RequestInfo",
     "RequestSpan",
     "Telemetry",
     "ToolSpan",
@@ -34,6 +36,21 @@ __all__ = [
 ]
 
 MemoryOutcome: TypeAlias = Literal["saved", "refused", "held"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """Who sends a model request and in which conversation: the attributes of its span."""
+
+    model: str
+    provider: str
+    conversation_id: str
+    session_id: str
+    compacted: bool
+    """The conversation goes on in a child session after a compression."""
+    stream: str = ""
+    """The sequence of requests its cache reuse is measured against (one per session
+    object, like its JSONL trace)."""
 
 
 class TurnSpan(Protocol):
@@ -85,19 +102,8 @@ class Telemetry(Protocol):
         self, *, conversation_id: str, session_id: str, turn: int
     ) -> AbstractContextManager[TurnSpan]: ...
 
-    def request(
-        self,
-        request: ModelRequest,
-        *,
-        model: str,
-        provider: str,
-        conversation_id: str,
-        session_id: str,
-        compacted: bool,
-        stream: str = "",
-    ) -> AbstractContextManager[RequestSpan]:
-        """One model request; `stream` names the sequence of requests its cache reuse is
-        measured against (one per session object, like its JSONL trace)."""
+    def request(self, request: ModelRequest, info: RequestInfo) -> AbstractContextManager[RequestSpan]:
+        """One model request, sent as `info` says."""
         ...
 
     def tool(self, call: ToolCall, *, mcp: bool = False) -> AbstractContextManager[ToolSpan]: ...
@@ -164,17 +170,7 @@ class NoTelemetry:
     def turn(self, *, conversation_id: str, session_id: str, turn: int) -> _Nothing:
         return _NOTHING
 
-    def request(
-        self,
-        request: ModelRequest,
-        *,
-        model: str,
-        provider: str,
-        conversation_id: str,
-        session_id: str,
-        compacted: bool,
-        stream: str = "",
-    ) -> _Nothing:
+    def request(self, request: ModelRequest, info: RequestInfo) -> _Nothing:
         return _NOTHING
 
     def tool(self, call: ToolCall, *, mcp: bool = False) -> _Nothing:

@@ -114,10 +114,18 @@ class RecordingRecorder:
         return sum(len(ms) for ms in self.messages.values())
 
     async def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
-    ) -> None:
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        token_counts: Sequence[int | None],
+        timestamps: Sequence[float] | None = None,
+    ) -> list[int]:
+        """Keep the messages (one batch); their ids are their positions, as `append_message`'s."""
         self.batches.append((session_id, len(messages)))
         self.messages[session_id].extend(messages)
+        total = sum(len(ms) for ms in self.messages.values())
+        return list(range(total - len(messages) + 1, total + 1))
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
         self.usage = self.usage + usage

@@ -20,10 +20,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from harness.tools.arguments import ArgumentsError, describe_validation, parse_arguments
-from harness.tools.registry import ToolOutput, error_json
+from harness.tools.registry import ToolOutput, validated_arguments
 from harness.types import ToolSpec
 
 __all__ = ["SEARCH_NAME", "Deferral", "ToolSearch", "estimate_tokens"]
@@ -127,12 +126,9 @@ class ToolSearch:
         return [*exact, *(s for _, _, s in sorted(scored))][:limit]
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        try:
-            args = _Query.model_validate(parse_arguments(arguments))
-        except ArgumentsError as exc:
-            return ToolOutput(error_json(str(exc)), True)
-        except ValidationError as exc:
-            return ToolOutput(error_json(describe_validation(exc)), True)
+        args = validated_arguments(_Query, arguments)
+        if isinstance(args, ToolOutput):
+            return args
         found = self.search(args.query, args.limit)
         tools = [{"name": s.name, "description": s.description, "parameters": s.parameters} for s in found]
         note = (

@@ -36,6 +36,7 @@ __all__ = [
     "ToolRegistry",
     "ToolSource",
     "error_json",
+    "validated_arguments",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,16 @@ def error_json(message: str) -> str:
     return json.dumps({"success": False, "error": message}, ensure_ascii=False)
 
 
+def validated_arguments(model: type[M], arguments: str) -> M | ToolOutput:
+    """The model's argument text validated into `model`, or the error result it can read and correct."""
+    try:
+        return model.model_validate(parse_arguments(arguments))
+    except ArgumentsError as exc:
+        return ToolOutput(error_json(str(exc)), True)
+    except ValidationError as exc:
+        return ToolOutput(error_json(describe_validation(exc)), True)
+
+
 class FunctionTool(Generic[M]):
     """A tool whose arguments are validated into `args_model` before `fn` sees them."""
 
@@ -83,31 +94,22 @@ class FunctionTool(Generic[M]):
         return self._spec
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        try:
-            raw = parse_arguments(arguments)
-        except ArgumentsError as exc:
-            return ToolOutput(error_json(str(exc)), True)
-        try:
-            args = self._model.model_validate(raw)
-        except ValidationError as exc:
-            return ToolOutput(error_json(describe_validation(exc)), True)
+        args = validated_arguments(self._model, arguments)
+        if isinstance(args, ToolOutput):
+            return args
         out = await self._fn(args)
         return out if isinstance(out, ToolOutput) else ToolOutput(out)
 
 
+@dataclass(frozen=True, slots=True)
 class RawTool:
     """A tool whose handler receives the raw argument text and validates it itself."""
 
-    def __init__(self, spec: ToolSpec, fn: Callable[[str], Awaitable[ToolOutput]]) -> None:
-        self._spec = spec
-        self._fn = fn
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self._spec
+    spec: ToolSpec
+    fn: Callable[[str], Awaitable[ToolOutput]]
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        return await self._fn(arguments)
+        return await self.fn(arguments)
 
 
 class ToolSource(Protocol):
@@ -150,8 +152,12 @@ class ToolRegistry:
         telemetry: Telemetry = NO_TELEMETRY,
         defer: Callable[[Sequence[ToolSpec]], Tool | None] | None = None,
         profile: Callable[[ToolSpec], ToolSpec | None] | None = None,
+        native_defer: bool = False,
     ) -> None:
         self.profile = profile
+        self.native_defer = native_defer
+        """Requests also list the deferred tools for the provider's own deferred loading
+        (`deferred_specs`; `mcp.defer_native`)."""
         """What the model is shown of each tool (`harness.tools.profile`; None: the spec as is)."""
         self._defer = defer
         """Given the sources' specs, the tool that stands in for them (`tool_search`), or None
@@ -291,6 +297,13 @@ class ToolRegistry:
         if self.profile is None:
             return tuple(sent)
         return tuple(s for s in map(self.profile, sent) if s is not None)
+
+    def deferred_specs(self) -> tuple[ToolSpec, ...]:
+        """With `native_defer`, the deferred tools' specs sorted by name (a request's
+        `deferred_tools`: the same list until a rebuild), else none."""
+        if not self.native_defer:
+            return ()
+        return tuple(self._tools[n].spec for n in sorted(self._deferred))
 
     async def run(self, call: ToolCall) -> tuple[ToolResult, ToolOutput]:
         """Run one call; never raises except on cancellation."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from anyio.abc import TaskGroup
 from pydantic import JsonValue
@@ -246,28 +246,41 @@ class DbRecorder:
     async def append_message(
         self, session_id: str, message: Message, *, token_count: int | None
     ) -> int | None:
-        # Taken out before the write: usage added meanwhile (a background call) waits for the next.
-        held = self._held.pop(session_id, None)
-        usage = None if held is None else StoredUsage(**usage_counts(held[0]), api_calls=held[1])
-        try:
+        with self._riding_usage(session_id) as usage:
             row_id = await self._writes.append_message(
                 session_id, stored(message, timestamp=self._clock(), token_count=token_count), usage=usage
             )
-        except BaseException:
-            if held is not None:
-                self._hold(session_id, *held)  # the message is retried; its usage goes with it
-            raise
         # a journalled write has no id yet: the capped text then says the rest is not kept
         return row_id if isinstance(row_id, int) else None
 
     async def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, token_counts: Sequence[int | None]
-    ) -> None:
-        now = self._clock()
-        await self._writes.append_messages(
-            session_id,
-            [stored(m, timestamp=now, token_count=n) for m, n in zip(messages, token_counts, strict=True)],
-        )
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        token_counts: Sequence[int | None],
+        timestamps: Sequence[float] | None = None,
+    ) -> list[int]:
+        times = [self._clock()] * len(messages) if timestamps is None else timestamps
+        rows = [
+            stored(m, timestamp=t, token_count=n)
+            for m, n, t in zip(messages, token_counts, times, strict=True)
+        ]
+        with self._riding_usage(session_id) as usage:
+            return await self._writes.append_messages(session_id, rows, usage=usage)
+
+    @contextmanager
+    def _riding_usage(self, session_id: str) -> Iterator[StoredUsage | None]:
+        """The usage held for `session_id`, for the write in the block; held again if it fails.
+
+        Taken out before the write: usage added meanwhile (a background call) waits for the next."""
+        held = self._held.pop(session_id, None)
+        try:
+            yield None if held is None else StoredUsage(**usage_counts(held[0]), api_calls=held[1])
+        except BaseException:
+            if held is not None:
+                self._hold(session_id, *held)  # the message is retried; its usage goes with it
+            raise
 
     async def add_usage(self, session_id: str, usage: Usage) -> None:
         """Hold `usage` for the session's next message (see the class doc); nothing is written now."""

@@ -47,6 +47,7 @@ from memory.curated import PENDING_NAME, CuratedPool, FileBackend, PendingWrites
 from memory.providers import PgPlace, ScopeCopy, provider_scope
 from memory.providers.holographic import copy_facts
 from memory.providers.semantic import copy_memories
+from memory.sessions.writes import session_copy
 
 __all__ = ["MigrationReport", "migrate_home", "session_digest"]
 
@@ -306,39 +307,8 @@ async def _copy_session(
         ) == session_digest(messages)
         (report.skipped if same else report.conflicts).append(f"session {session_id}")
         return
-    await dst.create_session(
-        session_id,
-        source=record.source,
-        started_at=record.started_at,
-        model=record.model,
-        parent_session_id=record.parent_session_id,
-        title=record.title,
-        user_id=record.user_id,
-        memory_snapshot=record.memory_snapshot,
-    )
-    if messages:
-        await dst.append_messages(session_id, [m.message for m in messages])
-    for flush in await src.list_flushes(session_id):
-        await dst.record_flush(
-            session_id,
-            timestamp=flush.timestamp,
-            mode=flush.mode,
-            saved=flush.saved,
-            refused=flush.refused,
-            reply=flush.reply,
-        )
-    if record.api_call_count or record.input_tokens or record.output_tokens:
-        await dst.add_usage(
-            session_id,
-            input=record.input_tokens,
-            output=record.output_tokens,
-            cache_read=record.cache_read_tokens,
-            cache_write=record.cache_write_tokens,
-            reasoning=record.reasoning_tokens,
-            api_calls=record.api_call_count,
-        )
-    if record.ended_at is not None and record.end_reason is not None:
-        await dst.end_session(session_id, reason=record.end_reason, ended_at=record.ended_at)
+    for write in session_copy(record, [m.message for m in messages], await src.list_flushes(session_id)):
+        await dst.apply(write)
     copied = await dst.get_messages(session_id)
     report.verified &= len(copied) == len(messages) and session_digest(copied) == session_digest(messages)
     report.copied.append(f"session {session_id}")

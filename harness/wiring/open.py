@@ -330,6 +330,7 @@ def _registry(config: KeelConfig, opts: SessionOptions) -> ToolRegistry:
         telemetry=opts.telemetry or NO_TELEMETRY,
         defer=Deferral(max_tokens=share),
         profile=profile_for(config.tool_profile(own_model=opts.model is None)),
+        native_defer=config.mcp.defer_native,
     )
 
 

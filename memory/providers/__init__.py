@@ -6,7 +6,8 @@
 # each over SQLite files or PostgreSQL rows. Private: `_breaker.py` (a circuit breaker per
 # provider), `_trivial.py` (which messages are too slight to recall for), `_pg.py` (what the
 # PostgreSQL provider stores share: `PgPlace`, the per-user scope and its writer row, their
-# transaction and errors), `_copy.py` (copying a provider file into those rows, verified).
+# transaction and errors), `_sqlite.py` (what the SQLite provider stores share: one file
+# behind a lock, migrated on open), `_copy.py` (copying a provider file into those rows, verified).
 import typing
 
 from memory.lazy import lazy_names as _lazy_names

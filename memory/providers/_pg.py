@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal, TypeAlias
@@ -38,7 +38,9 @@ from memory.scope import Principal
 __all__ = [
     "TS_CONFIG",
     "PgPlace",
+    "ProviderScope",
     "ScopeCopy",
+    "ScopeKind",
     "StoreKind",
     "any_words",
     "claim",
@@ -185,6 +187,50 @@ def scope_transaction(
         if write:
             claim(conn, scope, store)
         yield conn
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeKind:
+    """What a provider's PostgreSQL store is: its `provider_scopes` kind, its name in messages
+    (`fact store`), its main table, the name of its tables (`fact`), its error type."""
+
+    store: StoreKind
+    what: str
+    table: str
+    tables: str
+    error: Callable[[str], Exception]
+
+
+class ProviderScope:
+    """One user's rows of a provider store in `place` (the PostgreSQL side of
+    `memory.providers._sqlite.ProviderFile`): one transaction per call, errors as the store's
+    own, a clear refusal once closed. The pool belongs to the caller: `close` only stops
+    this object from being used."""
+
+    def __init__(self, place: PgPlace, scope: str, kind: ScopeKind) -> None:
+        self.place = place
+        self.scope = scope
+        self.kind = kind
+        self._closed = False
+
+    @property
+    def location(self) -> str:
+        return f"PostgreSQL schema {self.place.schema!r}, table {self.kind.table}, scope {self.scope!r}"
+
+    def close(self) -> None:
+        self._closed = True
+
+    def transaction(self, *, write: bool = False) -> AbstractContextManager[Conn]:
+        """One transaction; a content write first takes the scope's writer row."""
+        if self._closed:
+            raise self.kind.error(f"the {self.kind.what} ({self.location}) is closed")
+        return scope_transaction(self.place, self.scope, self.kind.store, self._translate, write=write)
+
+    def _translate(self, exc: BaseException) -> Exception:
+        kind = self.kind
+        return store_error(
+            exc, kind.error, what=kind.what, tables=kind.tables, place=self.place, location=self.location
+        )
 
 
 def claim(conn: Conn, scope: str, store: StoreKind) -> int:

@@ -96,9 +96,15 @@ async def prune_pg_sessions(
         )
         rows = [SessionRow(str(r[0]), r[1], str(r[2]), float(r[3]), int(r[4])) for r in await cur.fetchall()]
         chosen = doomed(group_lineages(rows), rules, now=now)
+        fences = await _has_table(conn, target, "session_fences")
         for start in range(0, len(chosen), _BATCH):
             await _prune_batch(
-                conn, target.schema, chosen[start : start + _BATCH], dry_run=dry_run, totals=totals
+                conn,
+                target.schema,
+                chosen[start : start + _BATCH],
+                dry_run=dry_run,
+                totals=totals,
+                fences=fences,
             )
     except psycopg.Error as exc:
         raise SessionStoreError(
@@ -114,7 +120,13 @@ async def prune_pg_sessions(
 
 
 async def _prune_batch(
-    conn: Conn, schema: str, batch: Sequence[Lineage], *, dry_run: bool, totals: dict[str, int]
+    conn: Conn,
+    schema: str,
+    batch: Sequence[Lineage],
+    *,
+    dry_run: bool,
+    totals: dict[str, int],
+    fences: bool,
 ) -> None:
     free, keys, live = await _fenced(conn, schema, batch)
     try:
@@ -136,6 +148,9 @@ async def _prune_batch(
                         sql.Identifier(table), sql.Identifier(column)
                     )
                     await conn.execute(query, (ids,))
+                if fences:  # a pruned lineage's lease token: held by nobody (its lock is ours)
+                    roots = [lineage.root for lineage in free]
+                    await conn.execute("DELETE FROM session_fences WHERE lineage = ANY(%s)", (roots,))
         totals["sessions"] += len(ids)
         totals["live"] += live
     finally:

@@ -39,6 +39,12 @@ class Liveness(Protocol):
         ...
 
 
+# The liveness lock files this process holds. A record lock belongs to the process, so
+# testing one of them here would succeed, then close a descriptor of the file and drop
+# the lock: a worker of this process is answered from this set instead.
+_HELD: set[Path] = set()
+
+
 def _name(worker: str) -> str:
     return "serve-worker-" + "".join(c for c in worker if c.isalnum() or c in "-_")[:64]
 
@@ -55,15 +61,19 @@ class FileLiveness:
         fd = await anyio.to_thread.run_sync(try_lock, path)  # blocking: open + lockf
         if fd is None:
             raise RuntimeError(f"worker id {worker!r} is already taken")
+        _HELD.add(path)
         try:
             yield
         finally:
+            _HELD.discard(path)
             unlock(fd)
             with contextlib.suppress(OSError):
                 path.unlink()  # a free lock file left behind would only be tested again
 
     async def alive(self, worker: str) -> bool:
         path = self.directory / f"{_name(worker)}.lock"
+        if path in _HELD:
+            return True  # held by this process: probing it would release it
 
         def test() -> bool:
             if not path.exists():
@@ -102,14 +112,22 @@ class PgLiveness:
     @asynccontextmanager
     async def hold(self, worker: str) -> AsyncIterator[None]:
         conn = await self._connect()
+        key = _key(self._schema, worker)
         try:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_key(self._schema, worker),))
+            await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
             yield
         finally:
             with anyio.CancelScope(shield=True):
-                await conn.close()  # the lock goes with the connection
-                if self._probe is not None:
-                    await self._probe.close()
+                with contextlib.suppress(psycopg.Error):  # unlocked now, not when the server
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))  # sees the close
+                await conn.close()  # the lock goes with the connection in any case
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection `alive` tests on (reopened by the next test)."""
+        if self._probe is not None:
+            await self._probe.close()
+            self._probe = None
 
     async def alive(self, worker: str) -> bool:
         key = _key(self._schema, worker)

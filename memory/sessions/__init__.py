@@ -1,7 +1,8 @@
 # The episodic layer: every session and message, searchable.
 # Neutral (no backend): `contract.py` (SessionReader, SessionWriter, SessionStore: what callers
 # name), `search.py` (the `session_search` tool), `factory.py` (open_session_store: the one
-# place a backend is chosen, and the only neutral module importing one), `writes.py` (every
+# place a backend is chosen, and the only neutral module importing one), `reads.py` (the
+# listing, message and search queries as checked values), `writes.py` (every
 # write as a checked value, what `SessionWriter.apply` takes; the write fence), `journal.py`
 # (write values the store refused, kept on local disk and replayed). Private: `_records.py`
 # (value types), `_rows.py` (column lists and row decoding both backends share), `_ranking.py`

@@ -1,14 +1,16 @@
-"""Rows in, records out: the column lists and decoders both backends share.
+"""Rows in, records out: the column lists, values and decoders both backends share.
 
 The tables have the same columns on SQLite and PostgreSQL, so a row read with
-`SESSION_COLUMNS` or `MESSAGE_COLUMNS` decodes the same way on either; flush payloads are
-JSON text on both. Lineage roots are computed here from parent links a backend fetched.
+`SESSION_COLUMNS` or `MESSAGE_COLUMNS` decodes the same way on either, and a new session,
+a flush and a usage are written as the same values in the same order (each backend makes
+ids and text storable its own way); flush payloads are JSON text on both. Lineage roots
+are computed here from parent links a backend fetched.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
@@ -22,18 +24,29 @@ from memory.sessions._records import (
     SessionRecord,
     StoredMessage,
     StoredRole,
+    StoredUsage,
     utf8_safe,
 )
+from memory.sessions.writes import CreateSession, RecordFlush
 
 __all__ = [
+    "FLUSH_INSERT_COLUMNS",
     "MAX_LINEAGE_DEPTH",
     "MESSAGE_COLUMNS",
+    "MESSAGE_INSERT_COLUMNS",
     "SESSION_COLUMNS",
+    "SESSION_INSERT_COLUMNS",
+    "Storable",
+    "counters_added",
     "flush_from_row",
     "flush_json",
+    "flush_values",
     "message_from_row",
+    "message_values",
     "roots_from_parents",
     "session_from_row",
+    "session_values",
+    "usage_values",
 ]
 
 _JSON = TypeAdapter(JsonValue)
@@ -50,6 +63,84 @@ MESSAGE_COLUMNS = (
     "id, session_id, seq, role, content, timestamp, api_content, tool_calls, tool_call_id, "
     "tool_name, token_count, summary"
 )
+SESSION_INSERT_COLUMNS = (
+    "id, source, model, parent_session_id, started_at, title, last_active_at, user_id, memory_snapshot"
+)
+"""The columns `session_values` fills (a new session is last active when it starts)."""
+MESSAGE_INSERT_COLUMNS = "session_id, seq, role, content, api_content, tool_calls, tool_call_id, tool_name, timestamp, token_count, summary"
+"""The columns `message_values` fills (ids are the database's)."""
+FLUSH_INSERT_COLUMNS = "session_id, timestamp, mode, saved, refused, reply"
+"""The columns `flush_values` fills."""
+_COUNTERS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "api_call_count",
+)
+
+Storable = Callable[[str], str]
+"""How a backend stores text: SQLite repairs what UTF-8 cannot hold, PostgreSQL also replaces NULs."""
+
+
+def session_values(write: CreateSession, *, ident: Storable, text: Storable) -> tuple[object, ...]:
+    """The values of `SESSION_INSERT_COLUMNS` for `write`: ids as the backend keys them
+    (`ident`), text as it stores it (`text`)."""
+
+    def maybe(value: str | None, store: Storable) -> str | None:
+        return None if value is None else store(value)
+
+    at = write.started_at
+    return (
+        ident(write.session_id),
+        text(write.source),
+        maybe(write.model, text),
+        maybe(write.parent_session_id, ident),
+        at,
+        maybe(write.title, text),
+        at,
+        text(write.user_id),
+        maybe(write.memory_snapshot, text),
+    )
+
+
+def message_values(session_id: str, seq: int, m: StoredMessage, *, text: Storable) -> tuple[object, ...]:
+    """The values of `MESSAGE_INSERT_COLUMNS` for message `m` at `seq` (see `session_values`)."""
+
+    def maybe(value: str | None) -> str | None:
+        return None if value is None else text(value)
+
+    return (
+        session_id,
+        seq,
+        m.role,
+        text(m.content),
+        maybe(m.api_content),
+        maybe(m.tool_calls),
+        maybe(m.tool_call_id),
+        maybe(m.tool_name),
+        m.timestamp,
+        m.token_count,
+        m.summary,
+    )
+
+
+def flush_values(write: RecordFlush, *, ident: Storable, text: Storable) -> tuple[object, ...]:
+    """The values of `FLUSH_INSERT_COLUMNS` for `write` (see `session_values`)."""
+    saved, refused = flush_json(write.saved), flush_json(write.refused)
+    return (ident(write.session_id), write.timestamp, write.mode, saved, refused, text(write.reply))
+
+
+def counters_added(mark: str) -> str:
+    """The `SET` items that add `usage_values` (bound with `mark`, the driver's placeholder)
+    to a session's counters."""
+    return ", ".join(f"{c} = {c} + {mark}" for c in _COUNTERS)
+
+
+def usage_values(usage: StoredUsage) -> tuple[int, ...]:
+    """A usage's counts in the order `counters_added` names the counters."""
+    return (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.reasoning, usage.api_calls)
 
 
 def session_from_row(row: Sequence[object]) -> SessionRecord:

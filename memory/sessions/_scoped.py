@@ -8,25 +8,23 @@ cannot be probed. It is a reader, not a store: it has no writes to refuse.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import replace
 
 from memory.sessions._records import (
     AnchoredView,
     FlushRecord,
     IndexFeatures,
-    MatchMode,
     MessageRecord,
     SearchResult,
-    SearchRoute,
     SessionRecord,
-    StoredRole,
 )
 from memory.sessions.contract import SessionReader
+from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages
 
 __all__ = ["UserScopedReader"]
 
 
-class UserScopedReader:
+class UserScopedReader(SessionReader):
     """A `SessionReader` that sees only the sessions of `user_ids`.
 
     Listing and search pass the users into the store's queries (the filter sits before
@@ -51,44 +49,22 @@ class UserScopedReader:
         record = await self._db.get_session(session_id)
         return record if record is not None and record.user_id in self._users else None
 
-    async def list_sessions(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        *,
-        order: Literal["started", "last_active"] = "started",
-        exclude: Sequence[str] = (),
-        user_ids: Sequence[str] | None = None,
-    ) -> list[SessionRecord]:
-        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
-        return await self._db.list_sessions(limit, offset, order=order, exclude=exclude, user_ids=users)
+    def _narrowed(self, user_ids: Sequence[str] | None) -> tuple[str, ...]:
+        return self._users if user_ids is None else tuple(u for u in user_ids if u in self._users)
 
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        start_seq: int = 0,
-        limit: int | None = None,
-        from_end: bool = False,
-        roles: Sequence[StoredRole] | None = None,
-    ) -> list[MessageRecord]:
-        if await self.get_session(session_id) is None:
+    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+        return await self._db.select_sessions(replace(query, user_ids=self._narrowed(query.user_ids)))
+
+    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+        if await self.get_session(query.session_id) is None:
             return []
-        return await self._db.get_messages(
-            session_id, start_seq=start_seq, limit=limit, from_end=from_end, roles=roles
-        )
+        return await self._db.select_messages(query)
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         record = await self._db.get_message(message_id)
         if record is None or await self.get_session(record.session_id) is None:
             return None
         return record
-
-    async def anchored_view(
-        self, message_id: int, *, window: int = 5, bookend: int = 3
-    ) -> AnchoredView | None:
-        [view] = await self.anchored_views([message_id], window=window, bookend=bookend)
-        return view
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -98,9 +74,6 @@ class UserScopedReader:
 
     async def list_flushes(self, session_id: str) -> list[FlushRecord]:
         return [] if await self.get_session(session_id) is None else await self._db.list_flushes(session_id)
-
-    async def lineage_root(self, session_id: str) -> str:
-        return (await self.lineage_roots([session_id]))[session_id]
 
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
         # Another user's session answers as a missing one does (its own root), and a root
@@ -127,17 +100,5 @@ class UserScopedReader:
         child = await self._db.continuation(session_id)
         return child if child is not None and await self.get_session(child) is not None else None
 
-    async def search(
-        self,
-        query: str,
-        *,
-        match: MatchMode = "all",
-        route: SearchRoute | None = None,
-        roles: Sequence[StoredRole] | None = ("user", "assistant"),
-        limit: int = 300,
-        user_ids: Sequence[str] | None = None,
-    ) -> SearchResult:
-        users = self._users if user_ids is None else [u for u in user_ids if u in self._users]
-        return await self._db.search(
-            query, match=match, route=route, roles=roles, limit=limit, user_ids=users
-        )
+    async def search_messages(self, query: SearchMessages) -> SearchResult:
+        return await self._db.search_messages(replace(query, user_ids=self._narrowed(query.user_ids)))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Protocol, Self
 
 from pydantic import JsonValue
 
@@ -54,6 +54,8 @@ from memory.sessions._records import (
     StoredRole,
     StoredUsage,
 )
+from memory.sessions._validate import check_user_ids
+from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages, SessionOrder, roles_of
 from memory.sessions.writes import (
     AddUsage,
     CreateSession,
@@ -68,7 +70,12 @@ __all__ = ["SessionReader", "SessionStore", "SessionWriter"]
 
 
 class SessionReader(Protocol):
-    """What reading sessions needs: point reads, listing, lineage, search."""
+    """What reading sessions needs: point reads, listing, lineage, search.
+
+    The keyword methods (`list_sessions`, `get_messages`, `search`, `anchored_view`,
+    `lineage_root`) are written here once on top of narrow ones that take a read value
+    (`memory.sessions.reads`) or a batch; a backend subclasses this protocol to get them.
+    """
 
     @property
     def features(self) -> IndexFeatures:
@@ -84,16 +91,27 @@ class SessionReader(Protocol):
         """The session, or None."""
         ...
 
+    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+        """`list_sessions` with its options as one value."""
+        ...
+
     async def list_sessions(
         self,
         limit: int = 50,
         offset: int = 0,
         *,
-        order: Literal["started", "last_active"] = "started",
+        order: SessionOrder = "started",
         exclude: Sequence[str] = (),
         user_ids: Sequence[str] | None = None,
     ) -> list[SessionRecord]:
         """Sessions newest first; only those of `user_ids` unless it is None."""
+        users = check_user_ids(user_ids)
+        return await self.select_sessions(
+            ListSessions(limit=limit, offset=offset, order=order, exclude=tuple(exclude), user_ids=users)
+        )
+
+    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+        """`get_messages` with its options as one value."""
         ...
 
     async def get_messages(
@@ -105,8 +123,16 @@ class SessionReader(Protocol):
         from_end: bool = False,
         roles: Sequence[StoredRole] | None = None,
     ) -> list[MessageRecord]:
-        """A session's messages in order."""
-        ...
+        """A session's messages in order (see `SelectMessages`)."""
+        return await self.select_messages(
+            SelectMessages(
+                session_id=session_id,
+                start_seq=start_seq,
+                limit=limit,
+                from_end=from_end,
+                roles=roles_of(roles),
+            )
+        )
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         """One message by id, or None."""
@@ -115,8 +141,10 @@ class SessionReader(Protocol):
     async def anchored_view(
         self, message_id: int, *, window: int = 5, bookend: int = 3
     ) -> AnchoredView | None:
-        """A message with its neighbours and its session's bookends, or None."""
-        ...
+        """The message, `window` visible messages each side and `bookend` at each end of its
+        session, or None."""
+        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
+        return view
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -129,8 +157,8 @@ class SessionReader(Protocol):
         ...
 
     async def lineage_root(self, session_id: str) -> str:
-        """The first ancestor of `session_id` (itself if it has no parent)."""
-        ...
+        """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
+        return (await self.lineage_roots((session_id,)))[session_id]
 
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
         """`lineage_root` for many sessions in one call."""
@@ -138,6 +166,10 @@ class SessionReader(Protocol):
 
     async def continuation(self, session_id: str) -> str | None:
         """The session a compression continued `session_id` in (its newest child), or None."""
+        ...
+
+    async def search_messages(self, query: SearchMessages) -> SearchResult:
+        """`search` with its options as one value."""
         ...
 
     async def search(
@@ -150,11 +182,15 @@ class SessionReader(Protocol):
         limit: int = 300,
         user_ids: Sequence[str] | None = None,
     ) -> SearchResult:
-        """Messages matching `query`, best first; any text is accepted as a query.
-
-        `user_ids` keeps only messages of those users' sessions (None: everyone's).
+        """Messages matching `query`, best first; any text is accepted as a query (see
+        `SearchMessages`). `user_ids` keeps only messages of those users' sessions (None: everyone's).
         """
-        ...
+        users = check_user_ids(user_ids)
+        return await self.search_messages(
+            SearchMessages(
+                query=query, match=match, route=route, roles=roles_of(roles), limit=limit, user_ids=users
+            )
+        )
 
 
 class SessionWriter(Protocol):
@@ -264,7 +300,8 @@ class SessionWriter(Protocol):
 
 
 class SessionStore(SessionReader, SessionWriter, Protocol):
-    """An open session store: a reader and a writer that holds connections until closed."""
+    """An open session store: a reader and a writer that holds connections until closed (a
+    backend subclasses this protocol for the keyword methods and `async with`)."""
 
     @property
     def identity(self) -> str:
@@ -276,8 +313,10 @@ class SessionStore(SessionReader, SessionWriter, Protocol):
         """Release the connection(s); calls already running finish first."""
         ...
 
-    async def __aenter__(self) -> Self: ...
+    async def __aenter__(self) -> Self:
+        return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
+    ) -> None:
+        await self.aclose()

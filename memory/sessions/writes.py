@@ -24,7 +24,14 @@ from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, JsonValue, TypeAdapter
 
-from memory.sessions._records import EndReason, FlushMode, StoredMessage, StoredUsage
+from memory.sessions._records import (
+    EndReason,
+    FlushMode,
+    FlushRecord,
+    SessionRecord,
+    StoredMessage,
+    StoredUsage,
+)
 from memory.sessions._validate import (
     check_end_reason,
     check_flush_mode,
@@ -48,6 +55,7 @@ __all__ = [
     "appended",
     "current_fence",
     "fenced",
+    "session_copy",
     "stamped",
 ]
 
@@ -203,6 +211,55 @@ def appended(
 ) -> AppendMessages:
     """`AppendMessages` of `messages` (any sequence)."""
     return AppendMessages(session_id=session_id, messages=tuple(messages), usage=usage)
+
+
+def session_copy(
+    record: SessionRecord, messages: Sequence[StoredMessage], flushes: Sequence[FlushRecord]
+) -> list[SessionWrite]:
+    """The writes that make another store hold the session `record` describes: the session,
+    its `messages`, its flush log, its counters and its end, in that order (what `keel
+    storage migrate` applies to the new store)."""
+    sid = record.id
+    writes: list[SessionWrite] = [
+        CreateSession(
+            session_id=sid,
+            source=record.source,
+            started_at=record.started_at,
+            model=record.model,
+            parent_session_id=record.parent_session_id,
+            title=record.title,
+            user_id=record.user_id,
+            memory_snapshot=record.memory_snapshot,
+        )
+    ]
+    if messages:
+        writes.append(appended(sid, messages))
+    writes += [
+        RecordFlush(
+            session_id=sid,
+            timestamp=f.timestamp,
+            mode=f.mode,
+            saved=f.saved,
+            refused=f.refused,
+            reply=f.reply,
+        )
+        for f in flushes
+    ]
+    if record.api_call_count or record.input_tokens or record.output_tokens:
+        writes.append(
+            AddUsage(
+                session_id=sid,
+                input=record.input_tokens,
+                output=record.output_tokens,
+                cache_read=record.cache_read_tokens,
+                cache_write=record.cache_write_tokens,
+                reasoning=record.reasoning_tokens,
+                api_calls=record.api_call_count,
+            )
+        )
+    if record.ended_at is not None and record.end_reason is not None:
+        writes.append(EndSession(session_id=sid, reason=record.end_reason, ended_at=record.ended_at))
+    return writes
 
 
 def stamped(write: SessionWrite, fence: Fence | None) -> SessionWrite:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from harness.cachemeter.pricing import money
+from harness.cachemeter.report._phases import PhaseTotals
 from harness.cachemeter.report._report import MeterReport
-from harness.cachemeter.report._results import RequestResult, SimTotals
+from harness.cachemeter.report._results import PurposeTotals, RequestResult, SimTotals
 
 __all__ = ["report_tables"]
 
@@ -90,21 +93,28 @@ def _reason_costs(report: MeterReport) -> Table | None:
     return table
 
 
-def _purposes(report: MeterReport) -> Table:
-    table = Table(title="by purpose (hit ratio)", title_justify="left")
-    table.add_column("purpose")
+def _hit_ratios(
+    report: MeterReport, by: str, rows: Iterable[tuple[str, PhaseTotals | PurposeTotals]]
+) -> Table:
+    """Requests, prompt tokens and each simulator's hit ratio, a row per group (`by`: its name)."""
+    table = Table(title=f"by {by} (hit ratio)", title_justify="left")
+    table.add_column(by)
     table.add_column("requests", justify="right")
     table.add_column("prompt tokens", justify="right")
     for name in report.simulators:
         table.add_column(name, justify="right")
-    for purpose, p in report.by_purpose.items():
+    for label, t in rows:
         table.add_row(
-            purpose,
-            f"{p.requests:,}",
-            f"{p.prompt_tokens:,}",
-            *(f"{p.hit_ratio(n):.1%}" for n in report.simulators),
+            label,
+            f"{t.requests:,}",
+            f"{t.prompt_tokens:,}",
+            *(f"{t.hit_ratio(n):.1%}" for n in report.simulators),
         )
     return table
+
+
+def _purposes(report: MeterReport) -> Table:
+    return _hit_ratios(report, "purpose", report.by_purpose.items())
 
 
 _PHASE_LABELS = {
@@ -118,21 +128,8 @@ _PHASE_LABELS = {
 
 
 def _phases(report: MeterReport) -> Table:
-    table = Table(title="by phase (hit ratio)", title_justify="left")
-    table.add_column("phase")
-    table.add_column("requests", justify="right")
-    table.add_column("prompt tokens", justify="right")
-    for name in report.simulators:
-        table.add_column(name, justify="right")
-    for phase, t in report.phases.phases.items():
-        if t.requests:
-            table.add_row(
-                _PHASE_LABELS.get(phase, phase),
-                f"{t.requests:,}",
-                f"{t.prompt_tokens:,}",
-                *(f"{t.hit_ratio(n):.1%}" for n in report.simulators),
-            )
-    return table
+    phases = report.phases.phases.items()
+    return _hit_ratios(report, "phase", ((_PHASE_LABELS.get(p, p), t) for p, t in phases if t.requests))
 
 
 def _compressions(report: MeterReport) -> Table:

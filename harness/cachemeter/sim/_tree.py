@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.cachemeter._seq import ITEM, common_prefix
 from harness.cachemeter.sim._types import Clock, SimRequest
@@ -27,48 +27,24 @@ from harness.cachemeter.sim._types import Clock, SimRequest
 __all__ = ["Access", "ModelTrees", "Node", "RadixTree"]
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Node:
-    """One edge of the tree. `src` holds the edge's tokens from absolute position `off` on."""
+    """One edge of the tree. `src` holds the edge's tokens from absolute position `off` on.
 
-    __slots__ = (
-        "children",
-        "dead",
-        "end",
-        "key",
-        "marks",
-        "off",
-        "parent",
-        "req",
-        "src",
-        "stamp",
-        "start",
-        "time",
-    )
+    Compared and hashed by identity; no repr (it would walk the whole tree)."""
 
-    def __init__(
-        self,
-        parent: Node | None,
-        src: bytes,
-        off: int,
-        start: int,
-        end: int,
-        key: bytes,
-        stamp: float,
-        req: int,
-        time: float = 0.0,
-    ) -> None:
-        self.parent = parent
-        self.src = src
-        self.off = off
-        self.start = start
-        self.end = end
-        self.key = key
-        self.stamp = stamp
-        self.req = req
-        self.time = time
-        self.children: dict[bytes, Node] = {}
-        self.marks: dict[int, object] | None = None
-        self.dead = False
+    parent: Node | None
+    src: bytes
+    off: int
+    start: int
+    end: int
+    key: bytes
+    stamp: float
+    req: int
+    time: float = 0.0
+    children: dict[bytes, Node] = field(default_factory=dict, init=False)
+    marks: dict[int, object] | None = field(default=None, init=False)
+    dead: bool = field(default=False, init=False)
 
 
 @dataclass(slots=True)

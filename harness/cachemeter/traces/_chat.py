@@ -27,6 +27,7 @@ from harness.cachemeter._request import (
     MeterTool,
     MeterToolCall,
 )
+from harness.errors import validation_problems
 from harness.types import JsonObject, Purpose
 from harness.usage import normalize_usage
 
@@ -154,10 +155,7 @@ def request_from_chat(obj: JsonObject, *, line: int = 0) -> MeterRequest:
     try:
         chat = _ChatLine.model_validate(obj)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(line)'}: {err['msg']}" for err in exc.errors()[:3]
-        )
-        raise ValueError(problems) from exc
+        raise ValueError(validation_problems(exc, whole="(line)", most=3)) from exc
     breakpoints: list[MeterBreakpoint] = []
     ttls: set[str | None] = set()
 

@@ -3,12 +3,15 @@ requests of a live session (`request_from_model`, for telemetry's per-request ve
 
 `request_from_model(request, ...)` equals `request_from_record(record_for_request(request,
 ...))` (a test holds them equal) without building the trace line: a live stream's requests
-repeat their history, and a `MessageMemo` converts each message once, so the cost of a
-request does not grow with its history.
+repeat their history, and a `MessageMemo` converts each message once — and a message list
+that extends one it converted recently costs only its new messages (the shared part is found
+by one tuple comparison, in C, of the same message objects) — so the cost of a request does
+not grow with its history.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal
 
@@ -66,10 +69,30 @@ def requests_from_records(records: Iterable[TraceRecord]) -> Iterator[MeterReque
 
 
 class MessageMemo:
-    """keel messages converted once each (bounded, least recently used dropped first)."""
+    """keel messages converted once each (bounded, least recently used dropped first).
 
-    def __init__(self, *, max_entries: int = 50_000) -> None:
+    `convert_all` also keeps the last `recent` lists it converted: a list that starts with one
+    of them (a stream's next request: the same history, then its new messages) converts only
+    the messages after it.
+    """
+
+    def __init__(self, *, max_entries: int = 50_000, recent: int = 4) -> None:
         self.convert = LruMemo(_meter_message, max_entries=max_entries)
+        self._recent: deque[tuple[tuple[Message, ...], tuple[MeterMessage, ...]]] = deque(maxlen=recent)
+
+    def convert_all(self, messages: Sequence[Message]) -> tuple[MeterMessage, ...]:
+        """Every message of `messages` converted, in order."""
+        given = tuple(messages)
+        for seen, converted in self._recent:
+            if seen and len(seen) <= len(given) and given[: len(seen)] == seen:
+                if len(seen) == len(given):
+                    return converted
+                break
+        else:
+            converted = ()
+        out = converted + tuple(self.convert(m) for m in given[len(converted) :])
+        self._recent.appendleft((given, out))
+        return out
 
 
 def _meter_message(m: Message) -> MeterMessage:
@@ -100,7 +123,7 @@ def request_from_model(
         kind="keel",
         model=model,
         system=request.system,
-        messages=tuple(memo.convert(m) for m in request.messages),
+        messages=memo.convert_all(request.messages),
         tools=tuple(MeterTool(t.name, t.description, dict(t.parameters)) for t in request.tools),
         slots=tuple(MeterSlot(s.name, s.start, s.end) for s in slots),
         timestamp=timestamp,

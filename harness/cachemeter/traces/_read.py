@@ -25,6 +25,7 @@ from harness.cachemeter.traces._claude import is_claude_code, read_claude_code
 from harness.cachemeter.traces._codex import is_codex, read_codex
 from harness.cachemeter.traces._keel import request_from_record
 from harness.cachemeter.traces._lines import strict_lines
+from harness.errors import validation_problems
 from harness.trace import TraceRecord
 from harness.types import JsonObject
 
@@ -79,9 +80,7 @@ def read_requests(path: Path, *, notes: list[str] | None = None) -> Iterator[Met
             try:
                 record = TraceRecord.model_validate(obj)
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or '(line)'}: {e['msg']}" for e in exc.errors()[:3]
-                )
+                problems = validation_problems(exc, whole="(line)", most=3)
                 raise MeterInputError(f"{where}: not a keel trace record: {problems}") from exc
             yield request_from_record(record, line=lineno)
         else:

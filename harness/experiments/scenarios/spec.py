@@ -36,7 +36,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, validation_problems
 
 __all__ = [
     "InitialMemory",
@@ -110,9 +110,7 @@ def parse_scenario(data: object, *, source: str) -> Scenario:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors()[:8]
-        )
+        problems = validation_problems(exc, most=8)
         raise ConfigError(f"scenario {source} is invalid: {problems}") from exc
     for probe in scenario.probes:
         if probe.turn > len(scenario.turns):

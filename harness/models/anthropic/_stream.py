@@ -10,7 +10,7 @@ and is raised as the error its type maps to.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import NoReturn
 
 import httpx
@@ -47,38 +47,32 @@ class _Block:
     start_input: JsonValue = None
 
 
+@dataclass(eq=False)
 class AnthropicStreamAccumulator:
-    """The `StreamAccumulator` for Anthropic Messages streams.
+    """The `StreamAccumulator` for Anthropic Messages streams."""
 
-    Args:
-        what: Names the call in error messages.
-        fallback_model: The model name to report when `message_start` carries none.
-        api_key_env: Named if the stream reports an authentication error.
-        breakpoints: Where the request's cache markers went (copied onto the reply).
-        cache_ttl: The markers' TTL (copied onto the reply).
-    """
+    _: KW_ONLY
+    what: str
+    """Names the call in error messages."""
+    fallback_model: str
+    """The model name to report when `message_start` carries none."""
+    api_key_env: str
+    """Named if the stream reports an authentication error."""
+    breakpoints: tuple[CacheBreakpoint, ...]
+    """Where the request's cache markers went (copied onto the reply)."""
+    cache_ttl: CacheTTL
+    """The markers' TTL (copied onto the reply)."""
+    _model: str = field(init=False)
+    _blocks: dict[int, _Block] = field(default_factory=dict, init=False)
+    _usage: JsonObject = field(default_factory=dict, init=False)
+    _stop: str | None = field(default=None, init=False)
+    _started: bool = field(default=False, init=False)
+    _stopped: bool = field(default=False, init=False)
+    _events: int = field(default=0, init=False)
+    _budget: ReplyBudget = field(default_factory=ReplyBudget, init=False)
 
-    def __init__(
-        self,
-        *,
-        what: str,
-        fallback_model: str,
-        api_key_env: str,
-        breakpoints: tuple[CacheBreakpoint, ...],
-        cache_ttl: CacheTTL,
-    ) -> None:
-        self._what = what
-        self._model = fallback_model
-        self._api_key_env = api_key_env
-        self._breakpoints = breakpoints
-        self._ttl = cache_ttl
-        self._blocks: dict[int, _Block] = {}
-        self._usage: JsonObject = {}
-        self._stop: str | None = None
-        self._started = False
-        self._stopped = False
-        self._events = 0
-        self._budget = ReplyBudget()
+    def __post_init__(self) -> None:
+        self._model = self.fallback_model
 
     @property
     def finished(self) -> bool:
@@ -98,11 +92,11 @@ class AnthropicStreamAccumulator:
             data: JsonValue = json.loads(event.data)
         except ValueError as exc:
             raise ModelResponseError(
-                f"{self._what}: stream event #{self._events} ({event.event!r}) is not valid JSON: "
+                f"{self.what}: stream event #{self._events} ({event.event!r}) is not valid JSON: "
                 f"{snippet(event.data)!r}"
             ) from exc
         if not isinstance(data, dict):
-            raise ModelResponseError(f"{self._what}: stream event #{self._events} is not an object")
+            raise ModelResponseError(f"{self.what}: stream event #{self._events} is not an object")
         kind = data.get("type")
         kind = kind if isinstance(kind, str) else event.event
         if kind == "message_start":
@@ -133,13 +127,13 @@ class AnthropicStreamAccumulator:
     def _index(self, data: JsonObject) -> int:
         index = data.get("index")
         if not isinstance(index, int):
-            raise ModelResponseError(f"{self._what}: stream event #{self._events} has no block index")
+            raise ModelResponseError(f"{self.what}: stream event #{self._events} has no block index")
         return index
 
     def _on_block_start(self, data: JsonObject) -> None:
         block = data.get("content_block")
         if not isinstance(block, dict):
-            raise ModelResponseError(f"{self._what}: content_block_start without a content_block")
+            raise ModelResponseError(f"{self.what}: content_block_start without a content_block")
         kind = block.get("type")
         new = _Block(kind=kind if isinstance(kind, str) else "unknown")
         if new.kind == "text":
@@ -149,7 +143,7 @@ class AnthropicStreamAccumulator:
         elif new.kind == "tool_use":
             call_id, name = block.get("id"), block.get("name")
             if not isinstance(call_id, str) or not isinstance(name, str):
-                raise ModelResponseError(f"{self._what}: a streamed tool_use block lacks an id or a name")
+                raise ModelResponseError(f"{self.what}: a streamed tool_use block lacks an id or a name")
             new.call_id, new.name, new.start_input = call_id, name, block.get("input")
         self._blocks[self._index(data)] = new
 
@@ -158,7 +152,7 @@ class AnthropicStreamAccumulator:
         block = self._blocks.get(index)
         delta = data.get("delta")
         if block is None or not isinstance(delta, dict):
-            raise ModelResponseError(f"{self._what}: content_block_delta for unknown block {index}")
+            raise ModelResponseError(f"{self.what}: content_block_delta for unknown block {index}")
         kind = delta.get("type")
         out: list[str] = []
         if kind == "text_delta":
@@ -194,8 +188,8 @@ class AnthropicStreamAccumulator:
             status,
             body=raw,
             headers=httpx.Headers(),
-            what=f"{self._what} (mid-stream)",
-            api_key_env=self._api_key_env,
+            what=f"{self.what} (mid-stream)",
+            api_key_env=self.api_key_env,
             now=0.0,
         )
 
@@ -217,6 +211,6 @@ class AnthropicStreamAccumulator:
             usage=normalize_anthropic_usage(self._usage) if self._usage else None,
             finish_reason=self._stop,
             model=self._model,
-            breakpoints=self._breakpoints,
-            cache_ttl=self._ttl,
+            breakpoints=self.breakpoints,
+            cache_ttl=self.cache_ttl,
         )

@@ -9,6 +9,11 @@ Mapping from our transcript:
 - empty text blocks are left out (the API rejects them), so a message with nothing to say
   contributes nothing.
 
+Native deferred loading (`ModelRequest.deferred_tools`): those tools follow the others in
+`tools`, each with `defer_loading: true` (the API loads one only when a result references it),
+and a tool result whose JSON names deferred tools under `"tools"` (keel's `tool_search`) is
+sent as `tool_reference` blocks, which the API expands into their definitions in place.
+
 Cache breakpoints (at most 4, all with the session's TTL): the end of the system prompt,
 plus the end of its stable prefix when `stable_prefix_chars` splits it, then the ends of
 the last wire messages with the markers left. Ends of *wire* messages (not of individual
@@ -26,7 +31,7 @@ from pydantic import JsonValue
 
 from harness.errors import ModelRequestError, ModelResponseError
 from harness.models._stream import cap_reply
-from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ModelRequest, ToolCall
+from harness.types import CacheBreakpoint, JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec
 from harness.usage import normalize_anthropic_usage
 
 __all__ = ["MAX_BREAKPOINTS", "CacheTTL", "build_body", "parse_message", "tool_input"]
@@ -58,11 +63,30 @@ def tool_input(arguments: str) -> JsonObject:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _blocks(message: Message) -> list[JsonObject]:
+def _references(text: str, deferred: frozenset[str]) -> list[JsonValue] | None:
+    """`tool_reference` blocks for a search result naming deferred tools (None: not one)."""
+    if not deferred or not text.startswith("{"):
+        return None
+    try:
+        found = json.loads(text).get("tools")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(found, list) or not found:
+        return None
+    names = [t.get("name") for t in found if isinstance(t, dict)]
+    if len(names) != len(found) or not all(isinstance(n, str) and n in deferred for n in names):
+        return None
+    return [{"type": "tool_reference", "tool_name": n} for n in names]
+
+
+def _blocks(message: Message, deferred: frozenset[str]) -> list[JsonObject]:
     text = message.wire_content
     if message.role == "tool":
         block: JsonObject = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
-        if text:
+        references = _references(text, deferred)
+        if references is not None:
+            block["content"] = references
+        elif text:
             block["content"] = text
         return [block]
     blocks: list[JsonObject] = [{"type": "text", "text": text}] if text else []
@@ -74,13 +98,13 @@ def _blocks(message: Message) -> list[JsonObject]:
     return blocks
 
 
-def _wire_messages(messages: tuple[Message, ...]) -> list[_WireMessage]:
+def _wire_messages(messages: tuple[Message, ...], deferred: frozenset[str]) -> list[_WireMessage]:
     wire: list[_WireMessage] = []
     for index, message in enumerate(messages):
         # A mid-transcript system message has no place in the Messages API; it is sent as
         # user text, which keeps its words in front of the model.
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
+        blocks = _blocks(message, deferred)
         if not blocks:
             continue
         if wire and wire[-1].role == role:
@@ -108,6 +132,14 @@ def _tool_choice(request: ModelRequest) -> JsonObject:
     return {"type": "tool", "name": choice}
 
 
+def _tool(spec: ToolSpec) -> JsonObject:
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.parameters or {"type": "object"},
+    }
+
+
 def build_body(
     request: ModelRequest,
     *,
@@ -131,7 +163,7 @@ def build_body(
             system.append({"type": "text", "text": request.system, "cache_control": dict(marker)})
         breakpoints.append(CacheBreakpoint(at="system", system_chars=len(request.system)))
 
-    wire = _wire_messages(request.messages)
+    wire = _wire_messages(request.messages, frozenset(t.name for t in request.deferred_tools))
     left = MAX_BREAKPOINTS - len(breakpoints)
     marked = wire[len(wire) - left :] if left > 0 else []
     for message in marked:
@@ -147,10 +179,9 @@ def build_body(
     messages: list[JsonValue] = [{"role": m.role, "content": list(m.blocks)} for m in wire]
     body["messages"] = messages
     if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object"}}
-            for t in request.tools
-        ]
+        tools: list[JsonValue] = [_tool(t) for t in request.tools]
+        tools += [{**_tool(t), "defer_loading": True} for t in request.deferred_tools]
+        body["tools"] = tools
         body["tool_choice"] = _tool_choice(request)
     if request.temperature is not None:
         body["temperature"] = request.temperature

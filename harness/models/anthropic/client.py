@@ -20,7 +20,7 @@ from harness.models._stream import SSEReplyStream, StaticEvents, sse_lines
 from harness.models.anthropic._stream import AnthropicStreamAccumulator
 from harness.models.anthropic._wire import CacheTTL, build_body, parse_message
 from harness.models.base import ModelEvent
-from harness.types import ModelReply, ModelRequest
+from harness.types import CacheBreakpoint, JsonObject, ModelReply, ModelRequest
 
 __all__ = ["AnthropicClient"]
 
@@ -89,15 +89,19 @@ class AnthropicClient:
     def _deadline(self) -> Deadline:
         return Deadline(self._timeout_s, what=self._endpoint.what)
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        """Send `request` without streaming and return the whole reply."""
-        body, breakpoints = build_body(
+    def _body(self, request: ModelRequest, *, stream: bool) -> tuple[JsonObject, tuple[CacheBreakpoint, ...]]:
+        """The Messages body of `request` and where its cache markers went."""
+        return build_body(
             request,
             model=self._model,
             cache_ttl=self._ttl,
             default_max_tokens=self._default_max_tokens,
-            stream=False,
+            stream=stream,
         )
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send `request` without streaming and return the whole reply."""
+        body, breakpoints = self._body(request, stream=False)
         data = await self._endpoint.post_json(body, self._deadline())
         reply = parse_message(data, what=self._endpoint.what, fallback_model=self._model)
         return dataclasses.replace(reply, breakpoints=breakpoints, cache_ttl=self._ttl)
@@ -109,13 +113,7 @@ class AnthropicClient:
             reply = await self.complete(request)
             yield StaticEvents(reply, [reply.message.content])
             return
-        body, breakpoints = build_body(
-            request,
-            model=self._model,
-            cache_ttl=self._ttl,
-            default_max_tokens=self._default_max_tokens,
-            stream=True,
-        )
+        body, breakpoints = self._body(request, stream=True)
         deadline = self._deadline()
         async with self._endpoint.open_stream(body, deadline) as response:
             accumulator = AnthropicStreamAccumulator(

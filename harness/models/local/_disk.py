@@ -36,7 +36,7 @@ import stat
 import struct
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -102,27 +102,26 @@ class _Header:
     state_sha256: str
 
 
+@dataclass(eq=False)
 class DiskPrefixCache:
-    """Saved prefix states of one model and settings, under one directory.
+    """Saved prefix states of one model and settings, under one directory (`dir`)."""
 
-    Args:
-        root: the cache directory (`<home>/cache/local-model`).
-        fingerprint: `fingerprint(...)` of the running model and settings.
-        max_bytes: the bound on all files under `root` (every fingerprint).
-        max_files: the bound on the number of files under `root`.
-        min_tokens: prefixes shorter than this are not worth a file.
-    """
+    root: Path
+    """The cache directory (`<home>/cache/local-model`)."""
+    _: KW_ONLY
+    fingerprint: str
+    """`fingerprint(...)` of the running model and settings."""
+    max_bytes: int
+    """The bound on all files under `root` (every fingerprint)."""
+    max_files: int
+    """The bound on the number of files under `root`."""
+    min_tokens: int
+    """Prefixes shorter than this are not worth a file."""
+    dir: Path = field(init=False)
+    _index: list[Saved[Path]] | None = field(default=None, init=False, repr=False)
 
-    def __init__(
-        self, root: Path, *, fingerprint: str, max_bytes: int, max_files: int, min_tokens: int
-    ) -> None:
-        self.root = root
-        self.fingerprint = fingerprint
-        self.max_bytes = max_bytes
-        self.max_files = max_files
-        self.min_tokens = min_tokens
-        self.dir = root / fingerprint[:16]
-        self._index: list[Saved[Path]] | None = None
+    def __post_init__(self) -> None:
+        self.dir = self.root / self.fingerprint[:16]
 
     def key(self, tokens: Sequence[int], scope: str) -> str:
         digest = hashlib.sha256()

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -198,51 +198,39 @@ def _strings(value: JsonValue) -> Iterator[str]:
             yield from _strings(v)
 
 
+@dataclass(eq=False)
 class Engine:
-    """Renders, tokenizes and generates for one loaded model.
+    """Renders, tokenizes and generates for one loaded model."""
 
-    Args:
-        llm: the loaded model (`llama_cpp.Llama`).
-        chat: its chat template, compiled.
-        name: the model name the server answers to.
-        max_tokens_cap: the most tokens one reply may generate, whatever it asks for.
-        sample: starts sampling: (prompt tokens, temperature, JSON schema the reply must
-            match or None, token ids to ban) → an iterator of token ids (see `_child`).
-        kv: the model's live KV state.
-        stop_ids: tokens that end a reply (end of turn, end of text).
-        banned_ids: the token that opens a tool call, when it is a single token (banned under
-            `tool_choice: none`).
-        policy: the prefix cache's knobs (RAM states, gains; see `_prefix`).
-        disk: the prefix cache on disk (None: off).
-    """
+    llm: Llm
+    """The loaded model (`llama_cpp.Llama`)."""
+    chat: TemplateRenderer
+    """Its chat template, compiled."""
+    _: KW_ONLY
+    name: str
+    """The model name the server answers to."""
+    max_tokens_cap: int
+    """The most tokens one reply may generate, whatever it asks for."""
+    sample: Sampler
+    """Starts sampling: (prompt tokens, temperature, JSON schema the reply must match or None,
+    token ids to ban) → an iterator of token ids (see `_child`)."""
+    kv: Kv
+    """The model's live KV state."""
+    stop_ids: frozenset[int]
+    """Tokens that end a reply (end of turn, end of text)."""
+    banned_ids: tuple[int, ...]
+    """The token that opens a tool call, when it is a single token (banned under
+    `tool_choice: none`)."""
+    policy: PrefixPolicy = field(default_factory=PrefixPolicy)
+    """The prefix cache's knobs (RAM states, gains; see `_prefix`)."""
+    disk: DiskPrefixCache | None = None
+    """The prefix cache on disk (None: off)."""
+    ram: RamStates[bytes] = field(init=False)
+    live_scope: str = field(default="", init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
-    def __init__(
-        self,
-        llm: Llm,
-        chat: TemplateRenderer,
-        *,
-        name: str,
-        max_tokens_cap: int,
-        sample: Sampler,
-        kv: Kv,
-        stop_ids: frozenset[int],
-        banned_ids: tuple[int, ...],
-        policy: PrefixPolicy | None = None,
-        disk: DiskPrefixCache | None = None,
-    ) -> None:
-        self.llm = llm
-        self.chat = chat
-        self.name = name
-        self.max_tokens_cap = max_tokens_cap
-        self._sample = sample
-        self.kv = kv
-        self._stop_ids = stop_ids
-        self._banned = banned_ids
-        self.policy = policy or PrefixPolicy()
-        self.ram: RamStates[bytes] = RamStates(self.policy)
-        self.disk = disk
-        self.live_scope = ""
-        self.lock = threading.Lock()
+    def __post_init__(self) -> None:
+        self.ram = RamStates(self.policy)
 
     def _has_control(self, text: str) -> bool:
         """Whether `text` spells a control token (it tokenizes differently with specials parsed)."""
@@ -466,12 +454,12 @@ class Engine:
         pieces: list[str] = []
         first: float | None = None
         finish: Literal["stop", "length", "cancelled"] = "length"
-        banned = list(self._banned) if req.mode == "none" else []
-        tokens_iter = self._sample(req.tokens, req.temperature, req.schema, banned)
+        banned = list(self.banned_ids) if req.mode == "none" else []
+        tokens_iter = self.sample(req.tokens, req.temperature, req.schema, banned)
         for token in tokens_iter:
             if first is None:
                 first = time.perf_counter()
-            if token in self._stop_ids:
+            if token in self.stop_ids:
                 finish = "stop"
                 break
             out.append(token)

@@ -11,7 +11,7 @@ turns, ends only that task, marks the server gone and wakes the calls in flight.
 fails, hangs past `timeout_s`, sends a reply over `max_result_bytes`, or finds the server gone
 becomes a tool error naming the server.
 
-The protocol: the SDK's connect-time negotiation sends `server/discover` at 2026-07-28 (the
+The protocol: the SDK's `Client` (`mode="auto"`) sends `server/discover` at 2026-07-28 (the
 stateless revision: no handshake, no session id) and falls back to the `initialize` handshake
 (2024-11-05 … 2025-11-25) for a server that does not answer it as a current one.
 
@@ -27,18 +27,18 @@ request's `params._meta` (`traceparent`), so an instrumented server's spans join
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from typing import TextIO, TypeVar, cast
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
+from typing import Literal, TextIO, TypeVar, cast
 
 import anyio
 import anyio.abc
 import httpx2
-from mcp import types
-from mcp.client._probe import negotiate_auto
+from mcp import Client, types
 from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
@@ -141,20 +141,24 @@ class McpConnection:
         called) for `connect` to raise outside the task group; one after the start ends only
         this task and marks the server gone."""
         started = False
+        # The start (transport, negotiation, list, stream) has `startup_timeout_s`; the limit is
+        # lifted once started, the connection staying open inside it.
+        limit = anyio.CancelScope(deadline=anyio.current_time() + self.config.startup_timeout_s)
         try:
-            async with AsyncExitStack() as stack:
-                self._session = await _open_session(stack, self, environ)
-                with anyio.fail_after(self.config.startup_timeout_s):
-                    await negotiate_auto(self._session)
+            with limit:
+                async with AsyncExitStack() as stack:
+                    self._session = await _open_session(stack, self, environ)
                     await self.list_tools()
-                async with anyio.create_task_group() as tg:
-                    if _offers_listen(self._session):
-                        with anyio.fail_after(self.config.startup_timeout_s):
+                    async with anyio.create_task_group() as tg:
+                        if _offers_listen(self._session):
                             await tg.start(self._listen, self._session)
-                    started = True
-                    task_status.started()
-                    await self._stop.wait()
-                    tg.cancel_scope.cancel()
+                        limit.deadline = math.inf
+                        started = True
+                        task_status.started()
+                        await self._stop.wait()
+                        tg.cancel_scope.cancel()
+            if not started:
+                raise TimeoutError
         except Exception as exc:
             if not started:
                 known = isinstance(exc, (ToolServerError, ConfigError))
@@ -324,22 +328,27 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def _env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+def _from_environ(
+    config: McpServerConfig,
+    what: Literal["env", "header"],
+    names: Mapping[str, str],
+    environ: Mapping[str, str],
+) -> dict[str, str]:
+    """`names` (key → the variable holding its value) with each value read from `environ`."""
     out: dict[str, str] = {}
-    for key, var in config.env.items():
+    for key, var in names.items():
         if var not in environ:
-            raise ConfigError(f"mcp server {config.name!r}: env {key} names ${var}, which is not set")
+            raise ConfigError(f"mcp server {config.name!r}: {what} {key} names ${var}, which is not set")
         out[key] = environ[var]
     return out
+
+
+def _env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    return _from_environ(config, "env", config.env, environ)
 
 
 def _headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, var in config.headers.items():
-        if var not in environ:
-            raise ConfigError(f"mcp server {config.name!r}: header {key} names ${var}, which is not set")
-        out[key] = environ[var]
-    return out
+    return _from_environ(config, "header", config.headers, environ)
 
 
 async def _open_session(
@@ -354,33 +363,36 @@ async def _open_session(
                 "mcp.servers[].command"
             )
         assert connection._stderr is not None
-        streams: tuple[object, object] = await stack.enter_async_context(
-            stdio_transport(
-                [config.command, *config.args],
-                name=config.name,
-                env=get_default_environment() | _env(config, environ),
-                cwd=config.cwd,
-                stderr=connection._stderr,
-                limits=StdioLimits(max_bytes=config.max_result_bytes, timeout_s=config.timeout_s),
-                on_failure=connection.fail,
-            )
+        transport: AbstractAsyncContextManager[object] = stdio_transport(
+            [config.command, *config.args],
+            name=config.name,
+            env=get_default_environment() | _env(config, environ),
+            cwd=config.cwd,
+            stderr=connection._stderr,
+            limits=StdioLimits(max_bytes=config.max_result_bytes, timeout_s=config.timeout_s),
+            on_failure=connection.fail,
         )
     else:
         assert config.url is not None
         limits = HttpLimits(config.max_result_bytes, config.max_result_lines, config.timeout_s)
         guarded = GuardedTransport(httpx2.AsyncHTTPTransport(), server=config.name, limits=limits)
-        client = await stack.enter_async_context(
+        http = await stack.enter_async_context(
             httpx2.AsyncClient(
                 headers=_headers(config, environ),
                 timeout=httpx2.Timeout(30.0, read=300.0),
                 transport=guarded,
             )
         )
-        streams = await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
-    read, write = streams
-    return await stack.enter_async_context(
-        ClientSession(read, write, message_handler=connection.on_message)  # type: ignore[arg-type]  # the SDK's stream types
+        transport = streamable_http_client(config.url, http_client=http)
+    # The SDK's client enters the transport, then negotiates the protocol version (`mode="auto"`).
+    client = Client(
+        transport,  # type: ignore[arg-type]  # a Transport: an async context manager of the two streams
+        mode="auto",
+        message_handler=connection.on_message,
+        cache=None,
     )
+    await stack.enter_async_context(client)
+    return client.session
 
 
 @asynccontextmanager

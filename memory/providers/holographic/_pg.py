@@ -19,31 +19,36 @@ Blocking: the provider calls it from worker threads. psycopg errors leave as `Fa
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from psycopg.rows import TupleRow
+
 from memory.errors import FactStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
+    ProviderScope,
+    ScopeKind,
     any_words,
     generation,
     next_id,
     provider_scope,
-    scope_transaction,
-    store_error,
 )
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic.contract import (
+    ORDER_BY,
     Category,
     Fact,
+    FactBackend,
+    FactFilter,
+    FactOrder,
+    FactRows,
     FactTxn,
     FactUpdate,
-    FactWrites,
     clamp,
     fact_from_row,
     load_codec,
@@ -52,11 +57,9 @@ from memory.providers.holographic.contract import (
 )
 
 if TYPE_CHECKING:
-    from memory.providers.holographic.hrr import HrrCodec, Vector
+    from memory.providers.holographic.hrr import HrrCodec
 
 __all__ = ["PgFactStore"]
-
-_log = logging.getLogger(__name__)
 
 _COLUMNS = (
     "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
@@ -68,12 +71,17 @@ _ENTITY_MATCH = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+_KIND = ScopeKind(store="facts", what="fact store", table="holo_facts", tables="fact", error=FactStoreError)
+
+
+@dataclass(slots=True)
 class _PgTxn:
-    """A `FactTxn` over one scope's rows (the writer row taken, except for a feedback)."""
+    """A `FactTxn` over one scope's rows (the writer row taken, except for a feedback and a read)."""
 
     store: PgFactStore
     conn: Conn
+    seen_generation: int = 0
+    """The scope's write generation as `cached_bank` read it (what a rebuilt bank is stamped with)."""
 
     @property
     def scope(self) -> str:
@@ -149,28 +157,116 @@ class _PgTxn:
             (trust, 1 if helpful else 0, self.scope, fact_id),
         )
 
+    def count_retrievals(self, fact_ids: Sequence[int]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE holo_facts SET retrieval_count = retrieval_count + 1 WHERE scope = %s AND fact_id = %s",
+                [(self.scope, i) for i in fact_ids],
+            )
 
-class PgFactStore(FactWrites):
+    # ------------------------------------------------------------------ reads (`FactRows`)
+
+    def _facts(self, sql: str, params: Sequence[object]) -> tuple[list[Fact], list[TupleRow]]:
+        rows = self.conn.execute(sql, params).fetchall()
+        return self.store._facts(self.conn, rows), rows
+
+    def _where(self, where: FactFilter) -> tuple[str, list[object]]:
+        sql, params = "f.scope = %s AND f.trust_score >= %s", [self.scope, where.min_trust]
+        if where.category is not None:
+            sql += " AND f.category = %s"
+            params.append(where.category)
+        return sql, params
+
+    def count(self) -> int:
+        row = self.conn.execute("SELECT count(*) FROM holo_facts WHERE scope = %s", (self.scope,)).fetchone()
+        return 0 if row is None else int(str(row[0]))
+
+    def select(self, order: FactOrder, where: FactFilter, limit: int) -> list[Fact]:
+        test, params = self._where(where)
+        sql = f"SELECT {_COLUMNS} FROM holo_facts f WHERE {test} ORDER BY {ORDER_BY[order]} LIMIT %s"
+        return self._facts(sql, [*params, limit])[0]
+
+    def word_matches(self, terms: Sequence[str], where: FactFilter, limit: int) -> list[tuple[Fact, float]]:
+        query, words = any_words(terms)
+        test, params = self._where(where)
+        facts, rows = self._facts(
+            f"SELECT {_COLUMNS}, ts_rank(f.search_tsv, q.q) AS rank FROM holo_facts f, (SELECT {query} AS q) q "
+            f"WHERE {test} AND f.search_tsv @@ q.q ORDER BY rank DESC, f.fact_id LIMIT %s",
+            [*words, *params, limit],
+        )
+        return [(fact, float(str(row[-1]))) for fact, row in zip(facts, rows, strict=True)]
+
+    def substring_matches(
+        self, terms: Sequence[str], where: FactFilter, limit: int
+    ) -> list[tuple[Fact, int]]:
+        hits = " + ".join("(strpos(f.content, %s) > 0)::int" for _ in terms)
+        test, params = self._where(where)
+        facts, rows = self._facts(
+            f"SELECT * FROM (SELECT {_COLUMNS}, ({hits}) AS hits FROM holo_facts f WHERE {test}) t "
+            "WHERE hits > 0 ORDER BY hits DESC, trust_score DESC, fact_id LIMIT %s",
+            [*terms, *params, limit],
+        )
+        return [(fact, int(str(row[-1]))) for fact, row in zip(facts, rows, strict=True)]
+
+    def by_entity(self, name: str, min_trust: float) -> list[Fact]:
+        sql = (
+            f"SELECT DISTINCT {_COLUMNS} FROM holo_facts f JOIN holo_fact_entities fe "
+            "ON fe.scope = f.scope AND fe.fact_id = f.fact_id JOIN holo_entities e ON e.entity_id = fe.entity_id "
+            f"WHERE f.scope = %s AND f.trust_score >= %s AND {_ENTITY_MATCH} ORDER BY f.trust_score DESC, f.fact_id"
+        )
+        return self._facts(sql, (self.scope, min_trust, name, name))[0]
+
+    def vector_blobs(self, fact_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        rows = self.conn.execute(
+            "SELECT fact_id, hrr_vector FROM holo_facts WHERE scope = %s AND fact_id = ANY(%s) "
+            "AND hrr_vector IS NOT NULL",
+            (self.scope, list(fact_ids)),
+        ).fetchall()
+        return [(int(str(fact_id)), bytes(blob)) for fact_id, blob in rows]
+
+    def cached_bank(self, category: Category, dim: int) -> bytes | None:
+        # A bank is valid while the scope's write generation is the one it was built at; the
+        # generation is read first, so a bank rebuilt now is stamped with no newer one.
+        self.seen_generation = generation(self.conn, self.scope, "facts")
+        row = self.conn.execute(
+            "SELECT vector, dim, generation FROM holo_banks WHERE scope = %s AND category = %s",
+            (self.scope, category),
+        ).fetchone()
+        if row is not None and int(str(row[1])) == dim and int(str(row[2])) == self.seen_generation:
+            return bytes(row[0])
+        return None
+
+    def category_vectors(self, category: Category, dim: int) -> list[bytes]:
+        rows = self.conn.execute(
+            "SELECT hrr_vector FROM holo_facts WHERE scope = %s AND category = %s AND hrr_dim = %s",
+            (self.scope, category, dim),
+        ).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def save_bank(self, category: Category, vector: bytes, dim: int, facts: int, at: float) -> None:
+        self.conn.execute(
+            "INSERT INTO holo_banks (scope, category, vector, dim, fact_count, generation, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, category) DO UPDATE SET "
+            "vector = excluded.vector, dim = excluded.dim, fact_count = excluded.fact_count, "
+            "generation = excluded.generation, updated_at = excluded.updated_at",
+            (self.scope, category, vector, dim, facts, self.seen_generation, at),
+        )
+
+
+class PgFactStore(FactBackend):
     """One user's facts in PostgreSQL (a `FactBackend`). Use `PgFactStore.open`.
 
     The pool belongs to the caller: `close` only stops this store from being used.
     """
 
     def __init__(
-        self,
-        place: PgPlace,
-        scope: str,
-        *,
-        codec: HrrCodec | None,
-        default_trust: float,
-        now: Callable[[], float],
+        self, rows: ProviderScope, *, codec: HrrCodec | None, default_trust: float, now: Callable[[], float]
     ) -> None:
-        self._place = place
-        self.scope = scope
+        self._scoped = rows
+        self.scope = rows.scope
         self.codec = codec
         self.default_trust = default_trust
         self._now = now
-        self._closed = False
 
     @classmethod
     def open(
@@ -191,8 +287,7 @@ class PgFactStore(FactWrites):
             FactStoreError: the server cannot be used, or the schema has no fact tables.
         """
         store = cls(
-            place,
-            provider_scope(user_id),
+            ProviderScope(place, provider_scope(user_id), _KIND),
             codec=load_codec(dim, use_numpy),
             default_trust=clamp(default_trust),
             now=now,
@@ -205,27 +300,16 @@ class PgFactStore(FactWrites):
 
     @property
     def location(self) -> str:
-        return f"PostgreSQL schema {self._place.schema!r}, table holo_facts, scope {self.scope!r}"
-
-    @property
-    def vectors_enabled(self) -> bool:
-        return self.codec is not None
+        return self._scoped.location
 
     def close(self) -> None:
-        self._closed = True
+        self._scoped.close()
 
     # ------------------------------------------------------------------ plumbing
 
-    def _translate(self, exc: BaseException) -> Exception:
-        return store_error(
-            exc, FactStoreError, what="fact store", tables="fact", place=self._place, location=self.location
-        )
-
     def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
         """One transaction; a content write first takes the scope's writer row."""
-        if self._closed:
-            raise FactStoreError(f"the fact store ({self.location}) is closed")
-        return scope_transaction(self._place, self.scope, "facts", self._translate, write=write)
+        return self._scoped.transaction(write=write)
 
     def _backfill_vectors(self, codec: HrrCodec) -> None:
         """Give every fact of the scope a vector of the current dimension."""
@@ -314,7 +398,7 @@ class PgFactStore(FactWrites):
         vector = self.codec.encode_fact(content, [e.name for e in entities])
         return self.codec.to_bytes(vector), self.codec.dim
 
-    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ transactions
 
     @contextmanager
     def _write(self, *, ordered: bool = True) -> Iterator[FactTxn]:
@@ -322,147 +406,8 @@ class PgFactStore(FactWrites):
         with self._db(write=ordered) as conn:
             yield _PgTxn(self, conn)
 
-    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
-        """Count one more retrieval for each fact."""
-        if not fact_ids:
-            return
-        with self._db() as conn, conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE holo_facts SET retrieval_count = retrieval_count + 1 WHERE scope = %s AND fact_id = %s",
-                [(self.scope, i) for i in fact_ids],
-            )
+    def _read(self) -> AbstractContextManager[FactRows]:
+        return self._write(ordered=False)  # no writer row: the same transaction as a feedback's
 
-    # ------------------------------------------------------------------ reads
-
-    def get_fact(self, fact_id: int) -> Fact:
-        """Raises `FactInputError` for an unknown id."""
-        with self._db() as conn:
-            return self._facts(conn, [self._row(conn, fact_id)])[0]
-
-    def count(self) -> int:
-        with self._db() as conn:
-            row = conn.execute("SELECT count(*) FROM holo_facts WHERE scope = %s", (self.scope,)).fetchone()
-        return 0 if row is None else int(str(row[0]))
-
-    def list_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
-    ) -> list[Fact]:
-        """Facts by trust, highest first."""
-        return self._select(
-            "f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit
-        )
-
-    def recent_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
-    ) -> list[Fact]:
-        """The most recently updated facts, newest first."""
-        return self._select("f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
-
-    def _where(self, category: Category | None, min_trust: float) -> tuple[str, list[object]]:
-        sql, params = "f.scope = %s AND f.trust_score >= %s", [self.scope, min_trust]
-        if category is not None:
-            sql += " AND f.category = %s"
-            params.append(category)
-        return sql, params
-
-    def _select(self, order_by: str, category: Category | None, min_trust: float, limit: int) -> list[Fact]:
-        where, params = self._where(category, min_trust)
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM holo_facts f WHERE {where} ORDER BY {order_by} LIMIT %s",
-                [*params, limit],
-            ).fetchall()
-            return self._facts(conn, rows)
-
-    def fts_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts matching any of `terms` in the word index, best first, with their `ts_rank`."""
-        if not terms:
-            return []
-        query, words = any_words(terms)
-        where, params = self._where(category, min_trust)
-        sql = (
-            f"SELECT {_COLUMNS}, ts_rank(f.search_tsv, q.q) AS rank FROM holo_facts f, (SELECT {query} AS q) q "
-            f"WHERE {where} AND f.search_tsv @@ q.q ORDER BY rank DESC, f.fact_id LIMIT %s"
-        )
-        with self._db() as conn:
-            rows = conn.execute(sql, [*words, *params, limit]).fetchall()
-            facts = self._facts(conn, rows)
-        return [(fact, float(str(row[-1]))) for fact, row in zip(facts, rows, strict=True)]
-
-    def like_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
-        if not terms:
-            return []
-        hits = " + ".join("(strpos(f.content, %s) > 0)::int" for _ in terms)
-        where, params = self._where(category, min_trust)
-        sql = (
-            f"SELECT * FROM (SELECT {_COLUMNS}, ({hits}) AS hits FROM holo_facts f WHERE {where}) t "
-            "WHERE hits > 0 ORDER BY hits DESC, trust_score DESC, fact_id LIMIT %s"
-        )
-        with self._db() as conn:
-            rows = conn.execute(sql, [*terms, *params, limit]).fetchall()
-            facts = self._facts(conn, rows)
-        return [(fact, int(str(row[-1])) / len(terms)) for fact, row in zip(facts, rows, strict=True)]
-
-    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
-        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
-        sql = (
-            f"SELECT DISTINCT {_COLUMNS} FROM holo_facts f JOIN holo_fact_entities fe "
-            "ON fe.scope = f.scope AND fe.fact_id = f.fact_id JOIN holo_entities e ON e.entity_id = fe.entity_id "
-            f"WHERE f.scope = %s AND f.trust_score >= %s AND {_ENTITY_MATCH} ORDER BY f.trust_score DESC, f.fact_id"
-        )
-        with self._db() as conn:
-            rows = conn.execute(sql, (self.scope, min_trust, name.strip(), name.strip())).fetchall()
-            return self._facts(conn, rows)
-
-    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
-        """The decoded vectors of these facts (facts without a readable vector are left out)."""
-        codec = self.codec
-        if codec is None or not fact_ids:
-            return {}
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT fact_id, hrr_vector FROM holo_facts WHERE scope = %s AND fact_id = ANY(%s) "
-                "AND hrr_vector IS NOT NULL",
-                (self.scope, list(fact_ids)),
-            ).fetchall()
-        out: dict[int, Vector] = {}
-        for fact_id, blob in rows:
-            try:
-                out[int(str(fact_id))] = codec.from_bytes(bytes(blob))
-            except ValueError:
-                _log.warning("fact %s has an unreadable vector; it is scored without one", fact_id)
-        return out
-
-    def bank(self, category: Category) -> Vector | None:
-        """The bundle of every vector in `category` (rebuilt here when the scope was written since)."""
-        codec = self.codec
-        if codec is None:
-            return None
-        with self._db() as conn:
-            current = generation(conn, self.scope, "facts")
-            row = conn.execute(
-                "SELECT vector, dim, generation FROM holo_banks WHERE scope = %s AND category = %s",
-                (self.scope, category),
-            ).fetchone()
-            if row is not None and int(str(row[1])) == codec.dim and int(str(row[2])) == current:
-                return codec.from_bytes(bytes(row[0]))
-            blobs = conn.execute(
-                "SELECT hrr_vector FROM holo_facts WHERE scope = %s AND category = %s AND hrr_dim = %s",
-                (self.scope, category, codec.dim),
-            ).fetchall()
-            if not blobs:
-                return None
-            vector = codec.bundle_many([codec.from_bytes(bytes(b[0])) for b in blobs])
-            conn.execute(
-                "INSERT INTO holo_banks (scope, category, vector, dim, fact_count, generation, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope, category) DO UPDATE SET "
-                "vector = excluded.vector, dim = excluded.dim, fact_count = excluded.fact_count, "
-                "generation = excluded.generation, updated_at = excluded.updated_at",
-                (self.scope, category, codec.to_bytes(vector), codec.dim, len(blobs), current, self._now()),
-            )
-            return vector
+    def _banks(self) -> AbstractContextManager[FactRows]:
+        return self._read()  # a bank is kept with the generation it was built at, not invalidated

@@ -13,6 +13,7 @@ Every method blocks; async callers run them through `anyio.to_thread.run_sync`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -30,11 +31,15 @@ __all__ = [
     "CATEGORIES",
     "HELPFUL_DELTA",
     "NEIGHBOURS",
+    "ORDER_BY",
     "UNHELPFUL_DELTA",
     "AddResult",
     "Category",
     "Fact",
     "FactBackend",
+    "FactFilter",
+    "FactOrder",
+    "FactRows",
     "FactTxn",
     "FactUpdate",
     "FactWrites",
@@ -56,6 +61,8 @@ __all__ = [
 
 Category: TypeAlias = Literal["user_pref", "project", "tool", "general"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
+
+_log = logging.getLogger(__name__)
 
 HELPFUL_DELTA = 0.05
 UNHELPFUL_DELTA = -0.10
@@ -254,7 +261,74 @@ def fact_from_row(row: Sequence[object], entities: tuple[str, ...]) -> Fact:
     )
 
 
-class FactTxn(Protocol):
+FactOrder: TypeAlias = Literal["trust", "recent"]
+"""How facts are listed: by trust (highest first) or by last update (newest first)."""
+
+ORDER_BY: dict[FactOrder, str] = {
+    "trust": "f.trust_score DESC, f.updated_at DESC, f.fact_id DESC",
+    "recent": "f.updated_at DESC, f.fact_id DESC",
+}
+"""The `ORDER BY` of each `FactOrder` over a store's fact table aliased `f` (both stores name
+the columns alike)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FactFilter:
+    """Which facts a read keeps: at least `min_trust`, of `category` unless it is None."""
+
+    category: Category | None
+    min_trust: float
+
+
+class FactRows(Protocol):
+    """One transaction of a fact store as the reads see it: it answers with rows made facts
+    (`fact_from_row`) and keeps the category banks; the rules are `FactBackend`'s."""
+
+    def fact(self, fact_id: int) -> Fact:
+        """The fact `fact_id`; `missing_fact` when there is none."""
+        ...
+
+    def count(self) -> int:
+        """How many facts there are."""
+        ...
+
+    def select(self, order: FactOrder, where: FactFilter, limit: int) -> list[Fact]:
+        """At most `limit` facts passing `where`, in `order`."""
+        ...
+
+    def word_matches(self, terms: Sequence[str], where: FactFilter, limit: int) -> list[tuple[Fact, float]]:
+        """Facts matching any of `terms` (at least one) in the word index, best first, with a
+        rank whose absolute value grows with relevance."""
+        ...
+
+    def substring_matches(
+        self, terms: Sequence[str], where: FactFilter, limit: int
+    ) -> list[tuple[Fact, int]]:
+        """Facts containing any of `terms` (at least one), with how many of them they contain."""
+        ...
+
+    def by_entity(self, name: str, min_trust: float) -> list[Fact]:
+        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
+        ...
+
+    def vector_blobs(self, fact_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        """The stored vectors (codec bytes) of those of these facts that have one."""
+        ...
+
+    def cached_bank(self, category: Category, dim: int) -> bytes | None:
+        """The category's bank of this dimension, if it is still valid."""
+        ...
+
+    def category_vectors(self, category: Category, dim: int) -> list[bytes]:
+        """The vectors of every fact in the category (this dimension)."""
+        ...
+
+    def save_bank(self, category: Category, vector: bytes, dim: int, facts: int, at: float) -> None:
+        """Keep a rebuilt bank, valid until the category is written again."""
+        ...
+
+
+class FactTxn(FactRows, Protocol):
     """One write transaction of a fact store: the rows the rules read and the changes they
     stage (entities, vectors and category banks follow the rows); all of it commits when the
     block ends, nothing when it raises."""
@@ -265,10 +339,6 @@ class FactTxn(Protocol):
 
     def newest(self, limit: int) -> list[str]:
         """The contents of the `limit` most recently updated facts, newest first."""
-        ...
-
-    def fact(self, fact_id: int) -> Fact:
-        """The fact `fact_id`; `missing_fact` when there is none."""
         ...
 
     def insert(
@@ -291,6 +361,10 @@ class FactTxn(Protocol):
 
     def set_trust(self, fact_id: int, trust: float, *, helpful: bool) -> None:
         """Store a trust moved by feedback (and count a helpful one)."""
+        ...
+
+    def count_retrievals(self, fact_ids: Sequence[int]) -> None:
+        """Count one more retrieval for each fact."""
         ...
 
 
@@ -365,8 +439,10 @@ class FactWrites(Protocol):
 
 
 class FactBackend(FactWrites, Protocol):
-    """Facts, their entities, a word index and HRR vectors, for one user (the writes —
-    `add_fact`, `update_fact`, `remove_fact`, `feedback` — are `FactWrites`').
+    """Facts, their entities, a word index and HRR vectors, for one user. The writes —
+    `add_fact`, `update_fact`, `remove_fact`, `feedback` — are `FactWrites`'; the reads are
+    written here once over a store's `FactRows`: a store subclasses this and provides `_read`
+    (one read transaction) and `_banks` (the transaction a stale bank is rebuilt in).
 
     `codec` is None when vectors are off (numpy missing or not wanted). Unknown ids raise
     `FactInputError`; writes the scanner objects to raise `FactBlockedError`; the store
@@ -376,55 +452,107 @@ class FactBackend(FactWrites, Protocol):
     codec: HrrCodec | None
     default_trust: float
 
+    def _read(self) -> AbstractContextManager[FactRows]:
+        """One read transaction."""
+        ...
+
+    def _banks(self) -> AbstractContextManager[FactRows]:
+        """The transaction a bank is read and, when stale, rebuilt in."""
+        ...
+
     @property
     def location(self) -> str:
         """Where the facts live, for messages (a file path, or a schema and scope)."""
         ...
 
     @property
-    def vectors_enabled(self) -> bool: ...
+    def vectors_enabled(self) -> bool:
+        return self.codec is not None
 
     def close(self) -> None: ...
 
-    def mark_retrieved(self, fact_ids: Sequence[int]) -> None: ...
+    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
+        """Count one more retrieval for each fact (a feedback-like write: no writer order)."""
+        if fact_ids:
+            with self._write(ordered=False) as txn:
+                txn.count_retrievals(fact_ids)
 
-    def get_fact(self, fact_id: int) -> Fact: ...
+    def get_fact(self, fact_id: int) -> Fact:
+        """Raises `FactInputError` for an unknown id."""
+        with self._read() as rows:
+            return rows.fact(fact_id)
 
-    def count(self) -> int: ...
+    def count(self) -> int:
+        with self._read() as rows:
+            return rows.count()
 
     def list_facts(
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
     ) -> list[Fact]:
         """Facts by trust, highest first."""
-        ...
+        with self._read() as rows:
+            return rows.select("trust", FactFilter(category, min_trust), limit)
 
     def recent_facts(
         self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
     ) -> list[Fact]:
         """The most recently updated facts, newest first."""
-        ...
+        with self._read() as rows:
+            return rows.select("recent", FactFilter(category, min_trust), limit)
 
     def fts_candidates(
         self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
     ) -> list[tuple[Fact, float]]:
         """Facts matching any of `terms` in the word index, best first, with a rank whose
         absolute value grows with relevance."""
-        ...
+        if not terms:
+            return []
+        with self._read() as rows:
+            return rows.word_matches(terms, FactFilter(category, min_trust), limit)
 
     def like_candidates(
         self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
     ) -> list[tuple[Fact, float]]:
         """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
-        ...
+        if not terms:
+            return []
+        with self._read() as rows:
+            found = rows.substring_matches(terms, FactFilter(category, min_trust), limit)
+        return [(fact, hits / len(terms)) for fact, hits in found]
 
     def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
         """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
-        ...
+        with self._read() as rows:
+            return rows.by_entity(name.strip(), min_trust)
 
     def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
         """The decoded vectors of these facts (facts without a readable vector are left out)."""
-        ...
+        codec = self.codec
+        if codec is None or not fact_ids:
+            return {}
+        with self._read() as rows:
+            blobs = rows.vector_blobs(fact_ids)
+        out: dict[int, Vector] = {}
+        for fact_id, blob in blobs:
+            try:
+                out[fact_id] = codec.from_bytes(blob)
+            except ValueError:
+                _log.warning("fact %s has an unreadable vector; it is scored without one", fact_id)
+        return out
 
     def bank(self, category: Category) -> Vector | None:
-        """The bundle of every vector in `category` (None without vectors or facts)."""
-        ...
+        """The bundle of every vector in `category` (None without vectors or facts), rebuilt
+        here when a write made it stale."""
+        codec = self.codec
+        if codec is None:
+            return None
+        with self._banks() as rows:
+            cached = rows.cached_bank(category, codec.dim)
+            if cached is not None:
+                return codec.from_bytes(cached)
+            blobs = rows.category_vectors(category, codec.dim)
+            if not blobs:
+                return None
+            vector = codec.bundle_many([codec.from_bytes(b) for b in blobs])
+            rows.save_bank(category, codec.to_bytes(vector), codec.dim, len(blobs), self._now())
+            return vector

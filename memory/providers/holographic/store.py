@@ -22,27 +22,28 @@ the next time the store is opened with numpy.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory._migrations import migrate_sqlite
-from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
 from memory.errors import FactStoreError
+from memory.providers._sqlite import FileKind, ProviderFile
 from memory.providers.holographic._entities import ExtractedEntity, extract_entities
 from memory.providers.holographic._schema import MIGRATIONS
 from memory.providers.holographic.contract import (
+    ORDER_BY,
     Category,
     Fact,
+    FactBackend,
+    FactFilter,
+    FactOrder,
+    FactRows,
     FactTxn,
     FactUpdate,
-    FactWrites,
     clamp,
     fact_from_row,
     load_codec,
@@ -51,23 +52,17 @@ from memory.providers.holographic.contract import (
 )
 
 if TYPE_CHECKING:
-    from memory.providers.holographic.hrr import HrrCodec, Vector
+    from memory.providers.holographic.hrr import HrrCodec
 
 __all__ = ["FactStore"]
 
-_log = logging.getLogger(__name__)
 
-_RETRY = LockRetryPolicy(busy_timeout_s=5.0)
-
-
-def _translate(exc: sqlite3.Error, path: Path) -> FactStoreError:
-    if is_busy(exc):
-        return FactStoreError(
-            f"the fact store {str(path)!r} stayed locked by another writer ({exc}); retry, "
-            "or stop the other keel process"
-        )
-    return FactStoreError(f"fact store {str(path)!r} failed: {exc}")
-
+_FILE = FileKind(
+    what="fact store",
+    error=FactStoreError,
+    migrations=MIGRATIONS,
+    too_new_fix="point memory.providers.holographic.db_path elsewhere",
+)
 
 _FACT_COLUMNS = (
     "f.fact_id, f.content, f.category, f.tags, f.trust_score, f.retrieval_count, "
@@ -147,22 +142,106 @@ class _SqliteTxn:
             (trust, 1 if helpful else 0, fact_id),
         )
 
+    def count_retrievals(self, fact_ids: Sequence[int]) -> None:
+        self.conn.executemany(
+            "UPDATE facts SET retrieval_count = retrieval_count + 1 WHERE fact_id = ?",
+            [(i,) for i in fact_ids],
+        )
 
-class FactStore(FactWrites):
+    # ------------------------------------------------------------------ reads (`FactRows`)
+
+    def _facts(self, sql: str, params: Sequence[object]) -> tuple[list[Fact], list[Any]]:
+        rows = self.conn.execute(sql, params).fetchall()
+        return self.store._facts(self.conn, rows), rows
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM facts").fetchone()[0])
+
+    def select(self, order: FactOrder, where: FactFilter, limit: int) -> list[Fact]:
+        test, params = _where(where)
+        sql = f"SELECT {_FACT_COLUMNS} FROM facts f WHERE {test} ORDER BY {ORDER_BY[order]} LIMIT ?"
+        return self._facts(sql, [*params, limit])[0]
+
+    def word_matches(self, terms: Sequence[str], where: FactFilter, limit: int) -> list[tuple[Fact, float]]:
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        test, params = _where(where)
+        facts, rows = self._facts(
+            f"SELECT {_FACT_COLUMNS}, bm25(facts_fts) AS rank FROM facts_fts "
+            f"JOIN facts f ON f.fact_id = facts_fts.rowid WHERE facts_fts MATCH ? AND {test} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        return [(fact, float(row[-1])) for fact, row in zip(facts, rows, strict=True)]
+
+    def substring_matches(
+        self, terms: Sequence[str], where: FactFilter, limit: int
+    ) -> list[tuple[Fact, int]]:
+        hits = " + ".join("(instr(f.content, ?) > 0)" for _ in terms)
+        test, params = _where(where)
+        facts, rows = self._facts(
+            f"SELECT {_FACT_COLUMNS}, ({hits}) AS hits FROM facts f WHERE {test} "
+            "AND hits > 0 ORDER BY hits DESC, f.trust_score DESC LIMIT ?",
+            [*terms, *params, limit],
+        )
+        return [(fact, int(row[-1])) for fact, row in zip(facts, rows, strict=True)]
+
+    def by_entity(self, name: str, min_trust: float) -> list[Fact]:
+        sql = (
+            f"SELECT DISTINCT {_FACT_COLUMNS} FROM facts f JOIN fact_entities fe USING (fact_id) "
+            "JOIN entities e USING (entity_id) WHERE f.trust_score >= ? AND (e.name = ? COLLATE NOCASE "
+            "OR instr(',' || lower(e.aliases) || ',', ',' || lower(?) || ',') > 0) "
+            "ORDER BY f.trust_score DESC"
+        )
+        return self._facts(sql, (min_trust, name, name))[0]
+
+    def vector_blobs(self, fact_ids: Sequence[int]) -> list[tuple[int, bytes]]:
+        found: list[tuple[int, bytes]] = []
+        for start in range(0, len(fact_ids), 500):  # stay far below SQLite's bound-parameter limit
+            chunk = list(fact_ids[start : start + 500])
+            rows = self.conn.execute(
+                f"SELECT fact_id, hrr_vector FROM facts WHERE fact_id IN ({','.join('?' * len(chunk))}) "
+                "AND hrr_vector IS NOT NULL",
+                chunk,
+            ).fetchall()
+            found += [(int(fact_id), bytes(blob)) for fact_id, blob in rows]
+        return found
+
+    def cached_bank(self, category: Category, dim: int) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT vector, dim FROM memory_banks WHERE bank_name = ?", (f"cat:{category}",)
+        ).fetchone()
+        return bytes(row[0]) if row is not None and int(row[1]) == dim else None
+
+    def category_vectors(self, category: Category, dim: int) -> list[bytes]:
+        # Every stored vector has the store's dimension: opening it re-encodes the others.
+        rows = self.conn.execute(
+            "SELECT hrr_vector FROM facts WHERE category = ? AND hrr_vector IS NOT NULL", (category,)
+        ).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def save_bank(self, category: Category, vector: bytes, dim: int, facts: int, at: float) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO memory_banks(bank_name, vector, dim, fact_count, updated_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (f"cat:{category}", vector, dim, facts, at),
+        )
+
+
+def _where(where: FactFilter) -> tuple[str, list[object]]:
+    sql, params = "f.trust_score >= ?", list[object]([where.min_trust])
+    if where.category is not None:
+        sql += " AND f.category = ?"
+        params.append(where.category)
+    return sql, params
+
+
+class FactStore(FactBackend):
     """Facts, entities and their FTS5 index in one SQLite file (a `FactBackend`). Use `FactStore.open`."""
 
     def __init__(
-        self,
-        conn: SqliteConnection,
-        path: Path,
-        *,
-        codec: HrrCodec | None,
-        default_trust: float,
-        now: Callable[[], float],
+        self, file: ProviderFile, *, codec: HrrCodec | None, default_trust: float, now: Callable[[], float]
     ) -> None:
-        self._conn: SqliteConnection | None = conn
-        self._lock = threading.RLock()
-        self.path = path
+        self._file = file
+        self.path = file.path
         self.codec = codec
         self.default_trust = default_trust
         self._now = now
@@ -183,15 +262,13 @@ class FactStore(FactWrites):
             FactStoreError: the file cannot be opened or is not a fact store.
         """
         codec = load_codec(dim, use_numpy)
+        file = ProviderFile.open(path, _FILE)
+        store = cls(file, codec=codec, default_trust=clamp(default_trust), now=now)
         try:
-            conn = SqliteConnection.connect(path, retry=_RETRY, translate=_translate)
-        except OSError as exc:
-            raise FactStoreError(f"cannot open the fact store {str(path)!r}: {exc}; check the path") from exc
-        store = cls(conn, path, codec=codec, default_trust=clamp(default_trust), now=now)
-        try:
-            store._setup()
+            if codec is not None:
+                store._backfill_vectors(codec)
         except BaseException:
-            conn.close()
+            file.close()
             raise
         return store
 
@@ -199,38 +276,14 @@ class FactStore(FactWrites):
     def location(self) -> str:
         return str(self.path)
 
-    @property
-    def vectors_enabled(self) -> bool:
-        return self.codec is not None
-
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._file.close()
 
     # ------------------------------------------------------------------ plumbing
 
-    @contextmanager
-    def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock, in one transaction (IMMEDIATE for a write)."""
-        with self._lock:
-            if self._conn is None:
-                raise FactStoreError(f"the fact store {str(self.path)!r} is closed")
-            with self._conn.transaction(write=write) as conn:
-                yield conn
-
-    def _setup(self) -> None:
-        with self._db(write=True) as conn:
-            migrate_sqlite(conn, MIGRATIONS, too_new=self._too_new)
-        if self.codec is not None:
-            self._backfill_vectors(self.codec)
-
-    def _too_new(self, found: int, known: int) -> FactStoreError:
-        return FactStoreError(
-            f"the fact store {str(self.path)!r} has schema version {found}, newer than this keel "
-            f"understands ({known}); upgrade keel or point memory.providers.holographic.db_path elsewhere"
-        )
+    def _db(self, *, write: bool = False) -> AbstractContextManager[sqlite3.Connection]:
+        """One transaction (IMMEDIATE for a write)."""
+        return self._file.transaction(write=write)
 
     def _backfill_vectors(self, codec: HrrCodec) -> None:
         """Give every fact a vector of the current dimension (new dim, or facts added without numpy)."""
@@ -310,152 +363,18 @@ class FactStore(FactWrites):
             raise missing_fact(fact_id)
         return tuple(row)
 
-    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ transactions
+
+    def _write(self, *, ordered: bool = True) -> AbstractContextManager[FactTxn]:
+        return self._rows(write=True)
+
+    def _read(self) -> AbstractContextManager[FactRows]:
+        return self._rows(write=False)
+
+    def _banks(self) -> AbstractContextManager[FactRows]:
+        return self._rows(write=True)  # a stale bank is rebuilt and kept in the same transaction
 
     @contextmanager
-    def _write(self, *, ordered: bool = True) -> Iterator[FactTxn]:
-        with self._db(write=True) as conn:
+    def _rows(self, *, write: bool) -> Iterator[_SqliteTxn]:
+        with self._db(write=write) as conn:
             yield _SqliteTxn(self, conn)
-
-    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
-        """Count one more retrieval for each fact."""
-        if not fact_ids:
-            return
-        with self._db(write=True) as conn:
-            conn.executemany(
-                "UPDATE facts SET retrieval_count = retrieval_count + 1 WHERE fact_id = ?",
-                [(i,) for i in fact_ids],
-            )
-
-    # ------------------------------------------------------------------ reads
-
-    def get_fact(self, fact_id: int) -> Fact:
-        """Raises `FactInputError` for an unknown id."""
-        with self._db() as conn:
-            return self._facts(conn, [self._row(conn, fact_id)])[0]
-
-    def count(self) -> int:
-        with self._db() as conn:
-            return int(conn.execute("SELECT count(*) FROM facts").fetchone()[0])
-
-    def list_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 50
-    ) -> list[Fact]:
-        """Facts by trust, highest first."""
-        return self._select(
-            "f.trust_score DESC, f.updated_at DESC, f.fact_id DESC", category, min_trust, limit
-        )
-
-    def recent_facts(
-        self, *, category: Category | None = None, min_trust: float = 0.0, limit: int = 500
-    ) -> list[Fact]:
-        """The most recently updated facts, newest first."""
-        return self._select("f.updated_at DESC, f.fact_id DESC", category, min_trust, limit)
-
-    def _select(self, order_by: str, category: Category | None, min_trust: float, limit: int) -> list[Fact]:
-        sql = f"SELECT {_FACT_COLUMNS} FROM facts f WHERE f.trust_score >= ?"
-        params: list[object] = [min_trust]
-        if category is not None:
-            sql += " AND f.category = ?"
-            params.append(category)
-        sql += f" ORDER BY {order_by} LIMIT ?"
-        params.append(limit)
-        with self._db() as conn:
-            return self._facts(conn, conn.execute(sql, params).fetchall())
-
-    def fts_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts matching any of `terms` in FTS5, best first, with their bm25 rank (negative)."""
-        if not terms:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        sql = (
-            f"SELECT {_FACT_COLUMNS}, bm25(facts_fts) AS rank FROM facts_fts "
-            "JOIN facts f ON f.fact_id = facts_fts.rowid WHERE facts_fts MATCH ? AND f.trust_score >= ?"
-        )
-        params: list[object] = [match, min_trust]
-        if category is not None:
-            sql += " AND f.category = ?"
-            params.append(category)
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
-        with self._db() as conn:
-            rows = conn.execute(sql, params).fetchall()
-            facts = self._facts(conn, rows)
-        return [(fact, float(row[-1])) for fact, row in zip(facts, rows, strict=True)]
-
-    def like_candidates(
-        self, terms: Sequence[str], *, category: Category | None, min_trust: float, limit: int
-    ) -> list[tuple[Fact, float]]:
-        """Facts containing any of `terms` as substrings, with the fraction of terms matched."""
-        if not terms:
-            return []
-        hits = " + ".join("(instr(f.content, ?) > 0)" for _ in terms)
-        sql = f"SELECT {_FACT_COLUMNS}, ({hits}) AS hits FROM facts f WHERE f.trust_score >= ?"
-        params: list[object] = [*terms, min_trust]
-        if category is not None:
-            sql += " AND f.category = ?"
-            params.append(category)
-        sql += " AND hits > 0 ORDER BY hits DESC, f.trust_score DESC LIMIT ?"
-        params.append(limit)
-        with self._db() as conn:
-            rows = conn.execute(sql, params).fetchall()
-            facts = self._facts(conn, rows)
-        return [(fact, int(row[-1]) / len(terms)) for fact, row in zip(facts, rows, strict=True)]
-
-    def facts_by_entity(self, name: str, *, min_trust: float = 0.0) -> list[Fact]:
-        """Facts linked to the entity called `name` (or with that alias), case-insensitively."""
-        sql = (
-            f"SELECT DISTINCT {_FACT_COLUMNS} FROM facts f JOIN fact_entities fe USING (fact_id) "
-            "JOIN entities e USING (entity_id) WHERE f.trust_score >= ? AND (e.name = ? COLLATE NOCASE "
-            "OR instr(',' || lower(e.aliases) || ',', ',' || lower(?) || ',') > 0) "
-            "ORDER BY f.trust_score DESC"
-        )
-        with self._db() as conn:
-            return self._facts(conn, conn.execute(sql, (min_trust, name.strip(), name.strip())).fetchall())
-
-    def vectors(self, fact_ids: Sequence[int]) -> dict[int, Vector]:
-        """The decoded vectors of these facts (facts without a readable vector are left out)."""
-        codec = self.codec
-        if codec is None or not fact_ids:
-            return {}
-        out: dict[int, Vector] = {}
-        with self._db() as conn:
-            for start in range(0, len(fact_ids), 500):
-                chunk = list(fact_ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(
-                    f"SELECT fact_id, hrr_vector FROM facts "
-                    f"WHERE fact_id IN ({marks}) AND hrr_vector IS NOT NULL",
-                    chunk,
-                ).fetchall()
-                for fact_id, blob in rows:
-                    try:
-                        out[int(fact_id)] = codec.from_bytes(bytes(blob))
-                    except ValueError:
-                        _log.warning("fact %s has an unreadable vector; it is scored without one", fact_id)
-        return out
-
-    def bank(self, category: Category) -> Vector | None:
-        """The bundle of every vector in `category` (rebuilt here if a write invalidated it)."""
-        codec = self.codec
-        if codec is None:
-            return None
-        name = f"cat:{category}"
-        with self._db(write=True) as conn:
-            row = conn.execute("SELECT vector, dim FROM memory_banks WHERE bank_name = ?", (name,)).fetchone()
-            if row is not None and int(row[1]) == codec.dim:
-                return codec.from_bytes(bytes(row[0]))
-            blobs = conn.execute(
-                "SELECT hrr_vector FROM facts WHERE category = ? AND hrr_vector IS NOT NULL", (category,)
-            ).fetchall()
-            if not blobs:
-                return None
-            vector = codec.bundle_many([codec.from_bytes(bytes(b[0])) for b in blobs])
-            conn.execute(
-                "INSERT OR REPLACE INTO memory_banks(bank_name, vector, dim, fact_count, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (name, codec.to_bytes(vector), codec.dim, len(blobs), self._now()),
-            )
-            return vector

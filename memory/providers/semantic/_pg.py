@@ -20,7 +20,6 @@ psycopg errors leave as `SemanticStoreError`.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -33,20 +32,22 @@ from memory.errors import SemanticStoreError
 from memory.providers._pg import (
     Conn,
     PgPlace,
+    ProviderScope,
+    ScopeKind,
     any_words,
     generation,
     next_id,
     provider_scope,
-    scope_transaction,
-    store_error,
 )
 from memory.providers.semantic.contract import (
     HistoryEvent,
     HistoryKind,
     Memory,
     Origin,
+    SemanticBackend,
+    SemanticRows,
     SemanticTxn,
-    SemanticWrites,
+    Stamp,
     history_from_rows,
     memory_from_row,
     missing_memory,
@@ -62,9 +63,18 @@ def _floats(vector: NDArray[np.float32]) -> list[float]:
     return [float(x) for x in np.asarray(vector, dtype=np.float32).ravel()]
 
 
+_KIND = ScopeKind(
+    store="semantic",
+    what="semantic memory",
+    table="sem_memories",
+    tables="semantic memory",
+    error=SemanticStoreError,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class _PgTxn:
-    """A `SemanticTxn` over one scope's rows (the writer row is already taken)."""
+    """A `SemanticTxn` over one scope's rows (for a write, the writer row is already taken)."""
 
     conn: Conn
     scope: str
@@ -119,20 +129,93 @@ class _PgTxn:
             (self.scope, memory_id, event, old, new, at, session_id),
         )
 
+    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], model_id: str) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE sem_memories SET embedding = %s::real[], model_id = %s WHERE scope = %s AND memory_id = %s",
+                [(_floats(v), model_id, self.scope, i) for i, v in rows],
+            )
 
-class PgSemanticStore(SemanticWrites):
+    # ------------------------------------------------------------------ reads (`SemanticRows`)
+
+    def get_many(self, memory_ids: Sequence[int]) -> list[Memory]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = ANY(%s)",
+            (self.scope, list(memory_ids)),
+        ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def count(self) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM sem_memories WHERE scope = %s", (self.scope,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def recent(self, limit: int) -> list[Memory]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s ORDER BY updated_at DESC, memory_id DESC LIMIT %s",
+            (self.scope, limit),
+        ).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def history(self) -> list[HistoryEvent]:
+        rows = self.conn.execute(
+            "SELECT memory_id, event, old_content, new_content, session_id FROM sem_history "
+            "WHERE scope = %s ORDER BY event_id",
+            (self.scope,),
+        ).fetchall()
+        return history_from_rows(rows)
+
+    def stale(self, model_id: str) -> list[tuple[int, str]]:
+        rows = self.conn.execute(
+            "SELECT memory_id, content FROM sem_memories WHERE scope = %s AND model_id <> %s ORDER BY memory_id",
+            (self.scope, model_id),
+        ).fetchall()
+        return [(int(i), str(c)) for i, c in rows]
+
+    def stamp(self) -> Stamp:
+        # The scope's write generation moves with a write on this or any other worker.
+        return (generation(self.conn, self.scope, "semantic"),)
+
+    def embeddings(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
+        rows = self.conn.execute(
+            "SELECT memory_id, embedding FROM sem_memories WHERE scope = %s AND model_id = %s ORDER BY memory_id",
+            (self.scope, model_id),
+            binary=True,
+        ).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [int(r[0]) for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32)
+
+    def lexical(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        query, words = any_words(terms)
+        rows = self.conn.execute(
+            f"SELECT m.memory_id, ts_rank(m.search_tsv, q.q) AS rank FROM sem_memories m, (SELECT {query} AS q) q "
+            "WHERE m.scope = %s AND m.search_tsv @@ q.q ORDER BY rank DESC, m.memory_id LIMIT %s",
+            [*words, self.scope, limit],
+        ).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequency(self, term: str) -> int:
+        query, words = any_words([term])
+        row = self.conn.execute(
+            f"SELECT count(*) FROM sem_memories WHERE scope = %s AND search_tsv @@ {query}",
+            [self.scope, *words],
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+
+class PgSemanticStore(SemanticBackend):
     """One user's memories in PostgreSQL (a `SemanticBackend`). Use `PgSemanticStore.open`.
 
     The pool belongs to the caller: `close` only stops this store from being used.
     """
 
-    def __init__(self, place: PgPlace, scope: str, *, now: Callable[[], float]) -> None:
-        self._place = place
-        self.scope = scope
+    def __init__(self, rows: ProviderScope, *, now: Callable[[], float]) -> None:
+        self._scoped = rows
+        self.scope = rows.scope
         self._now = now
-        self._closed = False
-        self._lock = threading.Lock()  # the cached matrix: searches run in worker threads
-        self._cache: tuple[tuple[int, str], list[int], NDArray[np.float32]] | None = None
+        self._cache: tuple[tuple[Stamp, str], list[int], NDArray[np.float32]] | None = None
 
     @classmethod
     def open(
@@ -145,139 +228,27 @@ class PgSemanticStore(SemanticWrites):
             ValueError: `user_id` is not a safe directory name.
             SemanticStoreError: the server cannot be used, or the schema has no memory tables.
         """
-        store = cls(place, provider_scope(user_id), now=now)
+        store = cls(ProviderScope(place, provider_scope(user_id), _KIND), now=now)
         store.count()  # fail at open, not at the first turn
         return store
 
     @property
     def location(self) -> str:
-        return f"PostgreSQL schema {self._place.schema!r}, table sem_memories, scope {self.scope!r}"
+        return self._scoped.location
 
     def close(self) -> None:
-        self._closed = True
+        self._scoped.close()
         self._cache = None
 
-    def _translate(self, exc: BaseException) -> Exception:
-        return store_error(
-            exc,
-            SemanticStoreError,
-            what="semantic memory",
-            tables="semantic memory",
-            place=self._place,
-            location=self.location,
-        )
-
-    def _db(self, *, write: bool = False) -> AbstractContextManager[Conn]:
-        """One transaction; a write first takes the scope's writer row."""
-        if self._closed:
-            raise SemanticStoreError(f"the semantic memory ({self.location}) is closed")
-        return scope_transaction(self._place, self.scope, "semantic", self._translate, write=write)
-
-    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ transactions
 
     @contextmanager
-    def _write(self) -> Iterator[SemanticTxn]:
-        with self._db(write=True) as conn:
+    def _rows(self, *, write: bool) -> Iterator[_PgTxn]:
+        with self._scoped.transaction(write=write) as conn:
             yield _PgTxn(conn, self.scope)
 
-    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
-        """Store new embeddings (after a change of embedding model)."""
-        with self._db(write=True) as conn, conn.cursor() as cur:
-            cur.executemany(
-                "UPDATE sem_memories SET embedding = %s::real[], model_id = %s WHERE scope = %s AND memory_id = %s",
-                [(_floats(v), model_id, self.scope, i) for i, v in rows],
-            )
+    def _write(self) -> AbstractContextManager[SemanticTxn]:
+        return self._rows(write=True)
 
-    # ------------------------------------------------------------------ reads
-
-    def get(self, memory_id: int) -> Memory:
-        with self._db() as conn:
-            return _PgTxn(conn, self.scope).get(memory_id)
-
-    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
-        if not memory_ids:
-            return {}
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s AND memory_id = ANY(%s)",
-                (self.scope, list(memory_ids)),
-            ).fetchall()
-        return {m.memory_id: m for m in map(memory_from_row, rows)}
-
-    def count(self) -> int:
-        with self._db() as conn:
-            row = conn.execute("SELECT count(*) FROM sem_memories WHERE scope = %s", (self.scope,)).fetchone()
-        return 0 if row is None else int(row[0])
-
-    def recent(self, *, limit: int) -> list[Memory]:
-        """The most recently updated memories first."""
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM sem_memories WHERE scope = %s "
-                "ORDER BY updated_at DESC, memory_id DESC LIMIT %s",
-                (self.scope, limit),
-            ).fetchall()
-        return [memory_from_row(r) for r in rows]
-
-    def history(self) -> list[HistoryEvent]:
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT memory_id, event, old_content, new_content, session_id FROM sem_history "
-                "WHERE scope = %s ORDER BY event_id",
-                (self.scope,),
-            ).fetchall()
-        return history_from_rows(rows)
-
-    def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
-        """(id, text) of memories embedded by another model."""
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT memory_id, content FROM sem_memories WHERE scope = %s AND model_id <> %s ORDER BY memory_id",
-                (self.scope, model_id),
-            ).fetchall()
-        return [(int(i), str(c)) for i, c in rows]
-
-    def matrix(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
-        """Ids and the embedding matrix of every memory made by `model_id`, cached until the
-        scope's write generation moves (a write on this or any other worker)."""
-        with self._db() as conn:
-            stamp = (generation(conn, self.scope, "semantic"), model_id)
-            with self._lock:
-                cached = self._cache
-            if cached is not None and cached[0] == stamp:
-                return cached[1], cached[2]
-            rows = conn.execute(
-                "SELECT memory_id, embedding FROM sem_memories WHERE scope = %s AND model_id = %s ORDER BY memory_id",
-                (self.scope, model_id),
-                binary=True,
-            ).fetchall()
-        ids = [int(r[0]) for r in rows]
-        matrix = (
-            np.asarray([r[1] for r in rows], dtype=np.float32) if rows else np.zeros((0, 0), dtype=np.float32)
-        )
-        with self._lock:
-            self._cache = (stamp, ids, matrix)
-        return ids, matrix
-
-    def lexical(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
-        """(id, `ts_rank`) for memories matching any of `terms`, best first."""
-        if not terms:
-            return []
-        query, words = any_words(terms)
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT m.memory_id, ts_rank(m.search_tsv, q.q) AS rank FROM sem_memories m, (SELECT {query} AS q) q "
-                "WHERE m.scope = %s AND m.search_tsv @@ q.q ORDER BY rank DESC, m.memory_id LIMIT %s",
-                [*words, self.scope, limit],
-            ).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def document_frequency(self, term: str) -> int:
-        """How many memories contain `term` (stemmed as the word index has it)."""
-        query, words = any_words([term])
-        with self._db() as conn:
-            row = conn.execute(
-                f"SELECT count(*) FROM sem_memories WHERE scope = %s AND search_tsv @@ {query}",
-                [self.scope, *words],
-            ).fetchone()
-        return 0 if row is None else int(row[0])
+    def _read(self) -> AbstractContextManager[SemanticRows]:
+        return self._rows(write=False)

@@ -35,8 +35,10 @@ __all__ = [
     "Memory",
     "Origin",
     "SemanticBackend",
+    "SemanticRows",
     "SemanticTxn",
     "SemanticWrites",
+    "Stamp",
     "content_key",
     "history_from_rows",
     "key_taken",
@@ -145,16 +147,60 @@ def missing_memory(memory_id: int) -> SemanticInputError:
 HistoryKind: TypeAlias = Literal["add", "update", "delete"]
 
 
-class SemanticTxn(Protocol):
+Stamp: TypeAlias = tuple[int, ...]
+"""What a store's embeddings are as of: it changes whenever any writer writes (`matrix`'s cache key)."""
+
+
+class SemanticRows(Protocol):
+    """One transaction of a semantic store as the reads see it: rows in, values out (the
+    rules are `SemanticBackend`'s)."""
+
+    def get(self, memory_id: int) -> Memory:
+        """The memory `memory_id`; `missing_memory` when there is none."""
+        ...
+
+    def get_many(self, memory_ids: Sequence[int]) -> list[Memory]:
+        """Those of these memories (at least one id) that exist."""
+        ...
+
+    def count(self) -> int: ...
+
+    def recent(self, limit: int) -> list[Memory]:
+        """The most recently updated memories first."""
+        ...
+
+    def history(self) -> list[HistoryEvent]:
+        """Every event, oldest first."""
+        ...
+
+    def stale(self, model_id: str) -> list[tuple[int, str]]:
+        """(id, text) of memories embedded by another model."""
+        ...
+
+    def stamp(self) -> Stamp:
+        """What the embeddings are as of (see `Stamp`)."""
+        ...
+
+    def embeddings(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
+        """Ids and the embedding matrix (one row each, by id) of every memory made by `model_id`."""
+        ...
+
+    def lexical(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """(id, a positive full-text score, higher better) for memories matching any of `terms`
+        (at least one)."""
+        ...
+
+    def document_frequency(self, term: str) -> int:
+        """How many memories contain `term` (as the word index matches it, stemmed)."""
+        ...
+
+
+class SemanticTxn(SemanticRows, Protocol):
     """One write transaction of a semantic store: the rows the rules read, the changes they
     stage; all of it commits when the block ends, nothing when it raises."""
 
     def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
         """The memory whose `content_key` is `key` (other than `besides`), if any."""
-        ...
-
-    def get(self, memory_id: int) -> Memory:
-        """The memory `memory_id`; `missing_memory` when there is none."""
         ...
 
     def insert(
@@ -175,6 +221,10 @@ class SemanticTxn(Protocol):
         self, memory_id: int, event: HistoryKind, old: str | None, new: str | None, session_id: str, at: float
     ) -> None:
         """Append a history event."""
+        ...
+
+    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], model_id: str) -> None:
+        """Store new embeddings made by `model_id`."""
         ...
 
 
@@ -239,12 +289,20 @@ class SemanticWrites(Protocol):
 
 
 class SemanticBackend(SemanticWrites, Protocol):
-    """One user's memories with their embeddings, a word index and a history (the writes —
-    `add`, `update`, `delete` — are `SemanticWrites`').
+    """One user's memories with their embeddings, a word index and a history. The writes —
+    `add`, `update`, `delete` — are `SemanticWrites`'; the reads are written here once over
+    a store's `SemanticRows`: a store subclasses this and provides `_read` (one read
+    transaction) and `_cache` (where `matrix` keeps its last answer).
 
     An unknown id or empty text raises `SemanticInputError`; the store failing raises
     `SemanticStoreError`.
     """
+
+    _cache: tuple[tuple[Stamp, str], list[int], NDArray[np.float32]] | None
+
+    def _read(self) -> AbstractContextManager[SemanticRows]:
+        """One read transaction."""
+        ...
 
     @property
     def location(self) -> str:
@@ -255,35 +313,59 @@ class SemanticBackend(SemanticWrites, Protocol):
 
     def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
         """Store new embeddings (after a change of embedding model)."""
-        ...
+        with self._write() as txn:
+            txn.reembed(rows, model_id)
 
-    def get(self, memory_id: int) -> Memory: ...
+    def get(self, memory_id: int) -> Memory:
+        with self._read() as rows:
+            return rows.get(memory_id)
 
-    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]: ...
+    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
+        if not memory_ids:
+            return {}
+        with self._read() as rows:
+            return {m.memory_id: m for m in rows.get_many(memory_ids)}
 
-    def count(self) -> int: ...
+    def count(self) -> int:
+        with self._read() as rows:
+            return rows.count()
 
     def recent(self, *, limit: int) -> list[Memory]:
         """The most recently updated memories first."""
-        ...
+        with self._read() as rows:
+            return rows.recent(limit)
 
-    def history(self) -> list[HistoryEvent]: ...
+    def history(self) -> list[HistoryEvent]:
+        with self._read() as rows:
+            return rows.history()
 
     def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
         """(id, text) of memories embedded by another model."""
-        ...
+        with self._read() as rows:
+            return rows.stale(model_id)
 
     def matrix(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
         """Ids and the embedding matrix (one row each, by id) of every memory made by `model_id`.
 
-        The same matrix object is handed out until something is written (the ranker's
-        hubness index relies on it)."""
-        ...
+        The same matrix object is handed out until something is written, here or by another
+        writer (the ranker's hubness index relies on it)."""
+        with self._read() as rows:
+            key = (rows.stamp(), model_id)
+            cached = self._cache
+            if cached is not None and cached[0] == key:
+                return cached[1], cached[2]
+            ids, matrix = rows.embeddings(model_id)
+        self._cache = (key, ids, matrix)
+        return ids, matrix
 
     def lexical(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
         """(id, a positive full-text score, higher better) for memories matching any of `terms`."""
-        ...
+        if not terms:
+            return []
+        with self._read() as rows:
+            return rows.lexical(terms, limit)
 
     def document_frequency(self, term: str) -> int:
         """How many memories contain `term` (as the word index matches it, stemmed)."""
-        ...
+        with self._read() as rows:
+            return rows.document_frequency(term)

@@ -23,26 +23,27 @@ store or another connection (`PRAGMA data_version`) has written since.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memory._migrations import Migration, migrate_sqlite
-from memory._sqlite import LockRetryPolicy, SqliteConnection, is_busy
+from memory._migrations import Migration
 from memory.errors import SemanticStoreError
+from memory.providers._sqlite import FileKind, ProviderFile
 from memory.providers.semantic.contract import (
     HistoryEvent,
     HistoryKind,
     Memory,
     Origin,
+    SemanticBackend,
+    SemanticRows,
     SemanticTxn,
-    SemanticWrites,
+    Stamp,
     history_from_rows,
     memory_from_row,
     missing_memory,
@@ -97,26 +98,23 @@ MIGRATIONS = (
 _COLUMNS = "memory_id, content, origin, created_at, updated_at"
 _memory = memory_from_row
 
-_RETRY = LockRetryPolicy(busy_timeout_s=5.0)
 
-
-def _translate(exc: sqlite3.Error, path: Path) -> SemanticStoreError:
-    if is_busy(exc):
-        return SemanticStoreError(
-            f"the semantic memory {str(path)!r} stayed locked by another writer ({exc}); retry, "
-            "or stop the other keel process"
-        )
-    return SemanticStoreError(
-        f"the semantic memory {str(path)!r} failed: {exc}; if the file is damaged, "
-        "move it aside and keel starts a new one"
-    )
+_FILE = FileKind(
+    what="semantic memory",
+    error=SemanticStoreError,
+    migrations=MIGRATIONS,
+    too_new_fix="move the file aside",
+    damaged_fix="if the file is damaged, move it aside and keel starts a new one",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class _SqliteTxn:
-    """A `SemanticTxn` over the file's rows (inside its IMMEDIATE transaction)."""
+    """A `SemanticTxn` over the file's rows (inside its transaction; IMMEDIATE for a write)."""
 
     conn: sqlite3.Connection
+    writes: int
+    """How many write transactions this store had committed when this one began."""
 
     def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
         row = self.conn.execute(
@@ -163,18 +161,79 @@ class _SqliteTxn:
             (memory_id, event, old, new, at, session_id),
         )
 
+    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], model_id: str) -> None:
+        self.conn.executemany(
+            "UPDATE memories SET embedding = ?, model_id = ? WHERE memory_id = ?",
+            [(_blob(v), model_id, i) for i, v in rows],
+        )
 
-class SemanticStore(SemanticWrites):
+    # ------------------------------------------------------------------ reads (`SemanticRows`)
+
+    def get_many(self, memory_ids: Sequence[int]) -> list[Memory]:
+        marks = ",".join("?" * len(memory_ids))
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE memory_id IN ({marks})", list(memory_ids)
+        )
+        return [_memory(r) for r in rows.fetchall()]
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def recent(self, limit: int) -> list[Memory]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories ORDER BY updated_at DESC, memory_id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [_memory(r) for r in rows]
+
+    def history(self) -> list[HistoryEvent]:
+        rows = self.conn.execute(
+            "SELECT memory_id, event, old_content, new_content, session_id FROM history ORDER BY event_id"
+        ).fetchall()
+        return history_from_rows(rows)
+
+    def stale(self, model_id: str) -> list[tuple[int, str]]:
+        rows = self.conn.execute("SELECT memory_id, content FROM memories WHERE model_id != ?", (model_id,))
+        return [(int(i), str(c)) for i, c in rows.fetchall()]
+
+    def stamp(self) -> Stamp:
+        # This store's own writes, and any other connection's (`data_version` moves then).
+        return (self.writes, int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
+
+    def embeddings(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
+        rows = self.conn.execute(
+            "SELECT memory_id, embedding FROM memories WHERE model_id = ? ORDER BY memory_id", (model_id,)
+        ).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return [int(r[0]) for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+
+    def lexical(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        # bm25 is negative, lower better: its absolute value is the score.
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self.conn.execute(
+            "SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [(int(r[0]), abs(float(r[1]))) for r in rows]
+
+    def document_frequency(self, term: str) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+            ('"' + term.replace('"', '""') + '"',),
+        ).fetchone()
+        return int(row[0])
+
+
+class SemanticStore(SemanticBackend):
     """Memories, their embeddings and their FTS5 index in one SQLite file (a `SemanticBackend`).
     Use `SemanticStore.open`."""
 
-    def __init__(self, conn: SqliteConnection, path: Path, *, now: Callable[[], float]) -> None:
-        self._conn: SqliteConnection | None = conn
-        self._lock = threading.RLock()
-        self.path = path
+    def __init__(self, file: ProviderFile, *, now: Callable[[], float]) -> None:
+        self._file = file
+        self.path = file.path
         self._now = now
-        self._generation = 0
-        self._cache: tuple[tuple[int, int, str], list[int], NDArray[np.float32]] | None = None
+        self._cache: tuple[tuple[Stamp, str], list[int], NDArray[np.float32]] | None = None
 
     @classmethod
     def open(cls, path: Path, *, now: Callable[[], float] = time.time) -> SemanticStore:
@@ -183,152 +242,28 @@ class SemanticStore(SemanticWrites):
         Raises:
             SemanticStoreError: the file cannot be opened or is not a semantic store.
         """
-        try:
-            conn = SqliteConnection.connect(path, retry=_RETRY, translate=_translate)
-        except OSError as exc:
-            raise SemanticStoreError(
-                f"cannot open the semantic memory {str(path)!r}: {exc}; check the path"
-            ) from exc
-        store = cls(conn, path, now=now)
-        try:
-            store._setup()
-        except BaseException:
-            conn.close()
-            raise
-        return store
+        return cls(ProviderFile.open(path, _FILE), now=now)
 
     @property
     def location(self) -> str:
         return str(self.path)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            self._cache = None
+        self._file.close()
+        self._cache = None
+
+    # ------------------------------------------------------------------ transactions
 
     @contextmanager
-    def _db(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """The connection under the lock, in one transaction (IMMEDIATE for a write)."""
-        with self._lock:
-            if self._conn is None:
-                raise SemanticStoreError(f"the semantic memory {str(self.path)!r} is closed")
-            with self._conn.transaction(write=write) as conn:
-                yield conn
-            if write:
-                self._generation += 1
+    def _rows(self, *, write: bool) -> Iterator[_SqliteTxn]:
+        with self._file.transaction(write=write) as conn:
+            yield _SqliteTxn(conn, self._file.writes)
 
-    def _setup(self) -> None:
-        with self._db(write=True) as conn:
-            migrate_sqlite(conn, MIGRATIONS, too_new=self._too_new)
+    def _write(self) -> AbstractContextManager[SemanticTxn]:
+        return self._rows(write=True)
 
-    def _too_new(self, found: int, known: int) -> SemanticStoreError:
-        return SemanticStoreError(
-            f"the semantic memory {str(self.path)!r} has schema version {found}, newer than this keel "
-            f"understands ({known}); upgrade keel or move the file aside"
-        )
-
-    # ------------------------------------------------------------------ writes
-
-    @contextmanager
-    def _write(self) -> Iterator[SemanticTxn]:
-        with self._db(write=True) as conn:
-            yield _SqliteTxn(conn)
-
-    def reembed(self, rows: Sequence[tuple[int, NDArray[np.float32]]], *, model_id: str) -> None:
-        """Store new embeddings (after a change of embedding model)."""
-        with self._db(write=True) as conn:
-            conn.executemany(
-                "UPDATE memories SET embedding = ?, model_id = ? WHERE memory_id = ?",
-                [(_blob(v), model_id, i) for i, v in rows],
-            )
-
-    # ------------------------------------------------------------------ reads
-
-    def get(self, memory_id: int) -> Memory:
-        with self._db() as conn:
-            return _SqliteTxn(conn).get(memory_id)
-
-    def get_many(self, memory_ids: Sequence[int]) -> dict[int, Memory]:
-        if not memory_ids:
-            return {}
-        marks = ",".join("?" * len(memory_ids))
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE memory_id IN ({marks})", list(memory_ids)
-            )
-            return {m.memory_id: m for m in map(_memory, rows.fetchall())}
-
-    def count(self) -> int:
-        with self._db() as conn:
-            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
-
-    def recent(self, *, limit: int) -> list[Memory]:
-        """The most recently updated memories first."""
-        with self._db() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories ORDER BY updated_at DESC, memory_id DESC LIMIT ?", (limit,)
-            ).fetchall()
-        return [_memory(r) for r in rows]
-
-    def history(self) -> list[HistoryEvent]:
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT memory_id, event, old_content, new_content, session_id FROM history ORDER BY event_id"
-            ).fetchall()
-        return history_from_rows(rows)
-
-    def stale_embeddings(self, model_id: str) -> list[tuple[int, str]]:
-        """(id, text) of memories embedded by another model."""
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT memory_id, content FROM memories WHERE model_id != ?", (model_id,)
-            ).fetchall()
-        return [(int(i), str(c)) for i, c in rows]
-
-    def matrix(self, model_id: str) -> tuple[list[int], NDArray[np.float32]]:
-        """Ids and the embedding matrix (one row each) of every memory made by `model_id`.
-
-        Cached until this store or another connection writes.
-        """
-        with self._db() as conn:
-            outside = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            stamp = (self._generation, outside, model_id)
-            if self._cache is not None and self._cache[0] == stamp:
-                return self._cache[1], self._cache[2]
-            rows = conn.execute(
-                "SELECT memory_id, embedding FROM memories WHERE model_id = ? ORDER BY memory_id", (model_id,)
-            ).fetchall()
-            ids = [int(r[0]) for r in rows]
-            if rows:
-                matrix = np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
-            else:
-                matrix = np.zeros((0, 0), dtype=np.float32)
-            self._cache = (stamp, ids, matrix)
-            return ids, matrix
-
-    def lexical(self, terms: Sequence[str], *, limit: int) -> list[tuple[int, float]]:
-        """(id, bm25 as a positive number, higher better) for memories matching any of `terms`."""
-        if not terms:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        with self._db() as conn:
-            rows = conn.execute(
-                "SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts WHERE memories_fts MATCH ? "
-                "ORDER BY rank LIMIT ?",
-                (match, limit),
-            ).fetchall()
-        return [(int(r[0]), abs(float(r[1]))) for r in rows]
-
-    def document_frequency(self, term: str) -> int:
-        """How many memories contain `term` (as FTS5 matches it, stemmed)."""
-        with self._db() as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                ('"' + term.replace('"', '""') + '"',),
-            ).fetchone()
-        return int(row[0])
+    def _read(self) -> AbstractContextManager[SemanticRows]:
+        return self._rows(write=False)
 
 
 def _blob(vector: NDArray[np.float32]) -> bytes:

@@ -41,10 +41,11 @@ from memory.sessions._ranking import (
     rare_terms,
     substring_result,
 )
-from memory.sessions._records import IndexFeatures, MatchMode, SearchResult, SearchRoute, StoredRole
+from memory.sessions._records import IndexFeatures, SearchResult
 from memory.sessions.postgres._schema import TS_CONFIG, fold_punctuation
 from memory.sessions.postgres._sql import Conn, pg_text
 from memory.sessions.postgres._stats import TermStatsCache, doc_counts
+from memory.sessions.reads import SearchMessages
 
 __all__ = ["search_messages_pg"]
 
@@ -52,10 +53,9 @@ _RANK_NORMALIZATION = 1  # ts_rank_cd divided by 1 + log(document length), like 
 _HIT_COLUMNS = f"m.id, m.session_id, m.seq, m.role, m.timestamp, left(m.content, {TOOL_PREFIX_CHARS})"
 
 
-def _scope(
-    user_ids: Sequence[str] | None, roles: Sequence[StoredRole] | None
-) -> tuple[str, str, list[object]]:
+def _scope(search: SearchMessages) -> tuple[str, str, list[object]]:
     """(join, extra WHERE tests, their arguments) for the user and role filters."""
+    user_ids, roles = search.user_ids, search.roles
     join, tests, args = "", "", list[object]()
     if user_ids is not None:
         join = " JOIN sessions s ON s.id = m.session_id"
@@ -68,40 +68,28 @@ def _scope(
 
 
 async def search_messages_pg(
-    conn: Conn,
-    query: str,
-    *,
-    features: IndexFeatures,
-    match: MatchMode,
-    route: SearchRoute | None,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None,
-    stats: TermStatsCache,
+    conn: Conn, search: SearchMessages, *, features: IndexFeatures, stats: TermStatsCache
 ) -> SearchResult:
-    """The best `limit` messages for `query`, best first; shaped like the SQLite backend's."""
-    chosen = route or choose_route(query, features)
+    """The best `search.limit` messages for its query, best first; shaped like the SQLite backend's."""
+    query = search.query
+    chosen = search.route or choose_route(query, features)
     if chosen == "trigram" and not features.trigram:
         chosen = "like"
     terms = extract_terms(query)
     if chosen != "fts":
         if chosen == "trigram":
             terms = [t for t in terms if len(t) >= 3]
-        rows = await _substring(
-            conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids, tools=chosen == "like"
-        )
+        rows = await _substring(conn, terms, search, tools=chosen == "like")
         return substring_result(chosen, terms, rows)
     counts = await doc_counts(conn, terms, stats)
-    if match == "all":
+    if search.match == "all":
         text = websearch_query(query, fold=fold_punctuation)
     else:
         text = websearch_any_query(rare_terms(terms, counts), fold=fold_punctuation)
     cur = await conn.execute("SELECT COALESCE(max(id), 0) FROM messages")
     row = await cur.fetchone()
     weights = idf_weights(terms, counts, int(row[0]) if row else 0)
-    rows = (
-        [] if text is None else await _fts(conn, text, weights, roles=roles, limit=limit, user_ids=user_ids)
-    )
+    rows = [] if text is None else await _fts(conn, text, weights, search)
     hits = tuple(
         hit_from_row(
             r[:7],
@@ -118,15 +106,9 @@ def _folded(term: str) -> str:
 
 
 async def _fts(
-    conn: Conn,
-    text: str,
-    weights: dict[str, float],
-    *,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None,
+    conn: Conn, text: str, weights: dict[str, float], search: SearchMessages
 ) -> list[tuple[object, ...]]:
-    join, tests, args = _scope(user_ids, roles)
+    join, tests, args = _scope(search)
     terms = [_folded(t) for t in weights]
     # Rank only the newest RANK_BUDGET matches (the planner picks the GIN index for rare
     # terms and a backward id scan for common ones). ts_rank_cd knows nothing of the rest
@@ -143,31 +125,24 @@ async def _fts(
         "FROM terms) AS score, "
         "ARRAY(SELECT c.search_tsv @@ terms.tq FROM terms ORDER BY terms.i) "
         "FROM cand c ORDER BY score DESC, c.id DESC LIMIT %s",
-        (pg_text(text), *args, terms, list(weights.values()), limit),
+        (pg_text(text), *args, terms, list(weights.values()), search.limit),
     )
     return [tuple(r) for r in await cur.fetchall()]
 
 
 async def _substring(
-    conn: Conn,
-    terms: Sequence[str],
-    *,
-    match: MatchMode,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None,
-    tools: bool,
+    conn: Conn, terms: Sequence[str], search: SearchMessages, *, tools: bool
 ) -> list[tuple[object, ...]]:
     if not terms:
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
     patterns = [pg_text(like_pattern(t)) for t in terms]
-    join, tests, args = _scope(user_ids, roles)
+    join, tests, args = _scope(search)
     cur = await conn.execute(
         f"SELECT {_HIT_COLUMNS}, (SELECT count(*) FROM unnest(%s::text[]) p WHERE m.content ILIKE p) "
-        f"AS score FROM messages m{join} WHERE m.content ILIKE {'ANY' if match == 'any' else 'ALL'}(%s)"
+        f"AS score FROM messages m{join} WHERE m.content ILIKE {'ANY' if search.match == 'any' else 'ALL'}(%s)"
         + ("" if tools else " AND m.role <> 'tool'")
         + f"{tests} ORDER BY score DESC, m.id DESC LIMIT %s",
-        (patterns, patterns, *args, limit),
+        (patterns, patterns, *args, search.limit),
     )
     return [tuple(r) for r in await cur.fetchall()]

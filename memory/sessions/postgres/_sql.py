@@ -18,29 +18,35 @@ from collections.abc import Sequence
 import psycopg
 import psycopg.errors
 from psycopg.rows import TupleRow
-from pydantic import JsonValue
 
 from memory.errors import SessionConflictError, SessionFencedError, SessionNotFoundError
 from memory.sessions._records import (
     AnchoredView,
     EndReason,
-    FlushMode,
     FlushRecord,
     MessageRecord,
     SessionRecord,
     StoredMessage,
-    StoredRole,
+    StoredUsage,
 )
 from memory.sessions._rows import (
+    FLUSH_INSERT_COLUMNS,
     MAX_LINEAGE_DEPTH,
     MESSAGE_COLUMNS,
+    MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
+    SESSION_INSERT_COLUMNS,
+    counters_added,
     flush_from_row,
-    flush_json,
+    flush_values,
     message_from_row,
+    message_values,
     roots_from_parents,
     session_from_row,
+    session_values,
+    usage_values,
 )
+from memory.sessions.reads import ListSessions, SelectMessages
 from memory.sessions.writes import (
     AddUsage,
     AppendMessages,
@@ -79,10 +85,7 @@ Conn = psycopg.AsyncConnection[TupleRow]
 COPY_THRESHOLD = 32
 """Batches of at least this many messages are written with `COPY` (bulk imports, benchmarks)."""
 
-_INSERT_COLUMNS = (
-    "id, session_id, seq, role, content, api_content, tool_calls, tool_call_id, tool_name, "
-    "timestamp, token_count, summary"
-)
+_COPY_COLUMNS = f"id, {MESSAGE_INSERT_COLUMNS}"
 
 
 def pg_text(value: str) -> str:
@@ -90,47 +93,25 @@ def pg_text(value: str) -> str:
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
-def _opt(value: str | None) -> str | None:
-    return None if value is None else pg_text(value)
-
-
 async def apply(conn: Conn, write: SessionWrite) -> WriteResult:
     """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
     sid = pg_text(write.session_id)
     match write:
         case CreateSession():
-            await create_session(
-                conn,
-                sid,
-                source=pg_text(write.source),
-                model=_opt(write.model),
-                parent_session_id=_opt(write.parent_session_id),
-                title=_opt(write.title),
-                started_at=write.started_at,
-                user_id=pg_text(write.user_id),
-                memory_snapshot=_opt(write.memory_snapshot),
-            )
+            await create_session(conn, write)
             return None
         case AppendMessages():
             ids = await append_messages(conn, sid, write.messages)
             if write.usage is not None:
-                await add_usage(conn, sid, values=write.usage.as_dict())
+                await add_usage(conn, sid, write.usage)
             return ids
         case EndSession():
             return await end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
         case AddUsage():
-            await add_usage(conn, sid, values=write.counts.as_dict())
+            await add_usage(conn, sid, write.counts)
             return None
         case RecordFlush():
-            return await record_flush(
-                conn,
-                sid,
-                timestamp=write.timestamp,
-                mode=write.mode,
-                saved=write.saved,
-                refused=write.refused,
-                reply=write.reply,
-            )
+            return await record_flush(conn, write)
 
 
 async def check_fence(conn: Conn, fence: Fence) -> None:
@@ -184,39 +165,19 @@ async def _exists(conn: Conn, session_id: str) -> bool:
     return await cur.fetchone() is not None
 
 
-async def create_session(
-    conn: Conn,
-    session_id: str,
-    *,
-    source: str,
-    model: str | None,
-    parent_session_id: str | None,
-    title: str | None,
-    started_at: float,
-    user_id: str,
-    memory_snapshot: str | None = None,
-) -> None:
-    if parent_session_id is not None and not await _exists(conn, parent_session_id):
-        raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first")
+async def create_session(conn: Conn, write: CreateSession) -> None:
+    values = session_values(write, ident=pg_text, text=pg_text)
+    session_id, parent = values[0], values[3]
+    if parent is not None and not await _exists(conn, str(parent)):
+        raise SessionNotFoundError(f"session {parent!r} does not exist; create it first")
     try:
         cur = await conn.execute(
-            "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
-            "user_id, memory_snapshot) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            f"INSERT INTO sessions ({SESSION_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
-            (
-                session_id,
-                source,
-                model,
-                parent_session_id,
-                started_at,
-                title,
-                started_at,
-                user_id,
-                memory_snapshot,
-            ),
+            values,
         )
     except psycopg.errors.ForeignKeyViolation as exc:  # the parent vanished meanwhile
-        raise SessionNotFoundError(f"session {parent_session_id!r} does not exist; create it first") from exc
+        raise SessionNotFoundError(f"session {parent!r} does not exist; create it first") from exc
     if await cur.fetchone() is None:
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
 
@@ -234,20 +195,7 @@ async def end_session(conn: Conn, session_id: str, *, reason: EndReason, ended_a
 
 
 def _row(mid: int, session_id: str, seq: int, m: StoredMessage) -> tuple[object, ...]:
-    return (
-        mid,
-        session_id,
-        seq,
-        m.role,
-        pg_text(m.content),
-        _opt(m.api_content),
-        _opt(m.tool_calls),
-        _opt(m.tool_call_id),
-        _opt(m.tool_name),
-        m.timestamp,
-        m.token_count,
-        m.summary,
-    )
+    return (mid, *message_values(session_id, seq, m, text=pg_text))
 
 
 async def append_messages(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
@@ -259,7 +207,7 @@ async def append_messages(conn: Conn, session_id: str, messages: Sequence[Stored
         (len(messages),),
     )
     ids = sorted(int(r[0]) for r in await cur.fetchall())
-    async with conn.cursor().copy(f"COPY messages ({_INSERT_COLUMNS}) FROM STDIN") as copy:
+    async with conn.cursor().copy(f"COPY messages ({_COPY_COLUMNS}) FROM STDIN") as copy:
         for i, (mid, m) in enumerate(zip(ids, messages, strict=True)):
             await copy.write_row(_row(mid, session_id, count + i, m))
     last_active = max([last_active, *(m.timestamp for m in messages)])
@@ -304,48 +252,20 @@ async def _append_small(conn: Conn, session_id: str, messages: Sequence[StoredMe
     return ids
 
 
-async def add_usage(conn: Conn, session_id: str, *, values: dict[str, int]) -> None:
+async def add_usage(conn: Conn, session_id: str, usage: StoredUsage) -> None:
     cur = await conn.execute(
-        "UPDATE sessions SET input_tokens = input_tokens + %s, output_tokens = output_tokens + %s, "
-        "cache_read_tokens = cache_read_tokens + %s, cache_write_tokens = cache_write_tokens + %s, "
-        "reasoning_tokens = reasoning_tokens + %s, api_call_count = api_call_count + %s WHERE id = %s",
-        (
-            values["input"],
-            values["output"],
-            values["cache_read"],
-            values["cache_write"],
-            values["reasoning"],
-            values["api_calls"],
-            session_id,
-        ),
+        f"UPDATE sessions SET {counters_added('%s')} WHERE id = %s", (*usage_values(usage), session_id)
     )
     if cur.rowcount != 1:
         raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
 
 
-async def record_flush(
-    conn: Conn,
-    session_id: str,
-    *,
-    timestamp: float,
-    mode: FlushMode,
-    saved: JsonValue,
-    refused: JsonValue,
-    reply: str,
-) -> int:
-    if not await _exists(conn, session_id):
-        raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
+async def record_flush(conn: Conn, write: RecordFlush) -> int:
+    values = flush_values(write, ident=pg_text, text=pg_text)
+    if not await _exists(conn, str(values[0])):
+        raise SessionNotFoundError(f"session {values[0]!r} does not exist; create it first")
     cur = await conn.execute(
-        "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) "
-        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-        (
-            session_id,
-            timestamp,
-            mode,
-            flush_json(saved),
-            flush_json(refused),
-            pg_text(reply),
-        ),
+        f"INSERT INTO flushes ({FLUSH_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING id", values
     )
     row = await cur.fetchone()
     assert row is not None
@@ -376,48 +296,33 @@ async def continuation(conn: Conn, session_id: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-async def list_sessions(
-    conn: Conn,
-    *,
-    limit: int,
-    offset: int,
-    order: str,
-    exclude: Sequence[str],
-    user_ids: Sequence[str] | None,
-) -> list[SessionRecord]:
-    column = "last_active_at" if order == "last_active" else "started_at"
+async def list_sessions(conn: Conn, query: ListSessions) -> list[SessionRecord]:
+    column = "last_active_at" if query.order == "last_active" else "started_at"
     tests = ["NOT (id = ANY(%s))"]
-    args: list[object] = [list(exclude)]
-    if user_ids is not None:
+    args: list[object] = [[pg_text(e) for e in query.exclude]]
+    if query.user_ids is not None:
         tests.append("user_id = ANY(%s)")
-        args.append(list(user_ids))
+        args.append([pg_text(u) for u in query.user_ids])
     cur = await conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(tests)} "
         f"ORDER BY {column} DESC, row_id DESC LIMIT %s OFFSET %s",
-        (*args, limit, offset),
+        (*args, query.limit, query.offset),
     )
     return [session_from_row(r) for r in await cur.fetchall()]
 
 
-async def get_messages(
-    conn: Conn,
-    session_id: str,
-    *,
-    start_seq: int,
-    limit: int | None,
-    from_end: bool,
-    roles: Sequence[StoredRole] | None,
-) -> list[MessageRecord]:
+async def get_messages(conn: Conn, query: SelectMessages) -> list[MessageRecord]:
+    roles = query.roles
     role_sql = "" if roles is None else " AND role = ANY(%s)"
     role_args: tuple[object, ...] = () if roles is None else (list(roles),)
-    direction = "DESC" if from_end else "ASC"
+    direction = "DESC" if query.from_end else "ASC"
     cur = await conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND seq >= %s{role_sql} "
         f"ORDER BY seq {direction} LIMIT %s",
-        (session_id, start_seq, *role_args, limit),
+        (pg_text(query.session_id), query.start_seq, *role_args, query.limit),
     )
     records = [message_from_row(r) for r in await cur.fetchall()]
-    return records[::-1] if from_end else records
+    return records[::-1] if query.from_end else records
 
 
 async def get_message(conn: Conn, message_id: int) -> MessageRecord | None:

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from types import TracebackType
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import anyio
 import psycopg
@@ -30,23 +29,18 @@ from memory.sessions._records import (
     AnchoredView,
     FlushRecord,
     IndexFeatures,
-    MatchMode,
     MessageRecord,
     SearchResult,
-    SearchRoute,
     SessionRecord,
-    StoredRole,
 )
-from memory.sessions._validate import (
-    check_user_ids,
-)
-from memory.sessions.contract import SessionWriter
+from memory.sessions.contract import SessionStore
 from memory.sessions.postgres import _sql as _pg_sql
 from memory.sessions.postgres._conn import DEFAULT_LOCK_TIMEOUT_S, PgTarget, connect, open_pool, translate
 from memory.sessions.postgres._schema import migrate_pg
 from memory.sessions.postgres._search import search_messages_pg
 from memory.sessions.postgres._sql import Conn, pg_text
 from memory.sessions.postgres._stats import TermStatsCache
+from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages
 from memory.sessions.writes import SessionWrite, WriteResult, current_fence
 
 __all__ = ["PgSessionStore"]
@@ -54,10 +48,6 @@ __all__ = ["PgSessionStore"]
 T = TypeVar("T")
 
 Pool = psycopg_pool.AsyncConnectionPool[Conn]
-
-
-def _opt(value: str | None) -> str | None:
-    return None if value is None else pg_text(value)
 
 
 async def migrate_schema(
@@ -91,7 +81,7 @@ async def _prepare(target: PgTarget, timeout_s: float, trigram: bool | None) -> 
     return features, f"{identity} schema {target.schema}"
 
 
-class PgSessionStore(SessionWriter):
+class PgSessionStore(SessionStore):
     """The session store on PostgreSQL. Open it with `PgSessionStore.open` (or `open_session_store`).
 
     Errors are `SessionStoreError` subclasses; a server that cannot be reached (or refuses
@@ -204,14 +194,6 @@ class PgSessionStore(SessionWriter):
         with anyio.CancelScope(shield=True):
             await self._pool.close()
 
-    async def __aenter__(self) -> PgSessionStore:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     # ------------------------------------------------------------------ writes
 
     async def apply(self, write: SessionWrite) -> WriteResult:
@@ -225,52 +207,17 @@ class PgSessionStore(SessionWriter):
         """The session, or None."""
         return await self._tx(lambda c: _pg_sql.get_session(c, pg_text(session_id)))
 
-    async def list_sessions(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        *,
-        order: Literal["started", "last_active"] = "started",
-        exclude: Sequence[str] = (),
-        user_ids: Sequence[str] | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions newest first; only those of `user_ids` unless it is None."""
-        excluded = [pg_text(e) for e in exclude]
-        users = check_user_ids(user_ids)
-        scoped = None if users is None else [pg_text(u) for u in users]
-        return await self._tx(
-            lambda c: _pg_sql.list_sessions(
-                c, limit=max(0, limit), offset=max(0, offset), order=order, exclude=excluded, user_ids=scoped
-            )
-        )
+    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+        """Sessions newest first (see `ListSessions`)."""
+        return await self._tx(lambda c: _pg_sql.list_sessions(c, query))
 
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        start_seq: int = 0,
-        limit: int | None = None,
-        from_end: bool = False,
-        roles: Sequence[StoredRole] | None = None,
-    ) -> list[MessageRecord]:
-        """A session's messages in order (see `SessionDB.get_messages`)."""
-        role_list = None if roles is None else tuple(roles)
-        return await self._tx(
-            lambda c: _pg_sql.get_messages(
-                c, pg_text(session_id), start_seq=start_seq, limit=limit, from_end=from_end, roles=role_list
-            )
-        )
+    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+        """A session's messages in order (see `SelectMessages`)."""
+        return await self._tx(lambda c: _pg_sql.get_messages(c, query))
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         """One message by id, or None."""
         return await self._tx(lambda c: _pg_sql.get_message(c, message_id))
-
-    async def anchored_view(
-        self, message_id: int, *, window: int = 5, bookend: int = 3
-    ) -> AnchoredView | None:
-        """A message with its neighbours and its session's bookends, or None."""
-        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
-        return view
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -287,11 +234,6 @@ class PgSessionStore(SessionWriter):
         """The session a compression continued `session_id` in (its newest child), or None."""
         return await self._tx(lambda c: _pg_sql.continuation(c, pg_text(session_id)))
 
-    async def lineage_root(self, session_id: str) -> str:
-        """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
-        roots = await self.lineage_roots((session_id,))
-        return roots[session_id]
-
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
         """`lineage_root` for many sessions in one query."""
         ids = tuple(session_ids)
@@ -301,30 +243,8 @@ class PgSessionStore(SessionWriter):
             return {i: roots[mapped[i]] for i in ids}
         return await self._tx(lambda c: _pg_sql.lineage_roots(c, ids))
 
-    async def search(
-        self,
-        query: str,
-        *,
-        match: MatchMode = "all",
-        route: SearchRoute | None = None,
-        roles: Sequence[StoredRole] | None = ("user", "assistant"),
-        limit: int = 300,
-        user_ids: Sequence[str] | None = None,
-    ) -> SearchResult:
-        """Messages matching `query`, best first (see `SessionDB.search`; ranking differs)."""
-        role_list = None if roles is None else tuple(roles)
-        users = check_user_ids(user_ids)
+    async def search_messages(self, query: SearchMessages) -> SearchResult:
+        """Messages matching the query, best first (see `SearchMessages`; the ranking differs
+        from SQLite's: `_search.py`)."""
         features, stats = self._features, self._term_stats
-        return await self._tx(
-            lambda c: search_messages_pg(
-                c,
-                query,
-                features=features,
-                match=match,
-                route=route,
-                roles=role_list,
-                limit=max(1, limit),
-                user_ids=users,
-                stats=stats,
-            )
-        )
+        return await self._tx(lambda c: search_messages_pg(c, query, features=features, stats=stats))

@@ -37,7 +37,8 @@ from memory.sessions._ranking import (
     rare_terms,
     substring_result,
 )
-from memory.sessions._records import IndexFeatures, MatchMode, SearchResult, SearchRoute, StoredRole
+from memory.sessions._records import IndexFeatures, SearchResult, StoredRole
+from memory.sessions.reads import SearchMessages
 from memory.sessions.sqlite._schema import WORD_TOKENIZER
 from memory.sessions.sqlite._sql import user_clause
 
@@ -62,45 +63,30 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
 
 
 def search_messages(
-    conn: sqlite3.Connection,
-    query: str,
-    *,
-    features: IndexFeatures,
-    match: MatchMode,
-    route: SearchRoute | None,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None = None,
+    conn: sqlite3.Connection, search: SearchMessages, *, features: IndexFeatures
 ) -> SearchResult:
-    """The best `limit` messages for `query`, best first. No hits when nothing is searchable.
+    """The best `search.limit` messages for its query, best first. No hits when nothing is searchable.
 
-    `user_ids` keeps only messages of those users' sessions (None: no filter). Term weights
-    and the rare-term plan use counts over the whole index, not just the scope.
+    Its `user_ids` keeps only messages of those users' sessions (None: no filter). Term
+    weights and the rare-term plan use counts over the whole index, not just the scope.
     """
-    chosen = route or choose_route(query, features)
+    query, match = search.query, search.match
+    chosen = search.route or choose_route(query, features)
     if (chosen == "fts" and not features.fts) or (chosen == "trigram" and not features.trigram):
         chosen = "like"
     terms = extract_terms(query)
     if chosen == "like":
-        rows = _like(conn, terms, match=match, roles=roles, limit=limit, user_ids=user_ids)
+        rows = _like(conn, terms, search)
         return substring_result("like", terms, rows)
     if chosen == "trigram":
         terms = [t for t in terms if len(t) >= 3]
         fts_query = (" " if match == "all" else " OR ").join(quote_term(t) for t in terms) or None
-        rows = (
-            []
-            if fts_query is None
-            else _fts(conn, "messages_trigram", fts_query, roles=roles, limit=limit, user_ids=user_ids)
-        )
+        rows = [] if fts_query is None else _fts(conn, "messages_trigram", fts_query, search)
         return substring_result("trigram", terms, rows)
     tokens = _term_tokens(conn, terms)
     counts = _doc_counts(conn, tokens)
     fts_query = sanitize_fts_query(query) if match == "all" else _any_plan(terms, counts)
-    rows = (
-        []
-        if fts_query is None
-        else _fts(conn, "messages_fts", fts_query, roles=roles, limit=limit, user_ids=user_ids)
-    )
+    rows = [] if fts_query is None else _fts(conn, "messages_fts", fts_query, search)
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
     hits = tuple(hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
@@ -227,15 +213,9 @@ def _matches(
 
 
 def _rank_floor(
-    conn: sqlite3.Connection,
-    table: str,
-    fts_query: str,
-    *,
-    user_ids: Sequence[str] | None,
-    roles: Sequence[StoredRole] | None,
+    conn: sqlite3.Connection, table: str, fts_query: str, source: str, args: tuple[str, ...]
 ) -> int:
     """The lowest rowid worth scoring: all matches if few, else the newest `RANK_BUDGET`."""
-    source, args = _matches(table, user_ids, roles)
     (count,) = conn.execute(
         f"SELECT count(*) FROM (SELECT 1 {source} LIMIT ?)", (fts_query, *args, RANK_BUDGET + 1)
     ).fetchone()
@@ -249,16 +229,11 @@ def _rank_floor(
 
 
 def _fts(
-    conn: sqlite3.Connection,
-    table: str,
-    fts_query: str,
-    *,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None = None,
+    conn: sqlite3.Connection, table: str, fts_query: str, search: SearchMessages
 ) -> list[tuple[object, ...]]:
-    floor = _rank_floor(conn, table, fts_query, user_ids=user_ids, roles=roles)
+    roles, limit, user_ids = search.roles, search.limit, search.user_ids
     source, args = _matches(table, user_ids, roles)
+    floor = _rank_floor(conn, table, fts_query, source, args)
     # Rank inside the FTS table alone (plus the scope, when there is one), then join the
     # few winners; over-fetch when a role filter applied afterwards may discard some. The
     # score is BM25 with its sign flipped: higher is better.
@@ -274,25 +249,17 @@ def _fts(
     return [tuple(r) for r in rows]
 
 
-def _like(
-    conn: sqlite3.Connection,
-    terms: list[str],
-    *,
-    match: MatchMode,
-    roles: Sequence[StoredRole] | None,
-    limit: int,
-    user_ids: Sequence[str] | None = None,
-) -> list[tuple[object, ...]]:
+def _like(conn: sqlite3.Connection, terms: list[str], search: SearchMessages) -> list[tuple[object, ...]]:
     if not terms:
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
     matched = ["(m.content LIKE ? ESCAPE '\\')" for _ in terms]
     patterns = tuple(like_pattern(t) for t in terms)
-    role_sql, role_args = _role_filter(roles)
-    where = f"({(' AND ' if match == 'all' else ' OR ').join(matched)})"
+    role_sql, role_args = _role_filter(search.roles)
+    where = f"({(' AND ' if search.match == 'all' else ' OR ').join(matched)})"
     if role_sql:
         where += f" AND {role_sql}"
-    user_sql, user_args = user_clause("s.user_id", user_ids)
+    user_sql, user_args = user_clause("s.user_id", search.user_ids)
     join = ""
     if user_sql:
         where += f" AND {user_sql}"
@@ -300,6 +267,6 @@ def _like(
     rows = conn.execute(
         f"SELECT {_HIT_COLUMNS}, ({' + '.join(matched)}) AS score FROM messages m {join}"
         f"WHERE {where} ORDER BY score DESC, m.id DESC LIMIT ?",
-        (*patterns, *patterns, *role_args, *user_args, limit),
+        (*patterns, *patterns, *role_args, *user_args, search.limit),
     ).fetchall()
     return [tuple(r) for r in rows]

@@ -11,13 +11,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import cast
 
-from pydantic import JsonValue
-
 from memory.errors import SessionConflictError, SessionNotFoundError
 from memory.sessions._records import (
     AnchoredView,
     EndReason,
-    FlushMode,
     FlushRecord,
     MessageRecord,
     SessionRecord,
@@ -27,15 +24,23 @@ from memory.sessions._records import (
     utf8_safe,
 )
 from memory.sessions._rows import (
+    FLUSH_INSERT_COLUMNS,
     MAX_LINEAGE_DEPTH,
     MESSAGE_COLUMNS,
+    MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
+    SESSION_INSERT_COLUMNS,
+    counters_added,
     flush_from_row,
-    flush_json,
+    flush_values,
     message_from_row,
+    message_values,
     roots_from_parents,
     session_from_row,
+    session_values,
+    usage_values,
 )
+from memory.sessions.reads import ListSessions, SelectMessages
 from memory.sessions.writes import (
     AddUsage,
     AppendMessages,
@@ -66,44 +71,22 @@ __all__ = [
 ]
 
 
-def _safe(text: str | None) -> str | None:
-    return None if text is None else utf8_safe(text)
-
-
 def apply(conn: sqlite3.Connection, write: SessionWrite) -> WriteResult:
     """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
     sid = write.session_id
     match write:
         case CreateSession():
-            create_session(
-                conn,
-                sid,
-                source=utf8_safe(write.source),
-                model=_safe(write.model),
-                parent_session_id=write.parent_session_id,
-                title=_safe(write.title),
-                started_at=write.started_at,
-                user_id=utf8_safe(write.user_id),
-                memory_snapshot=_safe(write.memory_snapshot),
-            )
+            create_session(conn, write)
             return None
         case AppendMessages():
             return append_messages(conn, sid, write.messages, usage=write.usage)
         case EndSession():
             return end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
         case AddUsage():
-            add_usage(conn, sid, **write.counts.as_dict())
+            add_usage(conn, sid, write.counts)
             return None
         case RecordFlush():
-            return record_flush(
-                conn,
-                sid,
-                timestamp=write.timestamp,
-                mode=write.mode,
-                saved=write.saved,
-                refused=write.refused,
-                reply=utf8_safe(write.reply),
-            )
+            return record_flush(conn, write)
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, float]:
@@ -116,36 +99,15 @@ def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, fl
     return int(row[0]), float(row[1])
 
 
-def create_session(
-    conn: sqlite3.Connection,
-    session_id: str,
-    *,
-    source: str,
-    model: str | None,
-    parent_session_id: str | None,
-    title: str | None,
-    started_at: float,
-    user_id: str = "",
-    memory_snapshot: str | None = None,
-) -> None:
+def create_session(conn: sqlite3.Connection, write: CreateSession) -> None:
+    session_id, parent = write.session_id, write.parent_session_id
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
-    if parent_session_id is not None:
-        _require_session(conn, parent_session_id)
+    if parent is not None:
+        _require_session(conn, parent)
     conn.execute(
-        "INSERT INTO sessions (id, source, model, parent_session_id, started_at, title, last_active_at, "
-        "user_id, memory_snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            source,
-            model,
-            parent_session_id,
-            started_at,
-            title,
-            started_at,
-            user_id,
-            memory_snapshot,
-        ),
+        f"INSERT INTO sessions ({SESSION_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        session_values(write, ident=str, text=utf8_safe),
     )
 
 
@@ -170,91 +132,31 @@ def append_messages(
     ids: list[int] = []
     for offset, m in enumerate(messages):
         cur = conn.execute(
-            "INSERT INTO messages (session_id, seq, role, content, api_content, tool_calls, tool_call_id, "
-            "tool_name, timestamp, token_count, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                count + offset,
-                m.role,
-                m.content,
-                m.api_content,
-                m.tool_calls,
-                m.tool_call_id,
-                m.tool_name,
-                m.timestamp,
-                m.token_count,
-                int(m.summary),
-            ),
+            f"INSERT INTO messages ({MESSAGE_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            message_values(session_id, count + offset, m, text=str),  # the value made its text storable
         )
         ids.append(int(cast(int, cur.lastrowid)))
         last_active = max(last_active, m.timestamp)
-    if usage is None:
-        conn.execute(
-            "UPDATE sessions SET message_count = ?, last_active_at = ? WHERE id = ?",
-            (count + len(messages), last_active, session_id),
-        )
-        return ids
-    conn.execute(
-        "UPDATE sessions SET message_count = ?, last_active_at = ?, input_tokens = input_tokens + ?, "
-        "output_tokens = output_tokens + ?, cache_read_tokens = cache_read_tokens + ?, "
-        "cache_write_tokens = cache_write_tokens + ?, reasoning_tokens = reasoning_tokens + ?, "
-        "api_call_count = api_call_count + ? WHERE id = ?",
-        (
-            count + len(messages),
-            last_active,
-            usage.input,
-            usage.output,
-            usage.cache_read,
-            usage.cache_write,
-            usage.reasoning,
-            usage.api_calls,
-            session_id,
-        ),
-    )
+    moved = "message_count = ?, last_active_at = ?"
+    values: tuple[object, ...] = (count + len(messages), last_active)
+    if usage is not None:  # the reply's usage joins the counters in the same statement
+        moved, values = f"{moved}, {counters_added('?')}", (*values, *usage_values(usage))
+    conn.execute(f"UPDATE sessions SET {moved} WHERE id = ?", (*values, session_id))
     return ids
 
 
-def add_usage(
-    conn: sqlite3.Connection,
-    session_id: str,
-    *,
-    input: int,
-    output: int,
-    cache_read: int,
-    cache_write: int,
-    reasoning: int,
-    api_calls: int,
-) -> None:
+def add_usage(conn: sqlite3.Connection, session_id: str, usage: StoredUsage) -> None:
     _require_session(conn, session_id)
     conn.execute(
-        "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, "
-        "cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?, "
-        "reasoning_tokens = reasoning_tokens + ?, api_call_count = api_call_count + ? WHERE id = ?",
-        (input, output, cache_read, cache_write, reasoning, api_calls, session_id),
+        f"UPDATE sessions SET {counters_added('?')} WHERE id = ?", (*usage_values(usage), session_id)
     )
 
 
-def record_flush(
-    conn: sqlite3.Connection,
-    session_id: str,
-    *,
-    timestamp: float,
-    mode: FlushMode,
-    saved: JsonValue,
-    refused: JsonValue,
-    reply: str,
-) -> int:
-    _require_session(conn, session_id)
+def record_flush(conn: sqlite3.Connection, write: RecordFlush) -> int:
+    _require_session(conn, write.session_id)
     cur = conn.execute(
-        "INSERT INTO flushes (session_id, timestamp, mode, saved, refused, reply) VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            timestamp,
-            mode,
-            flush_json(saved),
-            flush_json(refused),
-            reply,
-        ),
+        f"INSERT INTO flushes ({FLUSH_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        flush_values(write, ident=str, text=utf8_safe),
     )
     return int(cast(int, cur.lastrowid))
 
@@ -290,26 +192,19 @@ def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple
     return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
 
 
-def list_sessions(
-    conn: sqlite3.Connection,
-    *,
-    limit: int,
-    offset: int,
-    order: str,
-    exclude: Sequence[str],
-    user_ids: Sequence[str] | None = None,
-) -> list[SessionRecord]:
-    column = "COALESCE(last_active_at, started_at)" if order == "last_active" else "started_at"
+def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[SessionRecord]:
+    column = "COALESCE(last_active_at, started_at)" if query.order == "last_active" else "started_at"
+    exclude = query.exclude
     tests: list[str] = []
     if exclude:
         tests.append(f"id NOT IN ({','.join('?' * len(exclude))})")
-    user_sql, user_args = user_clause("user_id", user_ids)
+    user_sql, user_args = user_clause("user_id", query.user_ids)
     if user_sql:
         tests.append(user_sql)
     where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
-        (*exclude, *user_args, limit, offset),
+        (*exclude, *user_args, query.limit, query.offset),
     ).fetchall()
     return [session_from_row(r) for r in rows]
 
@@ -320,24 +215,16 @@ def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ..
     return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def get_messages(
-    conn: sqlite3.Connection,
-    session_id: str,
-    *,
-    start_seq: int,
-    limit: int | None,
-    from_end: bool,
-    roles: Sequence[StoredRole] | None,
-) -> list[MessageRecord]:
-    role_sql, role_args = _role_clause(roles)
-    direction = "DESC" if from_end else "ASC"
+def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[MessageRecord]:
+    role_sql, role_args = _role_clause(query.roles)
+    direction = "DESC" if query.from_end else "ASC"
     rows = conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
         f"ORDER BY seq {direction} LIMIT ?",
-        (session_id, start_seq, *role_args, -1 if limit is None else limit),
+        (query.session_id, query.start_seq, *role_args, -1 if query.limit is None else query.limit),
     ).fetchall()
     records = [message_from_row(tuple(r)) for r in rows]
-    return records[::-1] if from_end else records
+    return records[::-1] if query.from_end else records
 
 
 def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:

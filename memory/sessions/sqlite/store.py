@@ -23,8 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -35,17 +34,12 @@ from memory.sessions._records import (
     AnchoredView,
     FlushRecord,
     IndexFeatures,
-    MatchMode,
     MessageRecord,
     SearchResult,
-    SearchRoute,
     SessionRecord,
-    StoredRole,
 )
-from memory.sessions._validate import (
-    check_user_ids,
-)
-from memory.sessions.contract import SessionWriter
+from memory.sessions.contract import SessionStore
+from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages
 from memory.sessions.sqlite import _search, _sql
 from memory.sessions.sqlite._group import GroupCommit
 from memory.sessions.sqlite._schema import index_new_messages, migrate, probe_features, reconcile_indexes
@@ -85,7 +79,7 @@ def _open_connection(
     return conn, features
 
 
-class SessionDB(SessionWriter):
+class SessionDB(SessionStore):
     """The session store. Open it with `SessionDB.open` or `open_session_db`.
 
     Methods are coroutines; each runs one SQLite transaction in a worker thread. Errors
@@ -168,14 +162,6 @@ class SessionDB(SessionWriter):
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._conn.close, limiter=self._limiter)
 
-    async def __aenter__(self) -> SessionDB:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     # ------------------------------------------------------------------ writes
 
     async def apply(self, write: SessionWrite) -> WriteResult:
@@ -190,70 +176,17 @@ class SessionDB(SessionWriter):
         """The session, or None if there is none with that id."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.get_session(c, session_id)))
 
-    async def list_sessions(
-        self,
-        limit: int = 50,
-        offset: int = 0,
-        *,
-        order: Literal["started", "last_active"] = "started",
-        exclude: Sequence[str] = (),
-        user_ids: Sequence[str] | None = None,
-    ) -> list[SessionRecord]:
-        """Sessions, newest first by start time (or by last activity).
+    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+        """Sessions newest first by start time or last activity (see `ListSessions`)."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.list_sessions(c, query)))
 
-        `user_ids`: only sessions of these users (None: everyone's, the operator's view).
-        """
-        excluded = tuple(exclude)
-        users = check_user_ids(user_ids)
-        return await self._run(
-            lambda: self._conn.read(
-                lambda c: _sql.list_sessions(
-                    c,
-                    limit=max(0, limit),
-                    offset=max(0, offset),
-                    order=order,
-                    exclude=excluded,
-                    user_ids=users,
-                )
-            )
-        )
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        start_seq: int = 0,
-        limit: int | None = None,
-        from_end: bool = False,
-        roles: Sequence[StoredRole] | None = None,
-    ) -> list[MessageRecord]:
-        """A session's messages in order.
-
-        Args:
-            start_seq: skip messages before this position.
-            limit: at most this many.
-            from_end: take the *last* `limit` messages (still returned oldest first).
-            roles: only these roles.
-        """
-        role_list = None if roles is None else tuple(roles)
-        return await self._run(
-            lambda: self._conn.read(
-                lambda c: _sql.get_messages(
-                    c, session_id, start_seq=start_seq, limit=limit, from_end=from_end, roles=role_list
-                )
-            )
-        )
+    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+        """A session's messages in order (see `SelectMessages`)."""
+        return await self._run(lambda: self._conn.read(lambda c: _sql.get_messages(c, query)))
 
     async def get_message(self, message_id: int) -> MessageRecord | None:
         """One message by id, or None."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.get_message(c, message_id)))
-
-    async def anchored_view(
-        self, message_id: int, *, window: int = 5, bookend: int = 3
-    ) -> AnchoredView | None:
-        """The message, `window` visible messages each side, and `bookend` at each end of its session."""
-        (view,) = await self.anchored_views((message_id,), window=window, bookend=bookend)
-        return view
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -270,11 +203,6 @@ class SessionDB(SessionWriter):
         """The flush records of a session, oldest first."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.list_flushes(c, session_id)))
 
-    async def lineage_root(self, session_id: str) -> str:
-        """The first ancestor of `session_id` (itself if it has no parent); safe on cycles."""
-        roots = await self.lineage_roots((session_id,))
-        return roots[session_id]
-
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
         """`lineage_root` for many sessions in one call."""
         ids = tuple(session_ids)
@@ -284,46 +212,13 @@ class SessionDB(SessionWriter):
         """The session a compression continued `session_id` in (its newest child), or None."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.continuation(c, session_id)))
 
-    async def search(
-        self,
-        query: str,
-        *,
-        match: MatchMode = "all",
-        route: SearchRoute | None = None,
-        roles: Sequence[StoredRole] | None = ("user", "assistant"),
-        limit: int = 300,
-        user_ids: Sequence[str] | None = None,
-    ) -> SearchResult:
-        """Messages matching `query`, best first (message level; no grouping).
-
-        The query is sanitized first, so any text is accepted.
-
-        Args:
-            match: `all` — the query as written (implicit AND, OR/NOT, "phrases",
-                prefix*); `any` — an OR of its meaningful terms, ranked by BM25.
-            route: force an index (`fts`, `trigram`, `like`); None chooses. A forced
-                index this database lacks falls back to LIKE.
-            roles: only messages with these roles (None: all).
-            limit: at most this many hits.
-            user_ids: only messages of these users' sessions (None: everyone's). The
-                filter is part of the query, so other users' rows never take up places.
-        """
-        role_list = None if roles is None else tuple(roles)
-        users = check_user_ids(user_ids)
+    async def search_messages(self, query: SearchMessages) -> SearchResult:
+        """Messages matching the query, best first (message level; no grouping): the query
+        is sanitized first, so any text is accepted; a forced index this database lacks
+        falls back to LIKE (see `SearchMessages`)."""
         features = self._features
         return await self._run(
-            lambda: self._conn.read(
-                lambda c: _search.search_messages(
-                    c,
-                    query,
-                    features=features,
-                    match=match,
-                    route=route,
-                    roles=role_list,
-                    limit=max(1, limit),
-                    user_ids=users,
-                )
-            )
+            lambda: self._conn.read(lambda c: _search.search_messages(c, query, features=features))
         )
 
 

@@ -138,6 +138,30 @@ def test_a_conversation_that_only_grew_renders_to_an_extension(name: str) -> Non
     assert b.tokens[: 4 * head] == a.tokens[: 4 * head]
 
 
+def test_a_render_resumed_from_a_recent_one_equals_a_fresh_render() -> None:
+    # The canonical renderer resumes a request from a recent one whose messages began at the
+    # same token position with the same first messages; each result must equal what a
+    # renderer with no past renders.
+    base = make_request()
+    grown = (*base.messages, MeterMessage("assistant", "You like tea."), MeterMessage("user", "and?"))
+    marked = (MeterBreakpoint("system", system_chars=len(IDENTITY)), MeterBreakpoint("message", index=3))
+    other_memory = IDENTITY + "MEMORY\nuser likes rum\n" + "Conversation started: Monday"
+    sequence = [
+        base,
+        make_request(messages=grown),  # grew: resumes from `base`
+        make_request(messages=grown, breakpoints=marked),  # same messages, new breakpoints
+        make_request(messages=(grown[0], MeterMessage("assistant", "rewritten"), *grown[2:])),
+        make_request(messages=grown[:2]),  # shorter than every kept render
+        make_request(messages=grown, system=other_memory),  # another system prompt, as long
+        make_request(messages=grown, tools=()),  # messages begin elsewhere: nothing to resume
+        make_request(messages=(*grown, MeterMessage("assistant", "More."))),
+        make_request(messages=()),
+    ]
+    kept = CanonicalRenderer(CharTokenizer())
+    for request in sequence:
+        assert kept.render(request) == CanonicalRenderer(CharTokenizer()).render(request)
+
+
 def _fingerprint(renderer: Renderer) -> str:
     return hashlib.sha256(b"".join(renderer.render(make_request()).tokens for _ in range(2))).hexdigest()
 

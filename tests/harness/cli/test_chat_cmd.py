@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli._chat_cmd import _chat
 from harness.cli._render import short_result
+from harness.cli.commands.chat import _chat
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, say
 from harness.wiring import SessionOptions
 
@@ -64,7 +64,9 @@ async def test_chat_never_shows_template_markup_or_a_call_written_as_text(
 ) -> None:
     model = ScriptedModel(
         [
-            say('I will save it. {"name": "memory", "arguments": {"target": "user", "content": "neovim"}}'),
+            say(
+                'I will save it. {"name": "memory", "arguments": {"target": "user", "content": "neo'
+            ),  # cut short
             say("<|im_start|>assistant\nSaved."),
             say("Noted: you use neovim."),
         ],

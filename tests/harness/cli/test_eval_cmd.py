@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli import main
-from harness.cli._eval_cmd import category_table, retention_table
+from harness.cli.commands.eval import category_table, retention_table
 from harness.experiments.retention.arms import RetentionOptions, run_retention
 from harness.experiments.retention.script import Question, RetentionReplay, ScriptLine
 from harness.testing import ScriptedModel, config, say

@@ -1,4 +1,4 @@
-"""`keel skills list|show|path` (harness/cli/_skills_cmd.py)."""
+"""`keel skills list|show|path` (harness/cli/commands/skills.py)."""
 
 from __future__ import annotations
 

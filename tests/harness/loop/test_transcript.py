@@ -1,29 +1,19 @@
 """The transcript against a real state.db that another process holds locked: no message is
-lost, the turn goes on with one warning, and the queued rows land in order afterwards."""
+lost, the turn goes on with one warning, and the queued rows land in order afterwards; and
+when a turn's deferred rows are written."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import anyio
-
 from harness.events import Warning
-from harness.testing import ScriptedModel, call_tool, config, make_session, run_turn, say
+from harness.loop.transcript import SAVE_AFTER_S, Transcript
+from harness.testing import RecordingRecorder, ScriptedModel, call_tool, config, make_session, run_turn, say
 from harness.tools import RawTool, ToolOutput
-from harness.types import ToolSpec
+from harness.types import Message, ToolCall, ToolSpec
 from harness.wiring.memory_bridge import DbRecorder
 from memory import LockRetryPolicy, SessionDB
-
-HOLDER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-conn.close()
-"""
+from tests.memory.sessions.lockholder import exclusive_lock
 
 
 async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_it_frees(
@@ -35,10 +25,7 @@ async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_i
     try:
         async with make_session(model, recorder=DbRecorder(db, source="test")) as s:
             await run_turn(s, "before the lock")
-            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
-            try:
-                assert holder.stdout is not None and holder.stdin is not None
-                assert (await holder.stdout.receive()).strip() == b"locked"
+            async with exclusive_lock(path, mode="IMMEDIATE"):
                 locked = await run_turn(s, "while it is locked")
                 warnings = [e.message for e in locked if isinstance(e, Warning)]
                 assert len(warnings) >= 1 and "kept in memory" in warnings[0]
@@ -47,12 +34,6 @@ async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_i
                     "before the lock",
                     "one",
                 ]
-            finally:
-                assert holder.stdin is not None
-                await holder.stdin.send(b"go\n")
-                await holder.stdin.aclose()
-                with anyio.fail_after(30):
-                    await holder.wait()
             after = await run_turn(s, "after the lock")
             assert not [e for e in after if isinstance(e, Warning)]
             stored = [m.message.content for m in await db.get_messages(s.session_id)]
@@ -79,17 +60,8 @@ async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_poi
             model, cfg=cfg, recorder=DbRecorder(db, source="test"), extra_tools=[tool]
         ) as s:
             await run_turn(s, "before the lock")
-            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
-            try:
-                assert holder.stdout is not None and holder.stdin is not None
-                assert (await holder.stdout.receive()).strip() == b"locked"
+            async with exclusive_lock(path, mode="IMMEDIATE"):
                 await run_turn(s, "dump the log")
-            finally:
-                assert holder.stdin is not None
-                await holder.stdin.send(b"go\n")
-                await holder.stdin.aclose()
-                with anyio.fail_after(30):
-                    await holder.wait()
             kept = next(m for m in s.transcript if m.role == "tool")
             await run_turn(s, "after the lock")
             stored = [m.message.content for m in await db.get_messages(s.session_id)]
@@ -99,3 +71,30 @@ async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_poi
     assert "cannot be read back" in kept.content and "message_id" not in kept.content
     assert full in stored  # nothing lost: the whole output was saved once the lock went
     assert kept.content not in stored
+
+
+async def test_deferred_rows_wait_for_the_turns_end_unless_they_have_waited_long_enough() -> None:
+    recorder = RecordingRecorder()
+    now = [100.0]
+    transcript = Transcript(
+        recorder,
+        new_id=lambda: "s1",
+        model_name="m",
+        count=lambda _: 1,
+        warn=lambda _: None,
+        monotonic=lambda: now[0],
+    )
+    await transcript.open()
+    await transcript.append(Message("user", "question"))  # what the user says is written at once
+    await transcript.append(
+        Message("assistant", "", tool_calls=(ToolCall("c1", "lookup", "{}"),)), defer=True
+    )
+    await transcript.append(Message("tool", "found", tool_call_id="c1", name="lookup"), defer=True)
+    assert [m.content for m in recorder.messages["s1"]] == ["question"]
+    now[0] += SAVE_AFTER_S / 2
+    assert not await transcript.save(waited_s=SAVE_AFTER_S)  # not yet: they wait for the turn's end
+    assert transcript.unsaved == 2
+    now[0] += SAVE_AFTER_S
+    assert await transcript.save(waited_s=SAVE_AFTER_S)  # a slow turn writes what it has so far
+    assert recorder.batches == [("s1", 2)]  # in one transaction
+    assert [m.store_id for m in transcript.messages] == [1, 2, 3]

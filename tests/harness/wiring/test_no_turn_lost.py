@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from harness.cli._chat_cmd import EXIT_NOT_STORED, _report_unstored
+from harness.cli.commands.chat import EXIT_NOT_STORED, _report_unstored
 from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, config, run_turn, say
 from harness.wiring import SessionOptions, open_session

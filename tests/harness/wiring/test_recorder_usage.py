@@ -14,8 +14,10 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from harness.testing import ScriptedModel, make_session, run_turn, say
-from harness.types import Message, Usage
+from harness.events import Warning
+from harness.testing import ScriptedModel, call_tool, make_session, run_turn, say
+from harness.tools import RawTool, ToolOutput
+from harness.types import Message, ToolSpec, Usage
 from harness.wiring.memory_bridge import DbRecorder
 from memory import SessionDB, SessionStore, StoredMessage, StoredUsage
 from memory.sessions import JournalledWriter
@@ -129,3 +131,68 @@ async def test_a_turn_writes_each_message_once_with_its_usage_in_the_same_transa
     assert session is not None
     assert (session.input_tokens, session.output_tokens, session.api_call_count) == (80, 10, 2)
     assert session.message_count == 4
+
+
+async def test_a_turn_stores_what_the_user_said_at_once_and_its_replies_in_one_transaction(
+    tmp_path: Path,
+) -> None:
+    async def lookup(_: str) -> ToolOutput:
+        return ToolOutput("found: row 7")
+
+    tool = RawTool(ToolSpec("lookup", "Look a word up."), lookup)
+    model = ScriptedModel(
+        [
+            say("hello", usage=Usage(input=1, output=1)),
+            call_tool("lookup", {}, usage=Usage(input=20, output=3)),
+            say("row 7 is bad", usage=Usage(input=40, output=5)),
+        ]
+    )
+    db = await SessionDB.open(tmp_path / "state.db")
+    try:
+        async with make_session(model, recorder=DbRecorder(db, source="test"), extra_tools=[tool]) as s:
+            await run_turn(s, "first")
+            before = db.write_batches
+            events = await run_turn(s, "which row is bad?")
+            # the question alone, then the call, its result and the answer (with both replies' usage)
+            assert db.write_batches - before == 2
+            assert not [e for e in events if isinstance(e, Warning)]
+            rows = await db.get_messages(s.session_id)
+            session = await db.get_session(s.session_id)
+            kept = list(s.transcript)
+    finally:
+        await db.aclose()
+    assert [(r.message.role, r.message.content) for r in rows] == [
+        ("user", "first"),
+        ("assistant", "hello"),
+        ("user", "which row is bad?"),
+        ("assistant", ""),
+        ("tool", "found: row 7"),
+        ("assistant", "row 7 is bad"),
+    ]
+    assert [m.store_id for m in kept] == [r.id for r in rows]  # each kept message knows its row
+    assert session is not None
+    assert (session.input_tokens, session.output_tokens, session.api_call_count) == (61, 9, 3)
+
+
+async def test_a_cancelled_turn_still_stores_what_it_said(tmp_path: Path) -> None:
+    started = anyio.Event()
+
+    async def hang(_: str) -> ToolOutput:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    tool = RawTool(ToolSpec("hang", "Never returns."), hang)
+    model = ScriptedModel([call_tool("hang", {})])
+    db = await SessionDB.open(tmp_path / "state.db")
+    try:
+        async with make_session(model, recorder=DbRecorder(db, source="test"), extra_tools=[tool]) as s:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(run_turn, s, "wait for it"))
+                await started.wait()
+                tg.cancel_scope.cancel()
+            rows = await db.get_messages(s.session_id)
+    finally:
+        await db.aclose()
+    # the call was said before the cancel: it is stored (a resume strips a call left without a result)
+    assert [(r.message.role, r.message.content) for r in rows] == [("user", "wait for it"), ("assistant", "")]

@@ -215,3 +215,33 @@ async def test_postgres_archive_rows_past_the_age_go_and_the_table_stays_append_
         ]
         with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
             conn.execute("DELETE FROM curated_archive")
+
+
+async def test_postgres_prune_removes_the_lease_fences_of_pruned_lineages_only(
+    postgres_url: str, sessions_schema: str
+) -> None:
+    import psycopg
+
+    backend = Backend("postgres", Path("."), postgres_url, sessions_schema)
+    async with backend.store() as db:
+        await seed(db)
+    with psycopg.connect(postgres_url, autocommit=True, options=f"-c search_path={sessions_schema}") as conn:
+        for root in ("a1", "b1", "c1", "d1"):  # a fence per lineage, as past leases left them
+            conn.execute(
+                "INSERT INTO session_fences (lineage, token, holder, held_from) VALUES (%s, 3, 'w', 1)",
+                (root,),
+            )
+    rules = SessionRetention(max_age_s=30 * DAY)
+    with lease_held(*backend.lease_target, "d1"):
+        await backend.prune(rules, dry_run=True)
+        with psycopg.connect(
+            postgres_url, autocommit=True, options=f"-c search_path={sessions_schema}"
+        ) as conn:
+            assert (
+                len(conn.execute("SELECT lineage FROM session_fences").fetchall()) == 4
+            )  # a dry run keeps them
+        await backend.prune(rules, dry_run=False)
+    with psycopg.connect(postgres_url, autocommit=True, options=f"-c search_path={sessions_schema}") as conn:
+        left = {row[0] for row in conn.execute("SELECT lineage FROM session_fences").fetchall()}
+    # a1 and c1 went with their sessions; b1 is recent; d1's lease was held, so d1 stays whole.
+    assert left == {"b1", "d1"}

@@ -110,7 +110,7 @@ def _engine(
         kv=CharKv(llm),
         stop_ids=frozenset({EOS}),
         banned_ids=(BAN,),
-        policy=policy,
+        policy=policy or PrefixPolicy(),
         disk=disk,
     )
     return engine, script, llm

@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 
 from memory import LockRetryPolicy, StoredMessage
 from memory._sqlite import SqliteConnection
-from memory.sessions import IndexFeatures
+from memory.sessions import IndexFeatures, MatchMode, SearchRoute
 from memory.sessions._ranking import RANK_BUDGET, choose_route
+from memory.sessions.reads import SearchMessages
 from memory.sessions.sqlite._schema import index_new_messages
 from memory.sessions.sqlite._search import search_messages, term_doc_counts
 from memory.sessions.sqlite._sql import append_messages, create_session
 from memory.sessions.sqlite.store import _open_connection
+from memory.sessions.writes import CreateSession
 
 ALL = IndexFeatures(fts=True, trigram=True)
 
@@ -30,9 +32,7 @@ def open_sync(path: Path) -> SqliteConnection:
 
 def fill(conn: SqliteConnection, session_id: str, texts: list[str]) -> list[int]:
     def write(c: sqlite3.Connection) -> list[int]:
-        create_session(
-            c, session_id, source="cli", model=None, parent_session_id=None, title=None, started_at=0.0
-        )
+        create_session(c, CreateSession(session_id=session_id, source="cli", started_at=0.0))
         messages = [StoredMessage(role="user", content=t, timestamp=float(i)) for i, t in enumerate(texts)]
         ids = append_messages(c, session_id, messages)
         index_new_messages(c, ALL)  # as the store's group commit does at the end of each transaction
@@ -41,10 +41,16 @@ def fill(conn: SqliteConnection, session_id: str, texts: list[str]) -> list[int]
     return conn.write(write)
 
 
-def search(conn: SqliteConnection, query: str, **kw: object) -> list[int]:
-    options: dict[str, object] = {"features": ALL, "match": "any", "route": None, "roles": None, "limit": 50}
-    options.update(kw)
-    result = conn.read(lambda c: search_messages(c, query, **options))  # type: ignore[arg-type]  # test kwargs
+def search(
+    conn: SqliteConnection,
+    query: str,
+    *,
+    match: MatchMode = "any",
+    route: SearchRoute | None = None,
+    limit: int = 50,
+) -> list[int]:
+    asked = SearchMessages(query=query, match=match, route=route, roles=None, limit=limit)
+    result = conn.read(lambda c: search_messages(c, asked, features=ALL))
     return [h.message_id for h in result.hits]
 
 
@@ -123,6 +129,6 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteConnection
     match=st.sampled_from(["all", "any"]),
 )
 def test_no_query_makes_any_route_raise(
-    small: SqliteConnection, raw: str, route: str | None, match: str
+    small: SqliteConnection, raw: str, route: SearchRoute | None, match: MatchMode
 ) -> None:
     search(small, raw, route=route, match=match)

@@ -1,5 +1,5 @@
 """`keel sessions list|show|search|reindex|path`: look through the episodic history (`<home>/state.db`,
-or the PostgreSQL server `sessions.url` names). `keel storage` is `_storage_cmd.py`.
+or the PostgreSQL server `sessions.url` names). `keel storage` is `storage.py`.
 
 Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
 `scope.shared_users`): another user's session id is answered like a missing one.
@@ -8,7 +8,6 @@ Each verb sees only the principal's sessions (`--user`, else `scope.user`; plus
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -18,7 +17,14 @@ import anyio
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, config_from_args, console, principal_from_args
+from harness.cli._common import (
+    Subparsers,
+    config_from_args,
+    console,
+    home_from_args,
+    principal_from_args,
+    verb_parsers,
+)
 from harness.config import KeelConfig
 from harness.errors import CommandError
 from harness.wiring.dense import dense_choice, dense_index
@@ -50,8 +56,8 @@ def _user_ids(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _where(args: argparse.Namespace) -> str:
-    config = config_from_args(args)
-    return config.sessions.location(config.resolved_home(os.environ))
+    config, home = home_from_args(args)
+    return config.sessions.location(home)
 
 
 def _when(timestamp: float | None) -> str:
@@ -62,8 +68,7 @@ def _when(timestamp: float | None) -> str:
 
 def _with_db(args: argparse.Namespace, work: Callable[[SessionStore], Awaitable[T]]) -> T | None:
     """Run `work` on the store; None (after saying so) when there is no store yet."""
-    config = config_from_args(args)
-    home = config.resolved_home(os.environ)
+    config, home = home_from_args(args)
     path = home / STATE_DB_NAME
     if config.sessions.backend == "sqlite" and not path.exists():
         console.print(_NO_SESSIONS.format(path=path), markup=False)
@@ -273,8 +278,7 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("sessions", help="list, show and search past sessions")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "sessions")
 
     ls = verbs.add_parser("list", help="recent sessions, newest first")
     ls.add_argument("--limit", type=_positive, default=50, help="how many (default 50)")

@@ -16,7 +16,6 @@ Heavy imports (psycopg, the migration) happen inside the verbs, so `keel --help`
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, console, home_from_args, verb_parsers
 from harness.errors import CommandError
 
 if TYPE_CHECKING:
@@ -41,8 +40,7 @@ def _migrate(args: argparse.Namespace) -> int:
     from harness.wiring.migrate import migrate_home
     from memory import MemoryLayerError
 
-    config = config_from_args(args)
-    home = config.resolved_home(os.environ)
+    config, home = home_from_args(args)
     url = args.url or config.storage.url or config.sessions.url
     schema = args.schema or config.storage.pg_schema
     if not url:
@@ -71,13 +69,9 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _path(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    if config.storage.backend == "postgres":
-        console.print(
-            f"{config.sessions.location(config.resolved_home(os.environ))}", markup=False, soft_wrap=True
-        )
-    else:
-        console.print(str(config.resolved_home(os.environ)), markup=False, soft_wrap=True)
+    config, home = home_from_args(args)
+    where = config.sessions.location(home) if config.storage.backend == "postgres" else str(home)
+    console.print(where, markup=False, soft_wrap=True)
     return 0
 
 
@@ -153,8 +147,7 @@ async def _gather_stats(config: KeelConfig, home: Path) -> list[StoreStats]:
 def _stats(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    config = config_from_args(args)
-    home = config.resolved_home(os.environ)
+    config, home = home_from_args(args)
     stats = anyio.run(_gather_stats, config, home)
     if not stats:
         console.print(f"Nothing stored yet under {home}.", markup=False)
@@ -273,8 +266,7 @@ async def _prune_all(config: KeelConfig, home: Path, *, dry_run: bool) -> list[P
 
 
 def _prune(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    home = config.resolved_home(os.environ)
+    config, home = home_from_args(args)
     parts = anyio.run(lambda: _prune_all(config, home, dry_run=args.dry_run))
     _print_pruned(parts, dry_run=args.dry_run)
     return 0
@@ -299,10 +291,7 @@ def _print_pruned(parts: Sequence[Pruned], *, dry_run: bool) -> None:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "storage", help="where state lives, how big it is; prune it; move a home into PostgreSQL"
-    )
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "storage")
     mig = verbs.add_parser(
         "migrate", help="copy this home into PostgreSQL, verified; the home is not changed"
     )

@@ -12,10 +12,11 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console, err_console
+from harness.cli._common import Subparsers, config_from_args, console, err_console, verb_parsers
+from harness.cli._render import progress_bars
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.experiments.locomo import LOCOMO_CATEGORIES
@@ -176,13 +177,7 @@ async def _retention(cfg: KeelConfig, args: argparse.Namespace) -> int:
         else cfg.resolved_home() / "evals" / f"retention-{time.strftime('%Y%m%d-%H%M%S')}"
     )
     sim = args.sim or default_sim(cfg)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-    ) as progress:
+    with progress_bars() as progress:
         tasks: dict[str, TaskID] = {a: progress.add_task(f"{a}: waiting", total=None) for a in arms}
 
         def step(arm: str, text: str, done: int, total: int) -> None:
@@ -290,8 +285,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    ev = sub.add_parser("eval", help="evaluations on the configured model")
-    kinds = ev.add_subparsers(title="evaluations", metavar="KIND", required=True)
+    kinds = verb_parsers(sub, "eval", title="evaluations", metavar="KIND")
     p = kinds.add_parser(
         "retention",
         help="does the flush keep what matters? replay a conversation, compress, ask what was compressed",

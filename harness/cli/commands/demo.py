@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console, err_console
+from harness.cli._common import Subparsers, config_from_args, console, err_console, noun_parser
 from harness.config import KeelConfig
 from harness.events import Event, MemoryWritten, TextDelta
 from harness.experiments.demo import DEMO_FACTS, DEMO_TURNS, CompressionRun, DemoResult, demo_config, run_demo
@@ -155,9 +155,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "demo", help="the main job: frozen vs live memory on the embedded model, then a compression"
-    )
+    p = noun_parser(sub, "demo")
     p.add_argument(
         "--turns", type=int, default=len(DEMO_TURNS), help=f"turns per run (default {len(DEMO_TURNS)})"
     )

@@ -7,7 +7,7 @@ import os
 
 import anyio
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, config_from_args, console, verb_parsers
 from harness.tools.listing import tool_listing
 from harness.wiring.tool_port import listing_manager
 
@@ -30,7 +30,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("tools", help="list the tools the agent gets (keel's, yours, MCP servers')")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "tools")
     listing = verbs.add_parser("list", help="one tool per line: name, where it comes from, what it does")
     listing.set_defaults(handler=_list)

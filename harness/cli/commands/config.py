@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli._common import Subparsers, console, principal_from_args
+from harness.cli._common import Subparsers, console, principal_from_args, verb_parsers
 
 __all__ = ["register"]
 
@@ -30,8 +30,7 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("config", help="check the configuration")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "config")
     check = verbs.add_parser("check", help="validate the config file and KEEL_* overrides")
     check.set_defaults(handler=_check)
     verbs.add_parser("path", help="print which config file is in use").set_defaults(handler=_path)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
 
 import anyio
 import anyio.to_thread
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from harness.cachemeter import (
@@ -43,10 +41,10 @@ from harness.cachemeter import (
     report_tables,
     sweep_tables,
 )
-from harness.cli._common import Subparsers, config_from_args, console, err_console
-from harness.cli.cache._lint import add_lint_verb
+from harness.cli._common import Subparsers, config_from_args, console, err_console, verb_parsers
+from harness.cli.commands.cache._lint import add_lint_verb
+from harness.cli.commands.cache._out import text_console, write_json
 from harness.config import KeelConfig
-from memory import atomic_write
 
 __all__ = ["register"]
 
@@ -54,34 +52,63 @@ __all__ = ["register"]
 _PROGRESS_FROM = 200
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    atomic_write(path, text.encode("utf-8"))
+@dataclass(frozen=True, slots=True)
+class _Knob:
+    """A simulator setting the command line may change: its flag, its `SimSettings` field."""
+
+    flag: str
+    field: str
+    kind: type[int] | type[float]
+    """`int` (a count, at least 1) or `float` (seconds, more than 0)."""
+    metavar: str
+    help: str
+
+
+_KNOBS = (
+    _Knob("--block-size", "block_size", int, "N", "vLLM block size (default 16)"),
+    _Knob("--vllm-blocks", "vllm_budget_blocks", int, "N", "vLLM pool size in blocks (default: unlimited)"),
+    _Knob(
+        "--sglang-tokens",
+        "sglang_budget_tokens",
+        int,
+        "N",
+        "SGLang cache size in tokens (default: unlimited)",
+    ),
+    _Knob("--ram-states", "ram_states", int, "N", "llamacpp-ram prompt states (default 8)"),
+    _Knob("--openai-ttl", "openai_ttl_s", float, "S", "OpenAI idle TTL in s (default 600)"),
+    _Knob(
+        "--anthropic-ttl",
+        "anthropic_ttl_s",
+        float,
+        "S",
+        "every Anthropic entry's TTL in s (default: as sent)",
+    ),
+    _Knob(
+        "--server-idle",
+        "server_idle_s",
+        float,
+        "S",
+        "drop a local server's cache entry unused for S seconds (default: never)",
+    ),
+)
 
 
 def _settings(args: argparse.Namespace) -> SimSettings:
-    for flag, value, least in (
-        ("--block-size", args.block_size, 1),
-        ("--vllm-blocks", args.vllm_blocks, 1),
-        ("--sglang-tokens", args.sglang_tokens, 1),
-        ("--ram-states", args.ram_states, 1),
-    ):
-        if value is not None and value < least:
-            raise MeterError(f"{flag} must be at least {least}, got {value!r}")
-    for flag, seconds in (
-        ("--openai-ttl", args.openai_ttl),
-        ("--anthropic-ttl", args.anthropic_ttl),
-        ("--server-idle", args.server_idle),
-    ):
-        if seconds is not None and not seconds > 0:
-            raise MeterError(f"{flag} must be a positive number of seconds, got {seconds!r}")
+    """`SimSettings` as the command line sets them (each knob defaults to the simulators' own)."""
+    for knob in _KNOBS:
+        value: float | None = getattr(args, knob.field)
+        if value is not None and knob.kind is int and value < 1:
+            raise MeterError(f"{knob.flag} must be at least 1, got {value!r}")
+        if value is not None and knob.kind is float and not value > 0:
+            raise MeterError(f"{knob.flag} must be a positive number of seconds, got {value!r}")
     return SimSettings(
         block_size=args.block_size,
-        vllm_budget_blocks=args.vllm_blocks,
-        sglang_budget_tokens=args.sglang_tokens,
+        vllm_budget_blocks=args.vllm_budget_blocks,
+        sglang_budget_tokens=args.sglang_budget_tokens,
         ram_states=args.ram_states,
-        openai_ttl_s=args.openai_ttl,
-        anthropic_ttl_s=args.anthropic_ttl,
-        server_idle_s=args.server_idle,
+        openai_ttl_s=args.openai_ttl_s,
+        anthropic_ttl_s=args.anthropic_ttl_s,
+        server_idle_s=args.server_idle_s,
     )
 
 
@@ -174,15 +201,7 @@ async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, .
             data["ttl_sweep"] = sweep.to_json()
         if replicas is not None:
             data["replicas"] = replicas.to_json()
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-        if args.json_out == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            try:
-                await anyio.to_thread.run_sync(_write_atomic, Path(args.json_out), text)
-            except OSError as exc:
-                raise MeterError(f"cannot write the JSON report to {args.json_out!r}: {exc}") from exc
+        await write_json(args.json_out, data)
     plots: list[Path] = []
     if args.plot is not None:
         await anyio.to_thread.run_sync(plot_report, report, args.plot)
@@ -194,8 +213,7 @@ async def _run(args: argparse.Namespace, cfg: KeelConfig, sims: tuple[SimName, .
             plots.append(_sibling(args.plot, "replicas"))
             await anyio.to_thread.run_sync(plot_replicas, replicas, plots[-1])
     if args.json_out != "-":
-        # Piped output has no width to respect; keep the wide per-request table readable.
-        out = console if console.is_terminal else Console(highlight=False, width=200)
+        out = text_console()
         for table in report_tables(report, max_rows=args.rows):
             out.print(table)
         for table in sweep_tables(sweep) if sweep is not None else []:
@@ -220,28 +238,12 @@ def _report(args: argparse.Namespace) -> int:
 
 def _add_sim_args(r: argparse.ArgumentParser) -> None:
     """The simulators' knobs, the sweeps, and the outputs of `keel cache report`."""
-    r.add_argument("--block-size", type=int, default=16, help="vLLM block size (default 16)")
-    r.add_argument(
-        "--vllm-blocks", type=int, metavar="N", help="vLLM pool size in blocks (default: unlimited)"
-    )
-    r.add_argument(
-        "--sglang-tokens", type=int, metavar="N", help="SGLang cache size in tokens (default: unlimited)"
-    )
-    r.add_argument(
-        "--ram-states", type=int, default=8, metavar="N", help="llamacpp-ram prompt states (default 8)"
-    )
-    r.add_argument(
-        "--openai-ttl", type=float, default=600.0, metavar="S", help="OpenAI idle TTL in s (default 600)"
-    )
-    r.add_argument(
-        "--anthropic-ttl", type=float, metavar="S", help="every Anthropic entry's TTL in s (default: as sent)"
-    )
-    r.add_argument(
-        "--server-idle",
-        type=float,
-        metavar="S",
-        help="drop a local server's cache entry unused for S seconds (default: never)",
-    )
+    defaults = SimSettings()
+    for knob in _KNOBS:
+        default = getattr(defaults, knob.field)
+        r.add_argument(
+            knob.flag, dest=knob.field, type=knob.kind, default=default, metavar=knob.metavar, help=knob.help
+        )
     r.add_argument(
         "--ttl-sweep",
         nargs="?",
@@ -285,8 +287,7 @@ def _add_sim_args(r: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("cache", help="measure prompt-cache reuse in request traces")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "cache")
     r = verbs.add_parser(
         "report",
         help="simulate prefix caches over a trace and say why each miss happened",

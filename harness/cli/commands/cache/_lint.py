@@ -7,19 +7,16 @@ on bad input — so a CI job can run it on a recorded trace.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import textwrap
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
-from rich.console import Console
 from rich.text import Text
 
 from harness.cachemeter import LintFinding, LintReport, MeterError, lint
-from harness.cli._common import Subparsers, console
-from memory import atomic_write
+from harness.cli._common import Subparsers
+from harness.cli.commands.cache._out import text_console, write_json
 
 __all__ = ["add_lint_verb", "lint_text"]
 
@@ -72,10 +69,6 @@ def lint_text(report: LintReport, trace: str, *, show: int = 3) -> Text:
     return out
 
 
-def _write(path: Path, text: str) -> None:
-    atomic_write(path, text.encode("utf-8"))
-
-
 async def _run(args: argparse.Namespace) -> int:
     trace: Path = args.trace
     if args.show < 0:
@@ -84,18 +77,9 @@ async def _run(args: argparse.Namespace) -> int:
     if report.requests == 0:
         raise MeterError(f"trace file {str(trace)!r} holds no requests")
     if args.json_out is not None:
-        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
-        if args.json_out == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            try:
-                await anyio.to_thread.run_sync(_write, Path(args.json_out), text)
-            except OSError as exc:
-                raise MeterError(f"cannot write the JSON report to {args.json_out!r}: {exc}") from exc
+        await write_json(args.json_out, report.to_json())
     if args.json_out != "-":
-        out = console if console.is_terminal else Console(highlight=False, width=200)
-        out.print(lint_text(report, str(trace), show=args.show), end="")
+        text_console().print(lint_text(report, str(trace), show=args.show), end="")
     failing = report.findings if args.strict else report.habits
     return 1 if failing else 0
 

@@ -14,7 +14,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console, err_console
+from harness.cli._common import Subparsers, config_from_args, console, err_console, noun_parser
 from harness.cli._render import EventPrinter
 from harness.config import KeelConfig
 from harness.errors import KeelError, ModelError
@@ -235,6 +235,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("chat", help="talk to the agent interactively (embedded model unless configured)")
+    p = noun_parser(sub, "chat")
     p.add_argument("--show-usage", action="store_true", help="print token usage after every model call")
     p.set_defaults(handler=_run)

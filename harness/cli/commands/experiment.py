@@ -12,11 +12,11 @@ import anyio
 import anyio.to_thread
 import yaml
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console, err_console
-from harness.cli._render import EventPrinter
+from harness.cli._common import Subparsers, config_from_args, console, noun_parser, verb_parsers
+from harness.cli._render import EventPrinter, progress_bars
 from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import Event
@@ -34,17 +34,6 @@ from harness.experiments import (
 from harness.models.factory import open_model
 
 __all__ = ["register"]
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-    )
 
 
 # ------------------------------------------------------------------ keel run
@@ -226,7 +215,7 @@ async def _experiment(cfg: KeelConfig, kind: ExperimentKind, args: argparse.Name
     # The scripted model has no price of its own: show what the traffic would cost at a
     # well-known list price unless the user picked one.
     price = args.price or ("claude-sonnet-4-5" if scripted and "claude-sonnet-4-5" in cfg.prices else None)
-    with _progress() as progress:
+    with progress_bars() as progress:
         tasks: dict[str, TaskID] = {}
 
         def tick(label: str, done: int, total: int) -> None:
@@ -278,7 +267,7 @@ def _experiment_cmd(kind: ExperimentKind) -> Callable[[argparse.Namespace], int]
 
 
 def register(sub: Subparsers) -> None:
-    run = sub.add_parser("run", help="play a scenario's user turns through a session")
+    run = noun_parser(sub, "run")
     run.add_argument("scenario", help="a scenario file (YAML/JSON) or a built-in name (keel scenario list)")
     run.add_argument(
         "--scripted", action="store_true", help="play the scenario's scripted replies (no model)"
@@ -292,8 +281,7 @@ def register(sub: Subparsers) -> None:
     )
     run.set_defaults(handler=_run)
 
-    sc = sub.add_parser("scenario", help="list, show or build scenarios")
-    verbs = sc.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "scenario")
     verbs.add_parser("list", help="the built-in scenarios").set_defaults(handler=_scenario_list)
     show = verbs.add_parser("show", help="summarize a scenario")
     show.add_argument("scenario")
@@ -306,8 +294,7 @@ def register(sub: Subparsers) -> None:
     loc.add_argument("--out", help="output file ('-' for stdout; default <home>/scenarios/<id>.yaml)")
     loc.set_defaults(handler=_from_locomo)
 
-    ex = sub.add_parser("experiment", help="one scenario under several configurations, metered side by side")
-    kinds = ex.add_subparsers(title="experiments", metavar="KIND", required=True)
+    kinds = verb_parsers(sub, "experiment", title="experiments", metavar="KIND")
     experiments: tuple[tuple[ExperimentKind, str], ...] = (
         ("policies", "snapshot policies frozen / invalidate_on_write / live"),
         ("flush", "flush modes memory_only / cache_safe / off, recall persistence, slot order"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar, cast, get_args
 
 import anyio
 
-from harness.cli._common import Subparsers, console, principal_from_args
+from harness.cli._common import Subparsers, console, principal_from_args, verb_parsers
 from harness.errors import KeelError
 from harness.wiring.scoped import curated_store, meaning_check, shared_memory_store
 from harness.wiring.stores import curated_scopes, open_place, open_sessions
@@ -312,10 +312,7 @@ def _discard(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "memory", help="list, show, add or remove curated memory entries; confirm or discard held writes"
-    )
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "memory")
     target_help = "memory (the agent's notes, MEMORY.md) or user (the user profile, USER.md)"
 
     list_p = verbs.add_parser("list", help="numbered entries with usage, per target")

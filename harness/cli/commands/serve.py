@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli._common import Subparsers, config_from_args, err_console
+from harness.cli._common import Subparsers, config_from_args, err_console, noun_parser
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("serve", help="serve sessions over HTTP (native API, OpenAI-compatible doors)")
+    p = noun_parser(sub, "serve")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8340, help="port (default: 8340)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1)")

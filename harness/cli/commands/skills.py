@@ -14,7 +14,7 @@ import anyio.to_thread
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli._common import Subparsers, console, principal_from_args
+from harness.cli._common import Subparsers, console, principal_from_args, verb_parsers
 from harness.errors import CommandError
 from harness.wiring.scoped import shared_skill_library, skill_library
 from harness.wiring.stores import open_place
@@ -101,8 +101,7 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("skills", help="list and read saved skills")
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "skills")
     listing = verbs.add_parser("list", help="table of skills (category, name, description, files)")
     listing.set_defaults(handler=_list)
     show = verbs.add_parser("show", help="print a skill's SKILL.md (or one supporting file)")

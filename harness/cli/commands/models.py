@@ -9,7 +9,7 @@ import anyio
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cli._common import Subparsers, config_from_args, console
+from harness.cli._common import Subparsers, config_from_args, console, verb_parsers
 from harness.config import KeelConfig
 from harness.errors import ModelFileError
 from harness.modelfiles import ChatTemplate, TemplateRenderer, read_gguf_metadata
@@ -116,10 +116,7 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "models", help="the embedded local models: which is in use, where its weights came from"
-    )
-    verbs = p.add_subparsers(title="verbs", metavar="VERB", required=True)
+    verbs = verb_parsers(sub, "models")
     verbs.add_parser("list", help="built-in models, whether installed, which is in use").set_defaults(
         handler=_list
     )
