@@ -61,7 +61,10 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
     model = ScriptedModel(tokenizer=FakeTokenizer())
     async with make_session(
         model,
-        cfg=config(**_small_window(compression__flush_reply="tool_calls")),
+        # the seeds' layout: the local one keeps the memory tail until the next session
+        cfg=config(
+            **_small_window(compression__flush_reply="tool_calls", prompt__memory_after_tools="false")
+        ),
         memory=memory,
         extra_tools=[_other_tool()],
     ) as s:
