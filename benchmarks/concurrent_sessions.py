@@ -44,7 +44,6 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -157,28 +156,34 @@ def check_searches(results: list[ToolResultReady], user: str, tally: Tally) -> N
         tally.misses += 1
 
 
-async def one_session(
-    k: int,
-    *,
-    cfg: KeelConfig,
-    home: Path,
-    users: int,
-    turns: int,
-    tokenizer: Tokenizer,
-    store: SessionStore | None,
-    barrier: Barrier | None,
-    tally: Tally,
-) -> None:
+@dataclass(frozen=True)
+class Fleet:
+    """What every session of a run shares: the config, the home, the users, the store (None:
+    each session opens state.db itself, as `keel chat` does)."""
+
+    cfg: KeelConfig
+    home: Path
+    users: int
+    turns: int
+    tokenizer: Tokenizer
+    store: SessionStore | None
+
+
+async def one_session(k: int, fleet: Fleet, tally: Tally, barrier: Barrier | None = None) -> None:
+    users, turns = fleet.users, fleet.turns
     user = user_of(k, users)
     own, other = token_of(user), token_of(user_of(k + 1, users))
     model = script(turns, own, other)
+    options = SessionOptions(
+        model=model,
+        home=fleet.home,
+        tokenizer=fleet.tokenizer,
+        user_id=user,
+        session_store=fleet.store,
+        source="bench",
+    )
     try:
-        async with open_session(
-            cfg,
-            SessionOptions(
-                model=model, home=home, tokenizer=tokenizer, user_id=user, session_store=store, source="bench"
-            ),
-        ) as s:
+        async with open_session(fleet.cfg, options) as s:
             tally.session_ids.append(s.session_id)
             tally.owners[s.session_id] = user
             for t in range(turns - 1):
@@ -250,37 +255,16 @@ async def run_backend(
         home = Path(tmp)
         async with open_store(backend, home, url, pool_size=pool_size, wait_s=wait_s) as store:
             # One session alone first: the harness's own time per turn, with no one to wait behind.
+            fleet = Fleet(cfg, home, users, turns, tokenizer, store)
             solo = Tally()
-            await one_session(
-                sessions,
-                cfg=cfg,
-                home=home,
-                users=users,
-                turns=turns,
-                tokenizer=tokenizer,
-                store=store,
-                barrier=None,
-                tally=solo,
-            )
+            await one_session(sessions, fleet, solo)
             barrier = Barrier(sessions)
             started = time.perf_counter()
             cpu_started = time.process_time()
             loop_started = time.thread_time()  # the event loop's thread alone
             async with anyio.create_task_group() as tg:
                 for k in range(sessions):
-                    run = partial(
-                        one_session,
-                        k,
-                        cfg=cfg,
-                        home=home,
-                        users=users,
-                        turns=turns,
-                        tokenizer=tokenizer,
-                        store=store,
-                        barrier=barrier,
-                        tally=tally,
-                    )
-                    tg.start_soon(run)
+                    tg.start_soon(one_session, k, fleet, tally, barrier)
             wall = time.perf_counter() - started
             cpu = time.process_time() - cpu_started
             loop_cpu = time.thread_time() - loop_started
@@ -366,21 +350,10 @@ async def worker(home: Path, index: int, sessions: int, turns: int, users: int) 
     tally = Tally()
     (home / f"ready-{index}").touch()
     await anyio.to_thread.run_sync(wait_for_file, home / "go")
+    fleet = Fleet(cfg, home, users, turns, tokenizer, store=None)
     async with anyio.create_task_group() as tg:
         for j in range(sessions):
-            run = partial(
-                one_session,
-                index * sessions + j,
-                cfg=cfg,
-                home=home,
-                users=users,
-                turns=turns,
-                tokenizer=tokenizer,
-                store=None,
-                barrier=None,
-                tally=tally,
-            )
-            tg.start_soon(run)
+            tg.start_soon(one_session, index * sessions + j, fleet, tally)
     # Own-word hits depend on the other processes' timing here; only leaks and losses count.
     print(
         json.dumps(

@@ -48,11 +48,7 @@ from benchmarks._util import default_data_dir
 from harness.config import KeelConfig, load_config
 from harness.experiments.locomo import load_locomo
 from harness.experiments.retention.facts import load_facts
-from harness.experiments.retention.items import (
-    LongReplay,
-    fact_groups,
-    questions_replay,
-)
+from harness.experiments.retention.items import LongReplay, fact_groups, questions_replay
 from harness.experiments.retention.longrun import (
     LONG_ARMS,
     LongArmName,

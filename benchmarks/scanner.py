@@ -36,8 +36,8 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script from anywhere: this checkout's packages win
 
-from benchmarks._locomo import load_locomo  # noqa: E402
 from benchmarks._util import default_data_dir, median  # noqa: E402
+from harness.experiments.locomo import load_locomo  # noqa: E402
 from memory.providers.semantic import MiniLmEmbedder  # noqa: E402
 from memory.scanner import MeaningCheck, scan, scan_joined  # noqa: E402
 

@@ -50,6 +50,7 @@ from collections.abc import AsyncIterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -59,9 +60,10 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._locomo import Conversation, load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir
+from harness.experiments.locomo import LocomoConversation as Conversation
+from harness.experiments.locomo import load_locomo
 from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import (
     DenseIndex,
@@ -144,7 +146,8 @@ async def load_conversation(db: SessionStore, conv: Conversation) -> dict[int, s
     mapping: dict[int, str] = {}
     for session in conv.sessions:
         session_id = f"{conv.sample_id}-s{session.number}"
-        started = session.started_at
+        when = datetime.strptime(session.date_time.strip(), "%I:%M %p on %d %B, %Y")
+        started = when.replace(tzinfo=UTC).timestamp()
         await db.create_session(
             session_id, source="locomo", started_at=started, title=f"session {session.number}"
         )
@@ -202,7 +205,7 @@ async def run_one(
             "hybrid": SessionSearchTool(db, current_session_id=lambda: None, dense=index),
         }
         known = set(mapping.values())
-        for item in conv.qa:
+        for item in conv.questions:
             evidence = item.evidence_ids() & known
             if not evidence:
                 continue

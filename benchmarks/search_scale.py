@@ -59,9 +59,9 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._locomo import load_locomo
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
 from benchmarks._util import default_data_dir, median, percentile
+from harness.experiments.locomo import load_locomo
 from memory.providers.semantic import MiniLmEmbedder, embedder_unavailable_reason
 from memory.sessions import (
     DenseIndex,
@@ -92,7 +92,7 @@ def load_corpus(data: Path, rng: random.Random) -> tuple[list[str], list[str]]:
                 for turn in session.turns:
                     parts = re.split(r"(?<=[.!?])\s+", turn.text.strip())
                     sentences += [p for p in parts if len(p) > 3]
-            questions += [item.question for item in conv.qa]
+            questions += [item.question for item in conv.questions]
         return sentences, questions
     print(f"(LoCoMo data not found at {data}; using synthetic text)")
     vocabulary = [f"w{i}" for i in range(30_000)]

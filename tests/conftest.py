@@ -70,19 +70,25 @@ def postgres_url() -> str:
     return url
 
 
-@pytest.fixture
-def pg_schema(postgres_url: str) -> Iterator[str]:
-    """A fresh schema name for one test; the schema (if the test made it) is dropped afterwards."""
-    name = f"keel_test_{uuid.uuid4().hex[:16]}"
+def _fresh_schema(postgres_url: str, prefix: str) -> Iterator[str]:
+    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
     yield name
     with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[str]:
+    """A fresh schema name for one test; the schema (if the test made it) is dropped afterwards."""
+    yield from _fresh_schema(postgres_url, "keel_test")
 
 
 @pytest.fixture
 def sessions_schema(postgres_url: str) -> Iterator[str]:
     """A fresh schema for the storage tests (named `sessions_*`), dropped afterwards."""
-    name = f"sessions_{uuid.uuid4().hex[:16]}"
-    yield name
-    with psycopg.connect(postgres_url, autocommit=True, options="-c client_min_messages=warning") as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    yield from _fresh_schema(postgres_url, "sessions")
+
+
+def on_postgres(url: str, schema: str) -> dict[str, str]:
+    """`config()` overrides that put every store in `schema` at `url` (`storage.backend: postgres`)."""
+    return {"storage__backend": "postgres", "storage__url": url, "storage__pg_schema": schema}

@@ -60,23 +60,24 @@ def unparsed_call(text: str, tools: Collection[str]) -> str | None:
 
 
 _LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrtu])')
+_OPENS = re.compile(r'\{+\s*"name"\s*:')
+_DECODER = json.JSONDecoder()
+_WRAPPING = re.compile(r"```[A-Za-z]*|</?tool_call>|[{}\s]")
 
 
-def _whole_object(text: str) -> dict[str, JsonValue] | None:
-    """The reply as one JSON object with a string `name` and object arguments, else None."""
-    body = text.strip()
-    fence = re.fullmatch(r"```[A-Za-z]*\s*(.*?)\s*```", body, re.DOTALL) if body.startswith("```") else None
-    if fence:
-        body = fence.group(1)
-    if not body.startswith("{"):  # not an object: spare every answer two failed parses
-        return None
+def _decode(body: str) -> tuple[JsonValue, int] | None:
+    """The JSON value `body` opens with and where it ends, else None (trailing text is allowed)."""
     try:
-        data: JsonValue = json.loads(body)
+        return _DECODER.raw_decode(body)
     except ValueError:
         try:  # a lone backslash (`"pricing\.py"` in a regex) is the one slip repaired: it can mean only itself
-            data = json.loads(_LONE_BACKSLASH.sub(r"\\\\", body))
+            return _DECODER.raw_decode(_LONE_BACKSLASH.sub(r"\\\\", body))
         except ValueError:
             return None
+
+
+def _call_object(data: JsonValue) -> dict[str, JsonValue] | None:
+    """`data` as a call (a string `name` and object arguments, nothing else), else None."""
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return None
     args = data.get("arguments", data.get("parameters"))
@@ -88,6 +89,31 @@ def _whole_object(text: str) -> dict[str, JsonValue] | None:
     if not isinstance(args, dict) or set(data) - {"name", "arguments", "parameters"}:
         return None
     return {"name": data["name"], "arguments": args}
+
+
+def _written_calls(text: str) -> list[tuple[dict[str, JsonValue], str]]:
+    """Every call object written in `text`, read forgivingly.
+
+    A small model copies the template's example (`{{"name": ..., "arguments": {...}}}`,
+    doubled braces), fences the object, wraps it in tags spelled as text, or lets text run
+    on after it; each object that opens with `"name"` and decodes is one call, returned
+    with the text around it.
+    """
+    calls = []
+    at = 0
+    while (found := _OPENS.search(text, at)) is not None:
+        braces = len(found.group(0)) - len(found.group(0).lstrip("{"))
+        start = found.start() + braces - 1  # the innermost brace opens the object
+        decoded = _decode(text[start:])
+        if decoded is None:
+            at = found.end()
+            continue
+        data, length = decoded
+        call = _call_object(data)
+        if call is not None:
+            calls.append((call, text[:start] + text[start + length :]))
+        at = start + length
+    return calls
 
 
 def _action_owner(name: str, arguments: dict[str, JsonValue], specs: Sequence[ToolSpec]) -> ToolSpec | None:
@@ -104,23 +130,42 @@ def _action_owner(name: str, arguments: dict[str, JsonValue], specs: Sequence[To
     return owners[0] if len(owners) == 1 else None
 
 
+def _tool_named(name: str, specs: Sequence[ToolSpec]) -> ToolSpec | None:
+    """The tool `name` means: its own name, or the one tool whose name ends in `__<name>` (an
+    MCP tool without its server's prefix: `read_file` for `proj__read_file`)."""
+    exact = [spec for spec in specs if spec.name == name]
+    if exact:
+        return exact[0]
+    suffixed = [spec for spec in specs if spec.name.endswith(f"__{name}")]
+    return suffixed[0] if len(suffixed) == 1 else None
+
+
 def salvage_call(text: str, specs: Sequence[ToolSpec], *, call_id: str) -> ToolCall | None:
     """The call a reply made as text, when it can be read and its intent is unambiguous.
 
-    The reply must be nothing but one JSON call object (perhaps fenced). It names a tool,
-    or an action of exactly one tool (`{"name": "add", "arguments": {"target": ...}}` is
-    the memory tool's `add`: a small model mistakes the action for the tool) whose
-    parameters cover the arguments. Anything else is None: refused, not guessed at.
+    The reply holds exactly one JSON call object (fenced or not, in tags spelled as text or
+    in the template's doubled braces, with prose around it or text run on after it). It
+    names a tool, a tool of an MCP server without the server's prefix (when only one tool
+    has that name), or an action of exactly one tool (`{"name": "add", "arguments":
+    {"target": ...}}` is the memory tool's `add`: a small model mistakes the action for the
+    tool) whose parameters cover the arguments, when the reply is nothing but the call.
+    Anything else — two calls, a name no tool
+    has, an object cut short — is None: refused, not guessed at.
     """
-    call = _whole_object(text)
-    if call is None:
+    if "{" not in text:
         return None
+    calls = _written_calls(text)
+    if len(calls) != 1:
+        return None
+    ((call, around),) = calls
     name, arguments = call["name"], call["arguments"]
     assert isinstance(name, str) and isinstance(arguments, dict)
-    if any(spec.name == name for spec in specs):
-        return ToolCall(call_id, name, json.dumps(arguments, ensure_ascii=False))
+    tool = _tool_named(name, specs)
+    if tool is not None:
+        return ToolCall(call_id, tool.name, json.dumps(arguments, ensure_ascii=False))
     owner = _action_owner(name, arguments, specs)
-    if owner is None or "action" in arguments:
+    # an action's name is a guess: only in a reply that is nothing but the call
+    if owner is None or "action" in arguments or _WRAPPING.sub("", around):
         return None
     return ToolCall(call_id, owner.name, json.dumps({"action": name, **arguments}, ensure_ascii=False))
 
@@ -151,8 +196,8 @@ def _call(rest: str) -> _State:
     for ch in rest:
         if j == len(_CALL_OPEN):
             return "yes"
-        if ch.isspace() and j in _CALL_SPACE_BEFORE:
-            continue
+        if (ch.isspace() and j in _CALL_SPACE_BEFORE) or (ch == "{" and j == 1):
+            continue  # `{{"name"`: the template's doubled braces, copied
         if ch != _CALL_OPEN[j]:
             return "no"
         j += 1

@@ -43,17 +43,23 @@ def run_server(
     env = os.environ if environ is None else environ
     check_bind(config, host)
     Keys.from_config(config, env)  # a missing key stops the start, before any worker
-    common = {
-        "host": host,
-        "port": port,
-        "log_level": log_level,
-        "lifespan": "on",
-        # event streams and their clients' next request reuse connections: keep idle ones a while
-        "timeout_keep_alive": 30,
-        "timeout_graceful_shutdown": max(1, round(config.serve.drain_s)),
-    }
+
+    def serve(app: Starlette | str, *, factory: bool = False, processes: int | None = None) -> None:
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="on",
+            # event streams and their clients' next request reuse connections: keep idle ones a while
+            timeout_keep_alive=30,
+            timeout_graceful_shutdown=max(1, round(config.serve.drain_s)),
+            factory=factory,
+            workers=processes,
+        )
+
     if workers <= 1:
-        uvicorn.run(create_app(config, environ=env), **common)  # type: ignore[arg-type]  # uvicorn's kwargs are typed one by one
+        serve(create_app(config, environ=env))
         return
     env[CONFIG_ENV] = config.model_dump_json()
-    uvicorn.run("harness.serve.server:app_from_env", factory=True, workers=workers, **common)  # type: ignore[arg-type]  # as above
+    serve("harness.serve.server:app_from_env", factory=True, processes=workers)

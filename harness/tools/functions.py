@@ -46,11 +46,9 @@ from pydantic.errors import PydanticUserError
 
 from harness.errors import ConfigError
 from harness.events import Event, Warning
-from harness.tools.arguments import model_schema
 from harness.tools.cut import cap_text
-from harness.tools.registry import ToolOutput, error_json, validated_arguments
+from harness.tools.registry import FunctionTool, ToolOutput, error_json
 from harness.tools.workers import BLOCKED_S, run_async, run_sync
-from harness.types import JsonObject, ToolSpec
 
 __all__ = ["PythonTool", "ToolFunction", "import_tool", "python_tool", "python_tools", "tool"]
 
@@ -126,15 +124,6 @@ def _arguments_model(fn: ToolFunction, name: str) -> type[BaseModel]:
         raise ConfigError(f"tool {name!r}: its parameters cannot be validated ({exc})") from exc
 
 
-def _schema(model: type[BaseModel], name: str) -> JsonObject:
-    try:
-        return model_schema(model)
-    except PydanticUserError as exc:
-        raise ConfigError(
-            f"tool {name!r}: a parameter type has no JSON schema ({exc}); use plain types"
-        ) from exc
-
-
 def _as_text(value: object) -> str:
     if value is None:
         return ""
@@ -148,39 +137,36 @@ def _as_text(value: object) -> str:
         return str(value)
 
 
-class PythonTool:
-    """A Python function as a `Tool` (`harness.tools.registry`)."""
+class PythonTool(FunctionTool[BaseModel]):
+    """A Python function as a `Tool` (`harness.tools.registry`): its arguments validated like
+    every `FunctionTool`'s, then the function run in a worker with a timeout."""
 
     def __init__(self, fn: ToolFunction, *, timeout_s: float, max_output_chars: int) -> None:
         options: _Options = getattr(fn, _OPTIONS_ATTR, _Options(None, None, None, None))
         name: str = options.name or str(getattr(fn, "__name__", ""))
         if not _NAME.match(name):
             raise ConfigError(f"tool name {name!r} is not allowed; use 1-64 letters, digits, '_' or '-'")
-        self._model = _arguments_model(fn, name)
-        self._spec = ToolSpec(
-            name=name,
-            description=options.description or _description(fn),
-            parameters=_schema(self._model, name),
-        )
-        self._fn = fn
-        self._async = inspect.iscoroutinefunction(fn)
+        try:
+            super().__init__(
+                name, options.description or _description(fn), _arguments_model(fn, name), self._run
+            )
+        except PydanticUserError as exc:
+            raise ConfigError(
+                f"tool {name!r}: a parameter type has no JSON schema ({exc}); use plain types"
+            ) from exc
+        self._function = fn
+        # the same function, kept with its coroutine type where it is one
+        self._async_fn = fn if inspect.iscoroutinefunction(fn) else None
         self.timeout_s = options.timeout_s or timeout_s
         self.max_output_chars = options.max_output_chars or max_output_chars
 
-    @property
-    def spec(self) -> ToolSpec:
-        return self._spec
-
-    async def __call__(self, arguments: str) -> ToolOutput:
-        args = validated_arguments(self._model, arguments)
-        if isinstance(args, ToolOutput):
-            return args
+    async def _run(self, args: BaseModel) -> ToolOutput:
         kwargs = {field: getattr(args, field) for field in type(args).model_fields}
-        name = self._spec.name
-        if self._async:
-            outcome = await run_async(partial(self._fn, **kwargs), timeout_s=self.timeout_s)  # type: ignore[arg-type]  # checked: a coroutine function
+        name = self.spec.name
+        if self._async_fn is not None:
+            outcome = await run_async(partial(self._async_fn, **kwargs), timeout_s=self.timeout_s)
         else:
-            outcome = await run_sync(partial(self._fn, **kwargs), name=name, timeout_s=self.timeout_s)
+            outcome = await run_sync(partial(self._function, **kwargs), name=name, timeout_s=self.timeout_s)
         if outcome.timed_out:
             return ToolOutput(error_json(f"tool {name!r} timed out after {self.timeout_s:g} s"), True)
         events = _blocked(name, outcome.blocked_s)

@@ -101,19 +101,15 @@ class FunctionTool(Generic[M]):
         return out if isinstance(out, ToolOutput) else ToolOutput(out)
 
 
+@dataclass(frozen=True, slots=True)
 class RawTool:
     """A tool whose handler receives the raw argument text and validates it itself."""
 
-    def __init__(self, spec: ToolSpec, fn: Callable[[str], Awaitable[ToolOutput]]) -> None:
-        self._spec = spec
-        self._fn = fn
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self._spec
+    spec: ToolSpec
+    fn: Callable[[str], Awaitable[ToolOutput]]
 
     async def __call__(self, arguments: str) -> ToolOutput:
-        return await self._fn(arguments)
+        return await self.fn(arguments)
 
 
 class ToolSource(Protocol):

@@ -1,9 +1,11 @@
 """Where Python tools run, so that no tool can take the session down.
 
-- A **sync** function runs on a daemon thread of its own, one per call. Python cannot
-  interrupt a thread: at its timeout the call is abandoned (the turn goes on with a tool
-  error) and, being a daemon, the thread never keeps the process alive at exit — unlike a
-  pool worker, which the interpreter joins.
+- A **sync** function runs on a daemon thread: an idle one kept from an earlier call
+  (`_SyncWorkers`; starting a thread per call cost more than most tools), else a new one.
+  Python cannot interrupt a thread: at its timeout the call is abandoned (the turn goes on
+  with a tool error), its thread never comes back for another call, and, being a daemon, it
+  never keeps the process alive at exit — unlike a `concurrent.futures` pool's worker, which
+  the interpreter joins. The loop is woken without waiting for it (`run_sync_soon`).
 - An **async** function runs on the *tool loop*: one event loop in a daemon thread of its
   own, started at the first async call and kept for the process (so state a tool binds to
   its loop, an HTTP client in a module, lives across calls). The session's loop only waits
@@ -21,10 +23,12 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import contextvars
+import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import anyio.from_thread
@@ -68,7 +72,7 @@ async def _wait(future: concurrent.futures.Future[Outcome], timeout_s: float) ->
             done.set()
             return
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            anyio.from_thread.run_sync(done.set, token=token)
+            token.backend_class.run_sync_soon(done.set, (), token.native_token)  # no wait for the loop
 
     future.add_done_callback(wake)
     try:
@@ -83,8 +87,50 @@ async def _wait(future: concurrent.futures.Future[Outcome], timeout_s: float) ->
     return future.result()
 
 
+class _SyncWorkers:
+    """Daemon threads that run sync calls one after another, kept idle between calls.
+
+    A call takes an idle thread or starts one; a thread goes back to the idle list when its
+    call returns, and ends instead when `keep` are idle already. A call that never returns
+    keeps its thread (abandoned, as before), so the next call simply gets another.
+    """
+
+    def __init__(self, *, keep: int = 4) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+
+    def submit(self, job: Callable[[], None], *, name: str) -> None:
+        """Run `job` on a worker thread named `keel tool <name>` (not blocking)."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is not None:
+            inbox.put(partial(self._named, job, name))
+            return
+        inbox = queue.SimpleQueue()
+        inbox.put(partial(self._named, job, name))
+        threading.Thread(target=self._serve, args=(inbox,), name=f"keel tool {name}", daemon=True).start()
+
+    @staticmethod
+    def _named(job: Callable[[], None], name: str) -> None:
+        threading.current_thread().name = f"keel tool {name}"
+        job()
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            inbox.get()()  # a job never raises: its outcome goes to its future
+            with self._lock:
+                if len(self._idle) >= self._keep:
+                    return
+                self._idle.append(inbox)
+
+
+_SYNC_WORKERS = _SyncWorkers()
+"""One per process, like the tool loop: threads start at the first calls, never at import."""
+
+
 async def run_sync(fn: Callable[[], object], *, name: str, timeout_s: float) -> Outcome:
-    """Run `fn` on a daemon thread of its own; abandon it after `timeout_s`."""
+    """Run `fn` on a daemon worker thread; abandon it after `timeout_s`."""
     future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
     context = contextvars.copy_context()
 
@@ -93,7 +139,7 @@ async def run_sync(fn: Callable[[], object], *, name: str, timeout_s: float) -> 
             return
         future.set_result(context.run(_caught, fn))
 
-    threading.Thread(target=work, name=f"keel tool {name}", daemon=True).start()
+    _SYNC_WORKERS.submit(work, name=name)
     return await _wait(future, timeout_s)
 
 

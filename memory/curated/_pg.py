@@ -40,6 +40,7 @@ from memory.curated._backend import DocRead, DocTxn, text_hash
 from memory.curated._entries import FILE_NAMES, MemoryTarget
 from memory.curated._pending import PendingWrite, held_stamp, no_such_held_write, pending_write
 from memory.errors import StoreLockTimeout, StoreReadError, StoreWriteError
+from memory.pgpool import PoolRecipe, sync_pool
 from memory.provenance import Origin
 
 __all__ = ["CuratedPool", "PgCuratedBackend", "PgHeldWrites", "has_pgvector", "open_curated_pool"]
@@ -53,19 +54,7 @@ def open_curated_pool(url: str, schema: str, *, size: int, timeout_s: float) -> 
     Raises:
         StoreReadError: the server cannot be reached.
     """
-    pool: CuratedPool = psycopg_pool.ConnectionPool(
-        url,
-        kwargs={
-            "options": f'-c search_path="{schema}" -c client_min_messages=warning',
-            "connect_timeout": max(1, round(timeout_s)),
-        },
-        min_size=1,
-        max_size=size,
-        timeout=timeout_s,
-        open=False,
-        name=f"keel-curated-{schema}",
-        check=psycopg_pool.ConnectionPool.check_connection,  # a dropped connection is replaced at checkout
-    )
+    pool = sync_pool(PoolRecipe(url=url, store="curated", schema=schema, size=size, timeout_s=timeout_s))
     try:
         pool.open(wait=True, timeout=timeout_s)
     except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:

@@ -20,6 +20,7 @@ from psycopg.rows import TupleRow
 
 from memory._migrations import migrate_postgres
 from memory.errors import SessionSchemaError, SessionStoreError, SessionStoreUnavailableError
+from memory.pgpool import PoolRecipe, async_pool
 from memory.runs._schema import MIGRATIONS, VERSIONS_TABLE
 from memory.runs.contract import Row
 from memory.sessions import redact_url
@@ -97,15 +98,8 @@ class PgRunDb:
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
                 await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 await migrate_postgres(conn, MIGRATIONS, too_new=_too_new(schema), table=VERSIONS_TABLE)
-            pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
-                url,
-                kwargs={"options": options, "connect_timeout": timeout},
-                min_size=1,
-                max_size=pool_size,
-                timeout=connect_timeout_s,
-                open=False,
-                name=f"keel-serve-{schema}",
-                check=psycopg_pool.AsyncConnectionPool.check_connection,
+            pool = async_pool(
+                PoolRecipe(url=url, store="serve", schema=schema, size=pool_size, timeout_s=connect_timeout_s)
             )
             await pool.open(wait=True, timeout=connect_timeout_s)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:

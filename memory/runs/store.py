@@ -19,8 +19,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from typing import TypeGuard, get_args
 
-from memory.runs.contract import TERMINAL, Admission, NewRun, RunDb, RunEnd, RunEvent, RunRecord, Tx
+from memory.errors import SessionStoreCorruptError
+from memory.runs.contract import (
+    TERMINAL,
+    Admission,
+    NewRun,
+    RunDb,
+    RunEnd,
+    RunEvent,
+    RunRecord,
+    RunStatus,
+    Tx,
+)
 
 __all__ = ["IDEMPOTENCY_TTL_S", "RunStore"]
 
@@ -34,6 +46,20 @@ _COLUMNS = (
 _OPEN = "('queued', 'running')"
 
 
+def _is_status(text: str) -> TypeGuard[RunStatus]:
+    return text in get_args(RunStatus)
+
+
+def _status(value: object) -> RunStatus:
+    """A stored run's status (written only from `RunStatus` values, so another is damage)."""
+    text = str(value)
+    if not _is_status(text):
+        raise SessionStoreCorruptError(
+            f"a stored run has the unknown status {text!r}; the run store is damaged"
+        )
+    return text
+
+
 def _record(row: Sequence[object]) -> RunRecord:
     (rid, sid, uid, text, status, worker, created, updated, ended, output, code, message, cancel) = row
     return RunRecord(
@@ -41,7 +67,7 @@ def _record(row: Sequence[object]) -> RunRecord:
         session_id=str(sid),
         user_id=str(uid),
         input=str(text),
-        status=str(status),  # type: ignore[arg-type]  # written only from RunStatus values
+        status=_status(status),
         worker=str(worker),
         created_at=float(str(created)),
         updated_at=float(str(updated)),

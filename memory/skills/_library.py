@@ -18,8 +18,9 @@ Every method here blocks (it reads and writes files): async callers run them thr
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from memory.errors import (
     SkillBlockedError,
@@ -52,6 +53,8 @@ from memory.skills._types import (
 )
 
 __all__ = ["SkillLibrary"]
+
+T = TypeVar("T")
 
 _MAX_LISTED_FILES = 200
 _DESCRIPTION_FILE = "DESCRIPTION.md"
@@ -89,8 +92,16 @@ class SkillLibrary:
         """The trust tier of `category/name`."""
         return self._trust.get(f"{category}/{name}", self._default_trust)
 
+    def _held(self, work: Callable[[], T], *, change: bool) -> T:
+        """Run one library call (`change`: it writes). A tree on disk needs nothing around it;
+        a tree kept elsewhere (`_pg.PgSkillLibrary`) brings itself in around the call."""
+        return work()
+
     def scan(self) -> SkillScan:
         """Find every skill, validate and guard it; invalid or blocked ones become problems."""
+        return self._held(self._scan, change=False)
+
+    def _scan(self) -> SkillScan:
         locations, problems = self._walk()
         skills: list[Skill] = []
         for loc in locations:
@@ -116,6 +127,9 @@ class SkillLibrary:
             SkillNotFoundError: nothing matches.
             SkillConflictError: a bare name matches skills in several categories.
         """
+        return self._held(lambda: self._locate(ref), change=False)
+
+    def _locate(self, ref: str) -> SkillLocation:
         category, name = split_ref(ref)
         locations, _ = self._walk()
         matches = [
@@ -135,6 +149,9 @@ class SkillLibrary:
             SkillError: the reference or path is invalid or escapes the skill, the skill is
                 invalid or blocked by the guard for its tier, or the file is not UTF-8 text.
         """
+        return self._held(lambda: self._view(ref, file_path), change=False)
+
+    def _view(self, ref: str, file_path: str | None) -> SkillView:
         loc = self.locate(ref)
         skill = self._load(loc)
         if file_path is None or file_path == SKILL_FILE:
@@ -162,11 +179,11 @@ class SkillLibrary:
 
     def create(self, name: str, content: str, *, category: str | None = None) -> SkillChange:
         """Create `[category/]name/SKILL.md`; category None or `general` means the top level."""
-        return _manage.create(self, name, content, category=category)
+        return self._held(lambda: _manage.create(self, name, content, category=category), change=True)
 
     def edit(self, ref: str, content: str) -> SkillChange:
         """Rewrite a skill's SKILL.md completely."""
-        return _manage.edit(self, ref, content)
+        return self._held(lambda: _manage.edit(self, ref, content), change=True)
 
     def patch(
         self,
@@ -178,19 +195,24 @@ class SkillLibrary:
         replace_all: bool = False,
     ) -> SkillChange:
         """Replace a unique `old_string` (or every one, with `replace_all`) in SKILL.md or a file."""
-        return _manage.patch(self, ref, old_string, new_string, file_path=file_path, replace_all=replace_all)
+        return self._held(
+            lambda: _manage.patch(
+                self, ref, old_string, new_string, file_path=file_path, replace_all=replace_all
+            ),
+            change=True,
+        )
 
     def delete(self, ref: str) -> SkillChange:
         """Delete a skill directory (and its category directory if that becomes empty)."""
-        return _manage.delete(self, ref)
+        return self._held(lambda: _manage.delete(self, ref), change=True)
 
     def write_file(self, ref: str, file_path: str, content: str) -> SkillChange:
         """Create or overwrite a supporting file under references/, templates/, scripts/ or assets/."""
-        return _manage.write_file(self, ref, file_path, content)
+        return self._held(lambda: _manage.write_file(self, ref, file_path, content), change=True)
 
     def remove_file(self, ref: str, file_path: str) -> SkillChange:
         """Remove a supporting file (and any directories it leaves empty)."""
-        return _manage.remove_file(self, ref, file_path)
+        return self._held(lambda: _manage.remove_file(self, ref, file_path), change=True)
 
     # ---------------------------------------------------------------- internals
 

@@ -7,7 +7,8 @@ unchanged on real files. Each operation runs in one transaction on one connectio
 
 1. take the scope's transaction-level advisory lock (writers on every worker are ordered),
 2. rewrite the cache from the rows (another worker's changes arrive here),
-3. run the library's own method on the cache,
+3. run the library's own method on the cache (the library calls `_held` around each of its
+   methods; this class makes that the transaction),
 4. for a change: replace the scope's rows with the cache's files, then commit.
 
 A change the library refuses (guard, validation) raises before step 4, the transaction rolls
@@ -32,7 +33,6 @@ from psycopg.rows import TupleRow
 
 from memory.errors import SkillStorageError
 from memory.skills._library import SkillLibrary
-from memory.skills._types import SkillChange, SkillLocation, SkillScan, SkillView
 
 __all__ = ["PgSkillLibrary"]
 
@@ -112,7 +112,9 @@ class PgSkillLibrary(SkillLibrary):
                 [(self.scope, rel, content) for rel, content in sorted(_files(self.root).items())],
             )
 
-    def _run(self, work: Callable[[], T], *, change: bool) -> T:
+    def _held(self, work: Callable[[], T], *, change: bool) -> T:
+        # The library's calls nest (a write locates its skill first): the outermost one holds
+        # the tree, the inner ones run inside it.
         if getattr(self._inside, "active", False):
             return work()
         self._inside.active = True
@@ -136,45 +138,3 @@ class PgSkillLibrary(SkillLibrary):
                 f"the PostgreSQL server failed while using the skills of {self.scope!r} ({exc}); nothing was "
                 "changed. Check that it is up (storage.url), then retry."
             ) from exc
-
-    def scan(self) -> SkillScan:
-        return self._run(super().scan, change=False)
-
-    def locate(self, ref: str) -> SkillLocation:
-        return self._run(lambda: super(PgSkillLibrary, self).locate(ref), change=False)
-
-    def view(self, ref: str, file_path: str | None = None) -> SkillView:
-        return self._run(lambda: super(PgSkillLibrary, self).view(ref, file_path), change=False)
-
-    def create(self, name: str, content: str, *, category: str | None = None) -> SkillChange:
-        return self._run(
-            lambda: super(PgSkillLibrary, self).create(name, content, category=category), change=True
-        )
-
-    def edit(self, ref: str, content: str) -> SkillChange:
-        return self._run(lambda: super(PgSkillLibrary, self).edit(ref, content), change=True)
-
-    def patch(
-        self,
-        ref: str,
-        old_string: str,
-        new_string: str,
-        *,
-        file_path: str | None = None,
-        replace_all: bool = False,
-    ) -> SkillChange:
-        return self._run(
-            lambda: super(PgSkillLibrary, self).patch(
-                ref, old_string, new_string, file_path=file_path, replace_all=replace_all
-            ),
-            change=True,
-        )
-
-    def delete(self, ref: str) -> SkillChange:
-        return self._run(lambda: super(PgSkillLibrary, self).delete(ref), change=True)
-
-    def write_file(self, ref: str, file_path: str, content: str) -> SkillChange:
-        return self._run(lambda: super(PgSkillLibrary, self).write_file(ref, file_path, content), change=True)
-
-    def remove_file(self, ref: str, file_path: str) -> SkillChange:
-        return self._run(lambda: super(PgSkillLibrary, self).remove_file(ref, file_path), change=True)

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from harness.errors import LocalModelError
-from harness.models.base import ModelTextDelta, ReplyDone
 from harness.models.factory import local_client
 from harness.models.local import LocalModel, find_weights, start_local_model
-from harness.types import Message, ModelReply, ModelRequest, ToolSpec
+from harness.types import Message, ModelRequest, ToolSpec
 from memory import memory_tool_schema
 from prompts._text import load_text
+from tests.harness.models.recorder import stream_all
 
 
 def _memory_tool() -> ToolSpec:
@@ -77,17 +77,9 @@ async def test_a_forced_memory_call_streams_as_a_tool_call_with_unescaped_text(
         max_tokens=120,
         temperature=0.0,
     )
-    done: ModelReply | None = None
-    deltas: list[str] = []
     async with httpx.AsyncClient(timeout=300) as http:
         client = local_client(http, local_model.base_url, local_model.model, 300, api_key=local_model.api_key)
-        async with client.stream(request) as events:
-            async for ev in events:
-                if isinstance(ev, ModelTextDelta):
-                    deltas.append(ev.text)
-                elif isinstance(ev, ReplyDone):
-                    done = ev.reply
-    assert done is not None
+        deltas, done = await stream_all(client, request)
     (call,) = done.message.tool_calls
     assert call.name == "memory"
     args = json.loads(call.arguments)  # grammar-constrained: always one JSON object

@@ -22,24 +22,15 @@ from harness.events import (
     TurnEnded,
     Warning,
 )
-from harness.loop.session import Session
 from harness.models.factory import local_client
 from harness.models.local import LocalModel
-from harness.testing import config
+from harness.testing import config, run_turn
 from harness.tools import ToolRegistry
 from harness.trace import read_trace
 from harness.types import Message, ModelRequest, ToolCall
 from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, MemoryTool, memory_tool_schema
 from prompts._text import load_text
-
-
-async def _turn(session: Session, text: str) -> list[Event]:
-    events: list[Event] = []
-    async with session.run_turn(text) as stream:
-        async for ev in stream:
-            events.append(ev)
-    return events
 
 
 def _cfg(**extra: str) -> KeelConfig:
@@ -66,7 +57,7 @@ async def test_a_three_turn_session_with_the_memory_tool_completes(
                 "Save this in your memory: my cat is called Miso.",
                 "What do you remember about me?",
             ):
-                events = await _turn(session, text)
+                events = await run_turn(session, text)
                 all_events += events
                 assert isinstance(events[-1], TurnEnded)
             transcript = session.transcript
@@ -166,7 +157,9 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
                 "deserts",
             ]
             for topic in topics:
-                events += await _turn(session, f"Tell me three facts about {topic}, in two sentences each.")
+                events += await run_turn(
+                    session, f"Tell me three facts about {topic}, in two sentences each."
+                )
                 if any(isinstance(e, CompressionFinished) and e.new_session_id for e in events):
                     break
             finished = [e for e in events if isinstance(e, CompressionFinished) and e.new_session_id]
@@ -181,7 +174,7 @@ async def test_a_small_window_compresses_with_flush_and_keeps_answering(
             assert flushed or warned, [e for e in events if isinstance(e, Warning)]
             assert finished[0].messages_after < finished[0].messages_before
             assert session.session_id != first_id
-            after = await _turn(session, "Thanks. One more fact about tea, please.")
+            after = await run_turn(session, "Thanks. One more fact about tea, please.")
             assert isinstance(after[-1], TurnEnded)
             assert any(m.summary for m in session.transcript)
     trace = session.handles.trace_path

@@ -42,7 +42,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -62,6 +62,7 @@ from harness.models.local._reply import ParsedCall, parse_reply
 __all__ = ["MAX_DEPTH", "ServerLimits", "build_app", "hold_back"]
 
 JsonDict = dict[str, JsonValue]
+Handler = Callable[[Request], Awaitable[Response]]
 MAX_DEPTH = 64
 """The deepest JSON nesting a request may have (a chat request needs about 8)."""
 KEEPALIVE_PIECES = 16
@@ -386,11 +387,11 @@ def build_app(engine: Engine, *, token: str, limits: ServerLimits | None = None)
             if not streaming:
                 admitted[0] -= 1
 
-    def guarded(route: object) -> object:
+    def guarded(route: Handler) -> Handler:
         async def handler(request: Request) -> Response:
             if not _authorized(request, token):
                 return _error(401, "missing or wrong bearer token", "authentication_error")
-            return await route(request)  # type: ignore[operator, no-any-return]  # one of the routes above
+            return await route(request)
 
         return handler
 
@@ -402,9 +403,9 @@ def build_app(engine: Engine, *, token: str, limits: ServerLimits | None = None)
 
     return Starlette(
         routes=[
-            Route("/v1/models", guarded(models), methods=["GET"]),  # type: ignore[arg-type]  # a handler
-            Route("/health", guarded(health), methods=["GET"]),  # type: ignore[arg-type]  # a handler
-            Route("/v1/chat/completions", guarded(chat), methods=["POST"]),  # type: ignore[arg-type]  # a handler
+            Route("/v1/models", guarded(models), methods=["GET"]),
+            Route("/health", guarded(health), methods=["GET"]),
+            Route("/v1/chat/completions", guarded(chat), methods=["POST"]),
         ],
         exception_handlers={Exception: failed},
     )

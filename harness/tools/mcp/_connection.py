@@ -33,7 +33,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
-from typing import TextIO, TypeVar, cast
+from typing import Literal, TextIO, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -328,22 +328,27 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def _env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+def _from_environ(
+    config: McpServerConfig,
+    what: Literal["env", "header"],
+    names: Mapping[str, str],
+    environ: Mapping[str, str],
+) -> dict[str, str]:
+    """`names` (key → the variable holding its value) with each value read from `environ`."""
     out: dict[str, str] = {}
-    for key, var in config.env.items():
+    for key, var in names.items():
         if var not in environ:
-            raise ConfigError(f"mcp server {config.name!r}: env {key} names ${var}, which is not set")
+            raise ConfigError(f"mcp server {config.name!r}: {what} {key} names ${var}, which is not set")
         out[key] = environ[var]
     return out
+
+
+def _env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    return _from_environ(config, "env", config.env, environ)
 
 
 def _headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, var in config.headers.items():
-        if var not in environ:
-            raise ConfigError(f"mcp server {config.name!r}: header {key} names ${var}, which is not set")
-        out[key] = environ[var]
-    return out
+    return _from_environ(config, "header", config.headers, environ)
 
 
 async def _open_session(

@@ -62,6 +62,14 @@ def _error_body(request_id: int | str, message: str) -> bytes:
     return json.dumps(error).encode()
 
 
+def _body(response: httpx2.Response) -> httpx2.AsyncByteStream:
+    """The body of a response from the inner (async) transport, which is always an async stream."""
+    stream = response.stream
+    if not isinstance(stream, httpx2.AsyncByteStream):
+        raise TypeError(f"an async transport answered with a {type(stream).__name__}")
+    return stream
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -179,12 +187,12 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             return self._answer(request, request_id, f"the request failed ({_describe(exc)})")
         kind = response.headers.get("content-type", "").lower()
         if request_id is not None and kind.startswith("text/event-stream"):
-            body: httpx2.AsyncByteStream = _SseBody(response.stream, request_id, self._limits, self._server)  # type: ignore[arg-type]  # an async transport's stream
+            body = _SseBody(_body(response), request_id, self._limits, self._server)
             return httpx2.Response(
                 response.status_code, headers=response.headers, stream=body, request=request
             )
         if request_id is None:
-            quiet = _QuietBody(response.stream, self._server)  # type: ignore[arg-type]  # an async transport's stream
+            quiet = _QuietBody(_body(response), self._server)
             return httpx2.Response(
                 response.status_code, headers=response.headers, stream=quiet, request=request
             )
@@ -199,7 +207,7 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
         failure: str | None = None
         try:
             with anyio.fail_after(self._limits.timeout_s):
-                async for chunk in response.stream:  # type: ignore[union-attr]  # an async transport's stream
+                async for chunk in _body(response):
                     meter.count(chunk)
                     parts.append(chunk)
         except TimeoutError:

@@ -45,6 +45,7 @@ __all__ = [
     "MiniLm",
     "MiniLmEmbedder",
     "ModelCache",
+    "OnnxSession",
     "PinnedFile",
     "embedder_unavailable_reason",
 ]
@@ -200,7 +201,15 @@ class ModelCache(Generic[K, V]):
             return model
 
 
-MiniLm: TypeAlias = "tuple[object, Tokenizer]"
+class OnnxSession(Protocol):
+    """What the embedder calls on an `onnxruntime.InferenceSession` (onnxruntime ships no types)."""
+
+    def run(self, outputs: None, feeds: dict[str, NDArray[np.int64]], /) -> Sequence[object]:
+        """The model's outputs for `feeds` (`None`: every output)."""
+        ...
+
+
+MiniLm: TypeAlias = "tuple[OnnxSession, Tokenizer]"
 """A loaded MiniLM: the ONNX inference session (safe to run from many threads) and its tokenizer."""
 
 
@@ -275,7 +284,7 @@ class MiniLmEmbedder:
             out[batch] = self._embed_batch(session, tokenizer, [texts[i] for i in batch])
         return out
 
-    def _embed_batch(self, session: object, tokenizer: Tokenizer, texts: list[str]) -> Vectors:
+    def _embed_batch(self, session: OnnxSession, tokenizer: Tokenizer, texts: list[str]) -> Vectors:
         encodings = tokenizer.encode_batch(texts)
         width = max(1, max(len(e.ids) for e in encodings))
         ids = np.zeros((len(texts), width), dtype=np.int64)
@@ -285,7 +294,7 @@ class MiniLmEmbedder:
             mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
-            hidden = np.asarray(session.run(None, feeds)[0], dtype=np.float32)  # type: ignore[attr-defined]  # onnxruntime is untyped
+            hidden = np.asarray(session.run(None, feeds)[0], dtype=np.float32)
         except Exception as exc:
             raise EmbedderError(f"the embedding model failed: {exc}") from exc
         weights = mask[..., None].astype(np.float32)

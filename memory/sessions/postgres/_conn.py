@@ -20,6 +20,7 @@ from psycopg.rows import TupleRow
 
 from memory.errors import SessionStoreBusyError, SessionStoreError, SessionStoreUnavailableError
 from memory.pglog import redact_url
+from memory.pgpool import PoolRecipe, async_pool
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S",
@@ -105,22 +106,15 @@ async def open_pool(
     target: PgTarget, *, size: int, timeout_s: float, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 ) -> psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]]:
     """A pool of `size` connections with the store's schema on their `search_path` and a
-    bounded lock wait (`lock_timeout`)."""
-    pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[TupleRow]] = (
-        psycopg_pool.AsyncConnectionPool(
-            target.url,
-            kwargs={
-                "options": _options(f'"{target.schema}"', lock_timeout_s),
-                "connect_timeout": max(1, round(timeout_s)),
-            },
-            min_size=1,
-            max_size=size,
-            timeout=timeout_s,
-            open=False,
-            name=f"keel-sessions-{target.schema}",
-            # A connection the server dropped (a restart, a network cut) is found and replaced
-            # at checkout, so the first turn after the server is back works: one round trip each.
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
+    bounded lock wait (`lock_timeout`); dropped connections are replaced at checkout."""
+    pool = async_pool(
+        PoolRecipe(
+            url=target.url,
+            store="sessions",
+            schema=target.schema,
+            size=size,
+            timeout_s=timeout_s,
+            lock_timeout_s=lock_timeout_s,  # see `_options`
         )
     )
     try:

@@ -64,7 +64,9 @@ async def test_chat_never_shows_template_markup_or_a_call_written_as_text(
 ) -> None:
     model = ScriptedModel(
         [
-            say('I will save it. {"name": "memory", "arguments": {"target": "user", "content": "neovim"}}'),
+            say(
+                'I will save it. {"name": "memory", "arguments": {"target": "user", "content": "neo'
+            ),  # cut short
             say("<|im_start|>assistant\nSaved."),
             say("Noted: you use neovim."),
         ],

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +10,7 @@ import pytest
 import yaml
 
 from harness.cli import main
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.subprocesses import run_python
 
 SCENARIO = {
     "name": "tiny",
@@ -152,31 +148,23 @@ def test_experiment_policies_on_synthetic_turns_shows_frozen_far_above_live(
     tmp_path: Path, home: Path
 ) -> None:
     out = tmp_path / "exp.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "KEEL_HOME": str(home)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "experiment",
-            "policies",
-            "synthetic-200",
-            "--turns",
-            "60",
-            "--out",
-            str(tmp_path / "runs"),
-            "--json",
-            str(out),
-            "--plot",
-            str(tmp_path / "p.png"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    run_python(
+        "-m",
+        "harness",
+        "experiment",
+        "policies",
+        "synthetic-200",
+        "--turns",
+        "60",
+        "--out",
+        str(tmp_path / "runs"),
+        "--json",
+        str(out),
+        "--plot",
+        str(tmp_path / "p.png"),
+        env={"KEEL_HOME": str(home)},
+        timeout_s=300,
     )
-    assert done.returncode == 0, done.stderr
     arms = {a["label"]: a for a in json.loads(out.read_text(encoding="utf-8"))["arms"]}
     assert set(arms) == {"frozen", "invalidate_on_write", "live"}
     frozen, live = arms["frozen"], arms["live"]

@@ -18,6 +18,12 @@ def keel(home: Path, *argv: str) -> int:
     return main(["--home", str(home), *argv])
 
 
+def output(capsys: pytest.CaptureFixture[str], home: Path, *argv: str) -> str:
+    """What a successful `keel` run printed (it must exit 0)."""
+    assert keel(home, *argv) == 0
+    return capsys.readouterr().out
+
+
 def write_config(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
@@ -31,8 +37,7 @@ def test_add_then_show_prints_the_block_with_a_correct_gauge(
 ) -> None:
     assert keel(home, "memory", "add", "memory", "User prefers dark mode") == 0
     assert "MEMORY.md: 1% — 22/2,200 chars, 1 entry" in capsys.readouterr().out
-    assert keel(home, "memory", "show", "memory") == 0
-    out = capsys.readouterr().out
+    out = output(capsys, home, "memory", "show", "memory")
     assert out == (
         "══════════════════════════════════════════════\n"
         "MEMORY (your personal notes) [1% — 22/2,200 chars]\n"
@@ -47,8 +52,7 @@ def test_show_without_a_target_shows_both_and_says_when_one_is_empty(
 ) -> None:
     assert keel(home, "memory", "add", "user", "Name is Ada") == 0
     capsys.readouterr()
-    assert keel(home, "memory", "show") == 0
-    out = capsys.readouterr().out
+    out = output(capsys, home, "memory", "show")
     assert "(MEMORY.md is empty; add with `keel memory add memory TEXT`)" in out
     assert "USER PROFILE (who the user is) [0% — 11/1,375 chars]" in out
 
@@ -57,8 +61,7 @@ def test_list_numbers_the_entries_with_usage(home: Path, capsys: pytest.CaptureF
     keel(home, "memory", "add", "memory", "Project uses uv")
     keel(home, "memory", "add", "memory", "Tests: pytest -q\nLint: ruff")
     capsys.readouterr()
-    assert keel(home, "memory", "list", "memory") == 0
-    out = capsys.readouterr().out
+    out = output(capsys, home, "memory", "list", "memory")
     assert out == (
         "MEMORY.md (memory): 2% — 45/2,200 chars, 2 entries\n"
         "  1. Project uses uv\n"
@@ -77,8 +80,7 @@ def test_remove_deletes_the_matching_entry(home: Path, capsys: pytest.CaptureFix
 
 
 def test_path_prints_the_directory_and_files(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert keel(home, "memory", "path") == 0
-    out = capsys.readouterr().out
+    out = output(capsys, home, "memory", "path")
     assert f"memories       {home / 'memories'}\n" in out
     assert f"MEMORY.md      {home / 'memories' / 'MEMORY.md'}\n" in out
     assert f"USER.md        {home / 'memories' / 'USER.md'}\n" in out
@@ -223,8 +225,7 @@ def test_held_writes_are_listed_confirmed_into_the_store_and_discarded(
     pending = PendingWrites(home / "memories")
     pending.hold("user", "User's payee is ACME Holdings.", "fetched")
     pending.hold("memory", "Deploy key rotates on Mondays.", "tool_result")
-    assert keel(home, "memory", "pending") == 0
-    out = capsys.readouterr().out
+    out = output(capsys, home, "memory", "pending")
     assert "2 memory write(s) held" in out and "1. USER.md, from a fetched document" in out
     assert keel(home, "memory", "confirm", "1") == 0
     assert "Saved: User's payee is ACME Holdings." in capsys.readouterr().out

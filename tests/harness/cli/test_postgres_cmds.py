@@ -8,9 +8,6 @@ the next session.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
@@ -18,9 +15,9 @@ from harness.wiring import SessionOptions, open_session
 from harness.wiring.scoped import skill_library
 from harness.wiring.stores import open_place
 from memory import Principal
+from tests.conftest import on_postgres
 from tests.harness.wiring.test_provenance_wiring import DERIVED, SKILL
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.subprocesses import run_python
 
 
 def write_config(path: Path, url: str, schema: str) -> Path:
@@ -40,18 +37,9 @@ def write_config(path: Path, url: str, schema: str) -> Path:
 def keel(cfg: Path, home: Path, *argv: str, user: str = "ada") -> str:
     """Run `keel --config CFG --home HOME --user USER ARGV...` as a process; its stdout (it must
     succeed)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("KEEL_CONFIG", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "--config", str(cfg), "--home", str(home), "--user", user, *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run_python(
+        "-m", "harness", "--config", str(cfg), "--home", str(home), "--user", user, *argv
+    ).stdout
 
 
 def test_memory_added_from_three_homes_is_shown_on_a_fourth(
@@ -79,9 +67,7 @@ async def test_a_write_held_on_one_worker_is_confirmed_from_another_home_and_rea
 ) -> None:
     cfg_path = write_config(tmp_path / "keel.yaml", postgres_url, pg_schema)
     cfg = config(
-        storage__backend="postgres",
-        storage__url=postgres_url,
-        storage__pg_schema=pg_schema,
+        **on_postgres(postgres_url, pg_schema),
         scope__user="ada",
         memory__untrusted_writes="hold",
         memory__meaning_check="never",

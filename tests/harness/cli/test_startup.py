@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +19,7 @@ import pytest
 from harness.cli import build_parser
 from harness.cli._app import _selected
 from harness.cli.commands import COMMANDS
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.subprocesses import run_python
 
 HEAVY = (
     "mcp",
@@ -60,19 +56,7 @@ print(json.dumps({"code": code, "loaded": loaded}))
 
 
 def _run(argv: list[str], home: Path) -> dict[str, object]:
-    env = {**os.environ, "KEEL_HOME": str(home), "PYTHONPATH": str(REPO)}
-    env.pop("KEEL_CONFIG", None)
-    done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, *argv],
-        input=json.dumps(HEAVY),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_python("-c", _SCRIPT, *argv, env={"KEEL_HOME": str(home)}, cwd=home, stdin=json.dumps(HEAVY))
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     result["out"] = done.stdout
     return result

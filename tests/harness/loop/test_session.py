@@ -304,7 +304,7 @@ async def test_an_empty_reply_is_asked_again_once_then_reported() -> None:
 
 
 async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -> None:
-    leaked = 'Saving: {"name": "memory", "arguments": {"target": "user", "content": "x"}}'
+    leaked = 'Saving: {"name": "memory", "arguments": {"target": "user", "content": "x"'  # cut short
     model = ScriptedModel([say(leaked), say("<|im_start|>assistant"), say("Noted.")])
     async with make_session(model, memory=FakeMemory()) as session:
         events = await run_turn(session, "I use neovim")
@@ -317,6 +317,23 @@ async def test_a_call_written_as_text_is_a_refused_call_and_never_the_answer() -
     assert not any(leaked in m.content or "<|im_start|>" in m.content for m in transcript)
     # the model heard why: its next request carried the refusal
     assert "could not be read" in model.requests[1].messages[-1].content
+
+
+async def test_a_readable_call_inside_prose_runs_as_the_call_it_means() -> None:
+    # Qwen2.5-Coder-1.5B copies its template's doubled braces and talks around the call
+    written = (
+        'I will save it.\n{{"name": "memory", "arguments": {"target": "user", "content": "Uses neovim"}}}'
+    )
+    model = ScriptedModel([say(written), say("I'll remember that.")])
+    memory = FakeMemory()
+    async with make_session(model, memory=memory) as session:
+        events = await run_turn(session, "I use neovim")
+        transcript = session.transcript
+    results = [e for e in events if isinstance(e, ToolResultReady)]
+    assert [(r.name, r.is_error) for r in results] == [("memory", False)]
+    assert transcript[1].tool_calls[0].name == "memory" and not transcript[1].content
+    shown = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert shown == "I will save it.\nI'll remember that."
 
 
 @pytest.mark.parametrize("chunks", [1, 7, 400])

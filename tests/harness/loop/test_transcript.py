@@ -4,10 +4,7 @@ when a turn's deferred rows are written."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-import anyio
 
 from harness.events import Warning
 from harness.loop.transcript import SAVE_AFTER_S, Transcript
@@ -16,16 +13,7 @@ from harness.tools import RawTool, ToolOutput
 from harness.types import Message, ToolCall, ToolSpec
 from harness.wiring.memory_bridge import DbRecorder
 from memory import LockRetryPolicy, SessionDB
-
-HOLDER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-conn.close()
-"""
+from tests.memory.sessions.lockholder import exclusive_lock
 
 
 async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_it_frees(
@@ -37,10 +25,7 @@ async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_i
     try:
         async with make_session(model, recorder=DbRecorder(db, source="test")) as s:
             await run_turn(s, "before the lock")
-            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
-            try:
-                assert holder.stdout is not None and holder.stdin is not None
-                assert (await holder.stdout.receive()).strip() == b"locked"
+            async with exclusive_lock(path, mode="IMMEDIATE"):
                 locked = await run_turn(s, "while it is locked")
                 warnings = [e.message for e in locked if isinstance(e, Warning)]
                 assert len(warnings) >= 1 and "kept in memory" in warnings[0]
@@ -49,12 +34,6 @@ async def test_a_locked_store_keeps_every_message_and_saves_them_in_order_when_i
                     "before the lock",
                     "one",
                 ]
-            finally:
-                assert holder.stdin is not None
-                await holder.stdin.send(b"go\n")
-                await holder.stdin.aclose()
-                with anyio.fail_after(30):
-                    await holder.wait()
             after = await run_turn(s, "after the lock")
             assert not [e for e in after if isinstance(e, Warning)]
             stored = [m.message.content for m in await db.get_messages(s.session_id)]
@@ -81,17 +60,8 @@ async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_poi
             model, cfg=cfg, recorder=DbRecorder(db, source="test"), extra_tools=[tool]
         ) as s:
             await run_turn(s, "before the lock")
-            holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
-            try:
-                assert holder.stdout is not None and holder.stdin is not None
-                assert (await holder.stdout.receive()).strip() == b"locked"
+            async with exclusive_lock(path, mode="IMMEDIATE"):
                 await run_turn(s, "dump the log")
-            finally:
-                assert holder.stdin is not None
-                await holder.stdin.send(b"go\n")
-                await holder.stdin.aclose()
-                with anyio.fail_after(30):
-                    await holder.wait()
             kept = next(m for m in s.transcript if m.role == "tool")
             await run_turn(s, "after the lock")
             stored = [m.message.content for m in await db.get_messages(s.session_id)]

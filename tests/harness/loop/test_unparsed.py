@@ -33,6 +33,7 @@ LEAKS = [
     ('Calling:\n```json\n{"name": "memory", "arguments": {}}\n```', "Calling:\n"),
     ("Let me <tool_call>{}</tool_call>", "Let me "),
     ('{"name": "add", "arguments": {"target": "user", "content": "Name: Ana"}}', ""),  # no such tool
+    ('Saving.\n{{"name": "memory", "arguments": {}}}', "Saving.\n"),  # the template's doubled braces
 ]
 
 
@@ -110,8 +111,23 @@ def test_a_readable_call_is_salvaged_only_when_its_intent_is_unambiguous() -> No
         "memory",
         {"action": "add", "target": "user", "content": "Ana"},
     )
+    # what a small model writes around a call it means: prose, the template's doubled
+    # braces, tags spelled as text, text run on after it, an MCP tool without its prefix
+    written = [
+        'Saving: {"name": "grep", "arguments": {}}',
+        'To find it I will call grep.\n```json\n{"name": "grep", "arguments": {}}\n```\nThen I read it.',
+        '{{"name": "grep", "arguments": {}}}',
+        '<tool_call>\n{"name": "grep", "arguments": {}}\n</tool_call>',
+        '{"name": "grep", "arguments": {}}}\n```',
+        '{"name": "proj__grep", "arguments": {}}',
+    ]
+    for text in written:
+        assert salvage(text, memory, _spec("proj__grep")) == ("proj__grep", {}), text
+    assert salvage('{"name": "grep", "arguments": {}}', _spec("a__grep"), _spec("b__grep")) is None  # which?
     refused = [
-        'Saving: {"name": "grep", "arguments": {}}',  # prose around it: refused, not run
+        'Saving: {"name": "add", "arguments": {"target": "user"}}',  # an action's name, inside prose
+        '{"name": "grep", "arguments": {}} and {"name": "grep", "arguments": {"content": "y"}}',  # two
+        '{"name": "nothing", "arguments": {}}',  # no such tool or action
         '{"name": "add", "arguments": {"colour": "red"}}',  # arguments the tool does not take
         '{"name": "add", "arguments": {"action": "remove", "content": "x"}}',  # two actions
         '{"name": "grep", "arguments": {}, "id": 3}',  # not the shape of a call

@@ -1,4 +1,5 @@
-"""`Recorder`: the MockTransport handler the model-client tests answer requests with."""
+"""`Recorder`: the MockTransport handler the model-client tests answer requests with, and
+`stream_all`, which reads one streamed reply to its end."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import json
 
 import httpx
 
-from harness.types import JsonObject
+from harness.models import ModelClient, ModelTextDelta, ReplyDone
+from harness.types import JsonObject, ModelReply, ModelRequest
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "stream_all"]
 
 
 class Recorder:
@@ -27,3 +29,15 @@ class Recorder:
         result = json.loads(self.requests[n].content)
         assert isinstance(result, dict)
         return result
+
+
+async def stream_all(client: ModelClient, request: ModelRequest) -> tuple[list[str], ModelReply]:
+    """The text deltas and the final reply of one streamed request."""
+    texts: list[str] = []
+    async with client.stream(request) as events:
+        async for event in events:
+            if isinstance(event, ModelTextDelta):
+                texts.append(event.text)
+            elif isinstance(event, ReplyDone):
+                return texts, event.reply
+    raise AssertionError("no ReplyDone")

@@ -18,11 +18,8 @@ def request(text: str) -> ModelRequest:
 
 
 async def events_of(model: ScriptedModel, req: ModelRequest) -> list[ModelEvent]:
-    out: list[ModelEvent] = []
     async with model.stream(req) as events:
-        async for event in events:
-            out.append(event)
-    return out
+        return [event async for event in events]
 
 
 async def test_replies_follow_the_script_and_every_request_is_recorded() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
@@ -11,7 +12,7 @@ from pydantic import BaseModel, Field
 from harness.tools.arguments import MAX_ARGUMENT_DEPTH, ArgumentsError, parse_arguments
 from harness.tools.cut import capped_result
 from harness.tools.registry import FunctionTool, RawTool, ToolOutput, ToolRegistry
-from harness.types import ToolCall, ToolSpec
+from harness.types import ToolCall, ToolResult, ToolSpec
 
 
 class EchoArgs(BaseModel):
@@ -27,6 +28,14 @@ def _registry(*, timeout_s: float = 60.0) -> ToolRegistry:
     reg = ToolRegistry(timeout_s=timeout_s)
     reg.add(FunctionTool("echo", "Repeat text.", EchoArgs, _echo))
     return reg
+
+
+async def _call_alone(fn: Callable[[str], Awaitable[ToolOutput]], *, timeout_s: float = 60.0) -> ToolResult:
+    """Call `fn` (as a raw tool of its own name, with `{}`) in a registry of its own."""
+    reg = ToolRegistry(timeout_s=timeout_s)
+    reg.add(RawTool(ToolSpec(fn.__name__, "A tool under test."), fn))
+    res, _ = await reg.run(ToolCall("1", fn.__name__, "{}"))
+    return res
 
 
 async def test_valid_arguments_reach_the_function() -> None:
@@ -58,9 +67,7 @@ async def test_a_crashing_tool_is_reported_not_raised() -> None:
     async def boom(_: str) -> ToolOutput:
         raise RuntimeError("disk on fire")
 
-    reg = ToolRegistry()
-    reg.add(RawTool(ToolSpec("boom", "Explodes."), boom))
-    res, _ = await reg.run(ToolCall("1", "boom", "{}"))
+    res = await _call_alone(boom)
     assert res.is_error and "disk on fire" in res.content
 
 
@@ -69,9 +76,7 @@ async def test_a_slow_tool_times_out_into_an_error_result() -> None:
         await anyio.sleep(30)
         return ToolOutput("never")
 
-    reg = ToolRegistry(timeout_s=0.05)
-    reg.add(RawTool(ToolSpec("slow", "Sleeps."), slow))
-    res, _ = await reg.run(ToolCall("1", "slow", "{}"))
+    res = await _call_alone(slow, timeout_s=0.05)
     assert res.is_error and "timed out" in res.content
 
 
@@ -99,9 +104,7 @@ async def test_fence_tags_in_tool_output_are_stripped() -> None:
     async def leaky(_: str) -> ToolOutput:
         return ToolOutput("data </memory-context> more")
 
-    reg = ToolRegistry()
-    reg.add(RawTool(ToolSpec("leaky", "Leaks."), leaky))
-    res, _ = await reg.run(ToolCall("1", "leaky", "{}"))
+    res = await _call_alone(leaky)
     assert "memory-context" not in res.content
 
 

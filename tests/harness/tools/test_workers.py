@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from harness.events import Warning
 from harness.tools.functions import python_tool, tool
 from harness.tools.registry import RawTool, ToolOutput, ToolRegistry
+from harness.tools.workers import run_sync
 from harness.types import ToolCall, ToolSpec
 
 
@@ -115,6 +117,31 @@ async def test_an_async_tool_that_yields_is_not_reported_as_blocking() -> None:
 
     out = await python_tool(patient)("{}")
     assert out.content == "ok" and out.events == ()
+
+
+async def test_sync_calls_reuse_a_daemon_thread_and_one_that_hangs_is_left_behind() -> None:
+    release = threading.Event()
+    seen: list[threading.Thread] = []
+
+    def where() -> str:
+        seen.append(threading.current_thread())
+        return "here"
+
+    def hang() -> str:
+        seen.append(threading.current_thread())
+        release.wait(30)
+        return "late"
+
+    first = await run_sync(where, name="where", timeout_s=5)
+    second = await run_sync(where, name="where", timeout_s=5)
+    stuck = await run_sync(hang, name="hang", timeout_s=0.2)
+    third = await run_sync(where, name="where", timeout_s=5)  # does not wait behind the hung call
+    release.set()
+    assert (first.value, second.value, third.value) == ("here", "here", "here")
+    assert stuck.timed_out
+    assert seen[0] is seen[1]  # one thread served both calls: no thread started per call
+    assert seen[3] is not seen[2]  # the hung call kept its thread; the next call got another
+    assert all(t.daemon for t in seen)  # never joined at exit
 
 
 _CHAT = """

@@ -10,10 +10,11 @@ import anyio
 
 from harness.config import KeelConfig
 from harness.events import MemoryWritten, RecallAttached, Warning
-from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
+from harness.testing import FakeTokenizer, ScriptedModel, StepLike, call_tool, config, run_turn, say
 from harness.trace import read_trace
 from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, SessionDB
+from tests.harness.wiring.compressing import BY_HAND, compress_after_four_turns
 
 SKILL = """---
 name: brew-tea
@@ -64,15 +65,20 @@ async def test_a_scripted_session_writes_memory_db_rows_and_a_trace(home: Path) 
     assert [t.name for t in records[0].tools][:2] == ["memory", "session_search"]
 
 
-async def test_fifty_turns_under_frozen_keep_the_prefix_byte_identical_and_append_only(home: Path) -> None:
-    script = []
-    for turn in range(50):
+def _saving_every_fifth_turn(turns: int) -> ScriptedModel:
+    """A model that answers `turns` turns and adds `fact N` to memory in every fifth one."""
+    script: list[StepLike] = []
+    for turn in range(turns):
         if turn % 5 == 4:
             script.append(
                 call_tool("memory", {"action": "add", "target": "memory", "content": f"fact {turn}"})
             )
         script.append(say(f"answer {turn}"))
-    model = ScriptedModel(script)
+    return ScriptedModel(script)
+
+
+async def test_fifty_turns_under_frozen_keep_the_prefix_byte_identical_and_append_only(home: Path) -> None:
+    model = _saving_every_fifth_turn(50)
     async with open_session(config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         for turn in range(50):
             await run_turn(s, f"question {turn}")
@@ -88,14 +94,7 @@ async def test_fifty_turns_under_frozen_keep_the_prefix_byte_identical_and_appen
 
 
 async def test_under_live_the_system_prompt_changes_after_each_write(home: Path) -> None:
-    script = []
-    for turn in range(15):
-        if turn % 5 == 4:
-            script.append(
-                call_tool("memory", {"action": "add", "target": "memory", "content": f"fact {turn}"})
-            )
-        script.append(say(f"answer {turn}"))
-    model = ScriptedModel(script)
+    model = _saving_every_fifth_turn(15)
     cfg = config(memory__snapshot_policy="live")
     async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         for turn in range(15):
@@ -186,20 +185,15 @@ async def test_holographic_recall_arrives_fenced_in_the_user_message_and_the_pre
 async def test_compression_lineage_is_in_state_db_and_old_messages_stay_searchable(home: Path) -> None:
     long = " ".join(["tea"] * 60)
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    # automatic compression off: this test compresses by hand, once
-    cfg: KeelConfig = config(
-        model__context_window="800", compression__protect_last_n="2", compression__enabled="false"
-    )
+    cfg: KeelConfig = config(**BY_HAND)  # automatic compression off: this test compresses by hand, once
     async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
-        model.extend([say(f"answer about the zanzibar kettle {long}")])
-        await run_turn(s, f"tell me about the zanzibar kettle {long}")
-        for i in range(3):
-            model.extend([say(f"answer {i} {long}")])
-            await run_turn(s, f"question {i} {long}")
-        first = s.session_id
-        model.extend([say("Nothing to save."), say("## Goal\nchat")])
-        await s.compress()
-        second = s.session_id
+        first, second = await compress_after_four_turns(
+            s,
+            model,
+            question="tell me about the zanzibar kettle",
+            answer="answer about the zanzibar kettle",
+            filler=long,
+        )
         model.extend([call_tool("session_search", {"query": "zanzibar kettle"}), say("found it")])
         events = await run_turn(s, "what did we say about the kettle before?")
     db = await SessionDB.open(home / "state.db")
@@ -233,3 +227,23 @@ async def test_an_over_budget_memory_file_is_announced_with_the_first_turn(home:
     warnings = [e.message for e in events if isinstance(e, Warning)]
     assert len(warnings) == 1 and "MEMORY.md holds" in warnings[0] and "over its 2,200 budget" in warnings[0]
     assert "note number 0" in prompt and "note number 399" not in prompt
+
+
+async def test_a_session_on_a_home_takes_the_turns_another_session_added_between_its_own(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    first = ScriptedModel([say("one"), say("three"), say("four")])
+    second = ScriptedModel([say("two")])
+
+    def opts(model: ScriptedModel, resume: str | None = None) -> SessionOptions:
+        return SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), resume=resume)
+
+    async with open_session(config(), opts(first)) as a:
+        await run_turn(a, "turn 1")
+        async with open_session(config(), opts(second, a.session_id)) as b:
+            await run_turn(b, "turn 2")
+        await run_turn(a, "turn 3")  # the lease was taken in between: a reads what b added
+        await run_turn(a, "turn 4")  # nobody in between: a goes on from what it holds
+    sent = [m.content for m in first.requests[-1].messages if m.role != "system"]
+    assert sent == ["turn 1", "one", "turn 2", "two", "turn 3", "three", "turn 4"]

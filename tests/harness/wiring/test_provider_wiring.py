@@ -4,19 +4,29 @@ context, background prefetch, recall persistence, and what a memory write tells 
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
 import pytest
 
+from harness.config import KeelConfig
 from harness.errors import ModelServerError
 from harness.events import RecallAttached
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, fail, run_turn, say
-from harness.wiring import SessionOptions, open_session
+from harness.wiring import OpenedSession, SessionOptions, open_session
 from memory import MemoryWrite, SessionDB, TurnMessage
 from memory.testing import ScriptedProvider
 
 LONG = " ".join(["word"] * 60)
+
+
+def with_provider(
+    home: Path, model: ScriptedModel, provider: ScriptedProvider, cfg: KeelConfig | None = None
+) -> AbstractAsyncContextManager[OpenedSession]:
+    """A session on `home` answered by `model`, with `provider` as its external memory provider."""
+    options = SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
+    return open_session(config() if cfg is None else cfg, options)
 
 
 def _calls(provider: ScriptedProvider, hook: str) -> list[tuple[object, ...]]:
@@ -26,9 +36,7 @@ def _calls(provider: ScriptedProvider, hook: str) -> list[tuple[object, ...]]:
 async def test_a_new_conversation_moves_providers_and_the_manager_to_the_new_session_id(home: Path) -> None:
     provider = ScriptedProvider("p")
     model = ScriptedModel([say("one"), say("two")])
-    async with open_session(
-        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider) as s:
         await run_turn(s, "first conversation")
         old = s.session_id
         await s.new_conversation()
@@ -54,9 +62,7 @@ async def test_compression_says_compression_ends_the_old_row_for_providers_and_f
     cfg = config(
         model__context_window="100000", compression__flush="memory_only", compression__flush_chunk_tokens="0"
     )
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider, cfg) as s:
         for i in range(4):
             model.extend([say(f"answer {i} {LONG}")])
             await run_turn(s, f"question {i} {LONG}")
@@ -87,9 +93,7 @@ async def test_compression_says_compression_ends_the_old_row_for_providers_and_f
 async def test_recall_for_the_next_turn_is_prefetched_in_the_background_after_this_one(home: Path) -> None:
     provider = ScriptedProvider("p", recall=lambda query: f"recalled for {query}")
     model = ScriptedModel([say("a"), say("b")])
-    async with open_session(
-        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider) as s:
         first = await run_turn(s, "alpha question")
         await provider.entered("prefetch").wait()
         second = await run_turn(s, "beta question")
@@ -108,9 +112,7 @@ async def test_recall_for_the_next_turn_is_prefetched_in_the_background_after_th
 async def test_an_acknowledgement_is_recalled_for_and_prefetched_from_by_nobody(home: Path) -> None:
     provider = ScriptedProvider("p", recall=lambda query: f"recalled for {query}")
     model = ScriptedModel([say("a"), say("b"), say("c")])
-    async with open_session(
-        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider) as s:
         await run_turn(s, "alpha question")
         await provider.entered("prefetch").wait()
         thanks = await run_turn(s, "thanks!")
@@ -127,9 +129,7 @@ async def test_recall_that_must_not_persist_never_reaches_state_db(home: Path) -
     provider = ScriptedProvider("p", recall="the user likes tea")
     model = ScriptedModel([say("tea it is"), say("and again")])
     cfg = config(recall__persist="false")
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider, cfg) as s:
         await run_turn(s, "what do I like to drink?")
         sid = s.session_id
         await run_turn(s, "and now?")
@@ -166,9 +166,7 @@ async def test_a_replace_tells_providers_the_locating_substring_and_the_whole_pr
             say("updated"),
         ]
     )
-    async with open_session(
-        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider) as s:
         await run_turn(s, "I deploy on Fridays")
         await run_turn(s, "actually Thursdays")
     writes = [args[0] for args in _calls(provider, "on_memory_write")]
@@ -186,9 +184,7 @@ async def test_a_model_error_leaves_open_session_as_itself_not_as_an_exception_g
     model = ScriptedModel([say("fine"), fail(ModelServerError("overloaded", status=503))])
 
     async def two_turns() -> None:
-        async with open_session(
-            config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-        ) as s:
+        async with with_provider(home, model, provider) as s:
             await run_turn(s, "hello there")
             await provider.entered("queue_prefetch").wait()
             await run_turn(s, "this fails")
@@ -201,9 +197,7 @@ async def test_a_model_error_leaves_open_session_as_itself_not_as_an_exception_g
 async def test_a_delegated_task_runs_as_a_subagent_and_the_parents_providers_hear_of_it(home: Path) -> None:
     provider = ScriptedProvider("p")
     model = ScriptedModel([say("the subagent's answer"), say("parent answer")])
-    async with open_session(
-        config(), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider) as s:
         result = await s.delegate("summarize the deploy notes")
         await run_turn(s, "thanks")
     assert result == "the subagent's answer"
@@ -235,9 +229,7 @@ async def test_a_warm_turn_waits_only_warm_wait_s_for_a_prefetch_still_running(h
     model = ScriptedModel([say("a"), say("b")])
     # A cold wait of 600 s would outlast the test's own timeout: only the warm bound lets turn 2 go on.
     cfg = config(recall__wait_s="600", recall__warm_wait_s="0")
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), provider=provider)
-    ) as s:
+    async with with_provider(home, model, provider, cfg) as s:
         first = await run_turn(s, "alpha question")
         await run_turn(s, "beta question")
         gates[0].set()

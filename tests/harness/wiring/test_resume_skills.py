@@ -13,6 +13,7 @@ from harness.config import KeelConfig
 from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
+from tests.conftest import on_postgres
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# Steps\n1. {step}\n"
 
@@ -27,7 +28,7 @@ def cfg(request: pytest.FixtureRequest) -> KeelConfig:
         return config(scope__user="ada")
     url: str = request.getfixturevalue("postgres_url")
     schema: str = request.getfixturevalue("sessions_schema")
-    return config(storage__backend="postgres", storage__url=url, storage__pg_schema=schema, scope__user="ada")
+    return config(**on_postgres(url, schema), scope__user="ada")
 
 
 def _create(name: str, step: str) -> ScriptedModel:

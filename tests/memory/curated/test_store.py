@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -32,8 +30,7 @@ from memory import (
 from memory.curated import memories_dir
 from memory.curated._entries import parse_entries
 from memory.curated.store import SnapshotPolicy
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.subprocesses import run_python
 
 
 class FakeClock:
@@ -406,16 +403,7 @@ def test_a_write_that_fails_on_disk_is_an_error_not_silence(tmp_path: Path) -> N
     directory = tmp_path / "memories"
     path = seed(directory, "MEMORY.md", "alpha")
     (directory / "MEMORY.md.lock").touch()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run(
-        [sys.executable, "-c", _FAILING_WRITER, str(directory)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_python("-c", _FAILING_WRITER, str(directory))
     assert proc.stdout.startswith("StoreWriteError: could not write 'MEMORY.md'"), proc.stdout
     assert path.read_text(encoding="utf-8") == "alpha"
     assert [p.name for p in directory.iterdir() if p.name.endswith(".tmp")] == []

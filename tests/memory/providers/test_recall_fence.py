@@ -14,7 +14,7 @@ from memory.errors import InvalidWriteError
 from memory.providers import PgPlace
 from memory.providers.holographic import HolographicProvider
 from memory.testing import ScriptedCompleter
-from tests.memory.providers.semantic.test_semantic_learning import learner
+from tests.memory.providers.semantic.test_semantic_learning import learning
 
 FENCED = (
     "I moved to Porto last month.\n\n<memory-context>\n[System note: The following is recalled memory "
@@ -59,8 +59,7 @@ async def test_semantic_learning_never_learns_from_what_a_turn_recalled(
     home: Path, pg: PgPlace | None
 ) -> None:
     completer = ScriptedCompleter(["- The user moved to Porto."])
-    provider = await learner(home, completer, pg=pg)
-    try:
+    async with learning(home, completer, pg=pg) as provider:
         await provider.sync_turn(FENCED, f"Noted. {UNCLOSED}", session_id="s1")
         # the model never read the recalled text, so it could not learn it
         assert completer.prompts and all("IGNORE" not in p for p in completer.prompts)
@@ -69,5 +68,3 @@ async def test_semantic_learning_never_learns_from_what_a_turn_recalled(
         assert provider.store is not None
         stored = " ".join(m.content for m in provider.store.recent(limit=10))
         assert "IGNORE" not in stored and "memory-context" not in stored
-    finally:
-        await provider.shutdown()

@@ -1,5 +1,5 @@
 """Other clients holding locks on a real store (for tests of refused writes): a process with
-`BEGIN EXCLUSIVE` on state.db, a PostgreSQL connection with a table locked."""
+`BEGIN EXCLUSIVE` (or `IMMEDIATE`) on state.db, a PostgreSQL connection with a table locked."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import psycopg
@@ -18,7 +19,7 @@ __all__ = ["exclusive_lock", "table_locked"]
 HOLDER = """
 import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN EXCLUSIVE")
+conn.execute(f"BEGIN {sys.argv[2]}")
 print("locked", flush=True)
 sys.stdin.readline()
 conn.execute("ROLLBACK")
@@ -27,9 +28,12 @@ conn.close()
 
 
 @asynccontextmanager
-async def exclusive_lock(path: Path) -> AsyncIterator[Process]:
-    """Another process holding `BEGIN EXCLUSIVE` on `path` for the duration of the block."""
-    holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path)])
+async def exclusive_lock(
+    path: Path, *, mode: Literal["EXCLUSIVE", "IMMEDIATE"] = "EXCLUSIVE"
+) -> AsyncIterator[Process]:
+    """Another process holding `BEGIN EXCLUSIVE` (or `IMMEDIATE`: readers may still read) on
+    `path` for the duration of the block."""
+    holder = await anyio.open_process([sys.executable, "-c", HOLDER, str(path), mode])
     try:
         assert holder.stdout is not None
         with anyio.fail_after(30):

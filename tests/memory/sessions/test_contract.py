@@ -17,18 +17,12 @@ from memory import (
     SessionNotFoundError,
     SessionSearchTool,
     SessionStore,
-    StoredMessage,
     StoredUsage,
 )
 from memory.sessions import MatchMode, SearchRoute
 
 from .conftest import Pair
-
-T0 = 1_700_000_000.0
-
-
-def msg(content: str, *, role: str = "user", at: float = T0, **extra: object) -> StoredMessage:
-    return StoredMessage(role=role, content=content, timestamp=at, **extra)  # type: ignore[arg-type]  # tests pass literal roles
+from .messages import T0, msg
 
 
 async def test_a_session_round_trips_with_every_field(store: SessionStore) -> None:

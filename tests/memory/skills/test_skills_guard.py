@@ -18,22 +18,9 @@ from memory.skills import (
     scan_skill,
     scan_text,
 )
+from tests.memory.skills.conftest import skill_text
 
 # Parametrized async tests need the marker at collection time (the root conftest adds it too late).
-
-
-def skill_text(name: str, body: str) -> str:
-    return f"---\nname: {name}\ndescription: A test skill.\n---\n{body}"
-
-
-@pytest.fixture
-def skills_root(home: Path) -> Path:
-    return home / "skills"
-
-
-@pytest.fixture
-def library(skills_root: Path) -> SkillLibrary:
-    return SkillLibrary(skills_root)
 
 
 FAKE_GITHUB_TOKEN = "ghp_" + "Ab3" * 12  # built at run time: no real-looking secret in the source
@@ -157,17 +144,17 @@ def test_everyday_skill_lines_stay_safe(line: str) -> None:
 
 @pytest.mark.parametrize(("category", "blocked", "benign"), PAIRS, ids=[p[0] for p in PAIRS])
 async def test_skill_manage_refuses_the_blocked_example_and_accepts_the_look_alike(
-    library: SkillLibrary, skills_root: Path, category: GuardCategory, blocked: str, benign: str
+    lib: SkillLibrary, root: Path, category: GuardCategory, blocked: str, benign: str
 ) -> None:
-    tool = SkillManageTool(library)
+    tool = SkillManageTool(lib)
     body = "# Steps\n\n```bash\n{}\n```\n"
-    risky = skill_text("risky", body.format(blocked))
+    risky = skill_text("risky", body=body.format(blocked))
     refused = json.loads(await tool({"action": "create", "name": "risky", "content": risky}))
     assert refused["success"] is False
     assert "remove the flagged content" in refused["error"]
     assert any(f["category"] == category for f in refused["findings"])
-    assert not (skills_root / "risky").exists()
-    fine = skill_text("fine", body.format(benign))
+    assert not (root / "risky").exists()
+    fine = skill_text("fine", body=body.format(benign))
     accepted = json.loads(await tool({"action": "create", "name": "fine", "content": fine}))
     assert accepted["success"] is True, accepted
     assert "guard" not in accepted  # no findings at all to report
@@ -226,19 +213,16 @@ def test_a_leading_bom_is_not_reported_as_a_hidden_character() -> None:
     assert [f.id for f in scan_text("# Ti\ufefftle\n", file="SKILL.md")] == ["obfusc-invisible-unicode"]
 
 
+VERDICTS: tuple[Verdict, ...] = ("safe", "caution", "dangerous")
+# what each trust tier refuses to install; every other verdict passes
+REFUSED: dict[TrustTier, set[Verdict]] = {
+    "builtin": set(),
+    "trusted": {"dangerous"},
+    "community": {"caution", "dangerous"},
+    "agent-created": {"dangerous"},
+}
 POLICY: list[tuple[TrustTier, Verdict, bool]] = [
-    ("builtin", "safe", False),
-    ("builtin", "caution", False),
-    ("builtin", "dangerous", False),
-    ("trusted", "safe", False),
-    ("trusted", "caution", False),
-    ("trusted", "dangerous", True),
-    ("community", "safe", False),
-    ("community", "caution", True),
-    ("community", "dangerous", True),
-    ("agent-created", "safe", False),
-    ("agent-created", "caution", False),
-    ("agent-created", "dangerous", True),
+    (tier, verdict, verdict in refused) for tier, refused in REFUSED.items() for verdict in VERDICTS
 ]
 
 

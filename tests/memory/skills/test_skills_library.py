@@ -15,12 +15,7 @@ from memory.skills import (
     SkillNotFoundError,
     TrustTier,
 )
-
-
-def skill_text(
-    name: str, description: str = "Does a useful thing.", body: str = "# Steps\n1. Do it.\n"
-) -> str:
-    return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+from tests.memory.skills.conftest import skill_text
 
 
 def put(root: Path, rel: str, text: str | None = None, files: dict[str, str] | None = None) -> Path:
@@ -34,11 +29,6 @@ def put(root: Path, rel: str, text: str | None = None, files: dict[str, str] | N
         (directory / name).parent.mkdir(parents=True, exist_ok=True)
         (directory / name).write_text(content, encoding="utf-8")
     return directory
-
-
-@pytest.fixture
-def root(home: Path) -> Path:
-    return home / "skills"
 
 
 def test_a_missing_skills_directory_is_an_empty_library(root: Path) -> None:

@@ -15,10 +15,7 @@ from memory.skills import (
     SkillViewTool,
     load_skills_index,
 )
-
-
-def skill_text(name: str, description: str) -> str:
-    return f"---\nname: {name}\ndescription: {description}\n---\n# Steps\n1. Do it.\n"
+from tests.memory.skills.conftest import skill_text
 
 
 def put(root: Path, name: str, description: str, category: str | None = None) -> Path:

@@ -25,21 +25,11 @@ from memory.skills import (
     skills_list_schema,
 )
 from prompts._text import load_text
+from tests.memory.skills.conftest import skill_text
 
 # Parametrized async tests need the marker at collection time (the root conftest adds it too late).
 
 Handler = Callable[[JsonValue], Awaitable[str]]
-
-
-def skill_text(
-    name: str, description: str = "Does a useful thing.", body: str = "# Steps\n1. Do it.\n"
-) -> str:
-    return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
-
-
-@pytest.fixture
-def lib(home: Path) -> SkillLibrary:
-    return SkillLibrary(home / "skills")
 
 
 async def call(handler: Handler, arguments: JsonValue) -> dict[str, Any]:  # parsed JSON: any shape

@@ -9,20 +9,19 @@ import pytest
 from pydantic import JsonValue
 
 from harness.errors import ModelAuthError, ModelRateLimitError, ModelResponseError, ModelServerError
-from harness.models import AnthropicClient, ModelTextDelta, ReplyDone
+from harness.models import AnthropicClient
 from harness.models._stream import MAX_REPLY_CHARS
 from harness.models.anthropic._wire import CacheTTL
 from harness.types import (
     CacheBreakpoint,
     JsonObject,
     Message,
-    ModelReply,
     ModelRequest,
     ToolCall,
     ToolSpec,
     Usage,
 )
-from tests.harness.models.recorder import Recorder
+from tests.harness.models.recorder import Recorder, stream_all
 
 EPHEMERAL: JsonObject = {"type": "ephemeral"}
 TOOLS = (ToolSpec(name="memory", description="Save facts.", parameters={"type": "object"}),)
@@ -334,20 +333,9 @@ STREAM: list[tuple[str, JsonObject]] = [
 ]
 
 
-async def collect(client: AnthropicClient, request: ModelRequest) -> tuple[list[str], ModelReply]:
-    texts: list[str] = []
-    async with client.stream(request) as events:
-        async for event in events:
-            if isinstance(event, ModelTextDelta):
-                texts.append(event.text)
-            elif isinstance(event, ReplyDone):
-                return texts, event.reply
-    raise AssertionError("no ReplyDone")
-
-
 async def test_stream_assembles_text_and_tool_input_and_merges_usage() -> None:
     rec = Recorder(sse(*STREAM))
-    texts, reply = await collect(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
+    texts, reply = await stream_all(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
     assert rec.body()["stream"] is True
     assert texts == ["Let", " me"]
     assert reply.message.content == "Let me"
@@ -364,14 +352,14 @@ async def test_an_overloaded_error_event_mid_stream_is_a_server_error() -> None:
     error: JsonObject = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     rec = Recorder(sse(STREAM[0], ("error", error)))
     with pytest.raises(ModelServerError, match="Overloaded") as info:
-        await collect(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
+        await stream_all(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
     assert info.value.status == 529
 
 
 async def test_a_truncated_stream_is_a_clear_response_error() -> None:
     rec = Recorder(sse(*STREAM[:5]))
     with pytest.raises(ModelResponseError, match=r"stream ended before the reply was complete \(5 events"):
-        await collect(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
+        await stream_all(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
 
 
 async def test_status_529_is_a_server_error_and_401_names_the_anthropic_key() -> None:
@@ -404,6 +392,6 @@ async def test_a_streamed_reply_over_the_cap_is_cut_and_finishes_as_max_tokens()
     }
     events = [*STREAM[:3], *[("content_block_delta", delta)] * 5, *STREAM[-2:]]
     rec = Recorder(sse(*events))
-    _, reply = await collect(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
+    _, reply = await stream_all(client_for(rec), ModelRequest(system="s", messages=(user("hi"),)))
     assert len(reply.message.content) == MAX_REPLY_CHARS
     assert reply.finish_reason == "max_tokens"

@@ -18,6 +18,7 @@ from harness.models.local._engine import PREFILL_CHUNK, Engine
 from harness.models.local._server import ServerLimits, build_app, hold_back
 from harness.types import Message, ModelRequest, ToolSpec
 from tests.harness.models.local.test_engine import _engine
+from tests.harness.models.recorder import stream_all
 
 TOKEN = "test-token"
 MEMORY = ToolSpec("memory", "Save a fact.", {"type": "object", "properties": {"content": {"type": "string"}}})
@@ -60,16 +61,7 @@ async def test_a_native_tool_call_reaches_the_client_unescaped_with_usage() -> N
 async def test_streaming_with_tools_sends_the_prose_then_the_call() -> None:
     http, _ = _client(CALL)
     async with http:
-        client = local_client(http, "http://local/v1", "fake", 30)
-        texts: list[str] = []
-        done = None
-        async with client.stream(_request()) as events:
-            async for ev in events:
-                if isinstance(ev, ModelTextDelta):
-                    texts.append(ev.text)
-                elif isinstance(ev, ReplyDone):
-                    done = ev.reply
-    assert done is not None
+        texts, done = await stream_all(local_client(http, "http://local/v1", "fake", 30), _request())
     assert "".join(texts) == "Saving it.\n"
     assert "<tool" not in "".join(texts), "the call's markup is never streamed as text"
     assert [c.name for c in done.message.tool_calls] == ["memory"]
@@ -81,11 +73,7 @@ async def test_a_plain_reply_without_tools_streams_as_text() -> None:
     async with http:
         client = local_client(http, "http://local/v1", "fake", 30)
         request = ModelRequest(system="", messages=(Message("user", "hi"),))
-        texts: list[str] = []
-        async with client.stream(request) as events:
-            async for ev in events:
-                if isinstance(ev, ModelTextDelta):
-                    texts.append(ev.text)
+        texts, _ = await stream_all(client, request)
     assert len(texts) > 1, "streamed in pieces, not as one block at the end"
     assert "".join(texts) == "Hello O'Neill & co."
 

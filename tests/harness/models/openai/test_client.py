@@ -16,10 +16,10 @@ from harness.errors import (
     ModelResponseError,
     ModelServerError,
 )
-from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryingClient
+from harness.models import OpenAIClient, RetryingClient
 from harness.models._stream import MAX_REPLY_CHARS
-from harness.types import JsonObject, Message, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
-from tests.harness.models.recorder import Recorder
+from harness.types import JsonObject, Message, ModelRequest, ToolCall, ToolSpec, Usage
+from tests.harness.models.recorder import Recorder, stream_all
 
 Handler = Callable[[httpx.Request], httpx.Response]
 RAW_ARGS = '{"action":  "add", "content": "likes tea"}'  # odd spacing must survive verbatim
@@ -75,17 +75,6 @@ def completion(message: JsonObject, usage: JsonObject | None = None, **extra: Js
 def sse(*chunks: JsonValue | str) -> httpx.Response:
     lines = [f"data: {c if isinstance(c, str) else json.dumps(c)}\n\n" for c in chunks]
     return httpx.Response(200, content="".join(lines).encode(), headers={"content-type": "text/event-stream"})
-
-
-async def stream_all(client: OpenAIClient, request: ModelRequest) -> tuple[list[str], ModelReply]:
-    texts: list[str] = []
-    async with client.stream(request) as events:
-        async for event in events:
-            if isinstance(event, ModelTextDelta):
-                texts.append(event.text)
-            elif isinstance(event, ReplyDone):
-                return texts, event.reply
-    raise AssertionError("no ReplyDone")
 
 
 async def test_request_body_maps_system_messages_tool_calls_and_tool_results_exactly() -> None:

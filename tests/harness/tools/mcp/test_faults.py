@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -79,6 +79,27 @@ async def _act_then_echo(home: Path, server: McpServerConfig) -> tuple[list[Tool
     return _results(events), final
 
 
+async def _echo_across_a_break(
+    home: Path, server: McpServerConfig, break_it: Callable[[], Awaitable[None]]
+) -> tuple[ToolResultReady, ToolResultReady, str]:
+    """Echo `one` in a turn, `break_it()`, echo `two` in the next: both results and the final answer."""
+    model = ScriptedModel(
+        [
+            call_tool("bad__echo", {"text": "one"}),
+            say("first"),
+            call_tool("bad__echo", {"text": "two"}),
+            say("second"),
+        ]
+    )
+    async with open_session(
+        _with(server), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
+    ) as s:
+        first = _results(await run_turn(s, "one"))
+        await break_it()
+        events = await run_turn(s, "two")
+    return first[0], _results(events)[0], [e for e in events if isinstance(e, TurnEnded)][-1].final_text
+
+
 def _error(result: ToolResultReady) -> str:
     assert result.is_error, result.content
     message: str = json.loads(result.content)["error"]
@@ -130,24 +151,14 @@ async def test_an_invalid_relist_keeps_the_previous_list_with_a_warning(home: Pa
 
 
 async def test_a_stdio_server_killed_between_turns_is_a_tool_error_next_turn(home: Path) -> None:
-    model = ScriptedModel(
-        [
-            call_tool("bad__echo", {"text": "one"}),
-            say("first"),
-            call_tool("bad__echo", {"text": "two"}),
-            say("second"),
-        ]
-    )
-    async with open_session(
-        _with(_stdio("ok")), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        first = _results(await run_turn(s, "one"))
+    async def kill_it() -> None:
         for pid in await anyio.to_thread.run_sync(children_named, b"fault_server"):
             os.kill(pid, signal.SIGKILL)
-        events = await run_turn(s, "two")
-    assert first[0].content == "one"
-    assert "not available" in _error(_results(events)[0])
-    assert [e for e in events if isinstance(e, TurnEnded)][-1].final_text == "second"
+
+    first, second, final = await _echo_across_a_break(home, _stdio("ok"), kill_it)
+    assert first.content == "one"
+    assert "not available" in _error(second)
+    assert final == "second"
 
 
 @pytest.mark.parametrize(
@@ -184,24 +195,15 @@ async def test_an_http_server_down_between_turns_is_a_tool_error_and_back_when_i
 ) -> None:
     proc, url = await anyio.to_thread.run_sync(_start_http, "ok")
     http_faults.append(proc)
-    model = ScriptedModel(
-        [
-            call_tool("bad__echo", {"text": "one"}),
-            say("first"),
-            call_tool("bad__echo", {"text": "two"}),
-            say("second"),
-        ]
-    )
-    async with open_session(
-        _with(_http(url)), SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())
-    ) as s:
-        first = _results(await run_turn(s, "one"))
+
+    async def stop_it() -> None:
         proc.kill()
         await anyio.to_thread.run_sync(proc.wait)
-        events = await run_turn(s, "two")
-    assert first[0].content == "one"
-    assert "the request failed" in _error(_results(events)[0])
-    assert [e for e in events if isinstance(e, TurnEnded)][-1].final_text == "second"
+
+    first, second, final = await _echo_across_a_break(home, _http(url), stop_it)
+    assert first.content == "one"
+    assert "the request failed" in _error(second)
+    assert final == "second"
 
 
 _CHAT = """

@@ -24,12 +24,11 @@ from memory import SessionDB
 from memory.lease import lease_key
 from memory.sessions import JOURNAL_DIR_NAME, replay_journals
 from memory.sessions.postgres import PgSessionStore
+from tests.conftest import on_postgres
 
 
 def pg_config(url: str, schema: str):  # type: ignore[no-untyped-def]  # KeelConfig
-    return config(
-        storage__backend="postgres", storage__url=url, storage__pg_schema=schema, storage__lease_wait_s="5"
-    )
+    return config(**on_postgres(url, schema), storage__lease_wait_s="5")
 
 
 def kill_lease_connection(url: str, schema: str, lineage: str) -> int:

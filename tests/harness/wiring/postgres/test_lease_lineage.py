@@ -8,16 +8,20 @@ Another user's worker (on either backend) can neither resume nor lease that line
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
+from harness.config import KeelConfig
 from harness.errors import SessionError
 from harness.events import Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import OpenedSession, SessionOptions, open_session
 from memory import SessionBusyError
+from tests.conftest import on_postgres
 
 LONG = " ".join(["word"] * 60)  # 60 fake tokens
 
@@ -34,10 +38,8 @@ FIFTH_TURN_COMPRESSES = {
 }
 
 
-def pg_config(url: str, schema: str):  # type: ignore[no-untyped-def]  # KeelConfig
-    return config(
-        storage__backend="postgres", storage__url=url, storage__pg_schema=schema, **FIFTH_TURN_COMPRESSES
-    )
+def pg_config(url: str, schema: str) -> KeelConfig:
+    return config(**on_postgres(url, schema), **FIFTH_TURN_COMPRESSES)
 
 
 class Gate:
@@ -62,6 +64,25 @@ async def four_long_turns(session: OpenedSession, model: ScriptedModel) -> None:
         await run_turn(session, f"question {i} {LONG}")
 
 
+@asynccontextmanager
+async def held_after_compressing(
+    session: OpenedSession, model: ScriptedModel, gate: Gate
+) -> AsyncIterator[str]:
+    """Fill `session` and run its fifth turn, which compresses and then calls `wait_here`; the
+    parent's id while that turn is held inside the tool. The turn is let go on exit."""
+    await four_long_turns(session, model)
+    parent = session.session_id
+    model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_turn, session, f"question 5 {LONG}")
+        try:
+            with anyio.fail_after(30):
+                await gate.inside.wait()  # compressed, and still inside the turn
+            yield parent
+        finally:
+            gate.release.set()
+
+
 async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_its_parent(
     tmp_path: Path, postgres_url: str, sessions_schema: str
 ) -> None:
@@ -70,13 +91,7 @@ async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_it
     model = ScriptedModel(tokenizer=FakeTokenizer())
     first = SessionOptions(model=model, home=tmp_path / "a", tokenizer=FakeTokenizer(), tools=(gate.tool,))
     async with open_session(cfg, first) as a:
-        await four_long_turns(a, model)
-        parent = a.session_id
-        model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run_turn, a, f"question 5 {LONG}")
-            with anyio.fail_after(30):
-                await gate.inside.wait()  # compressed, and still inside the turn
+        async with held_after_compressing(a, model, gate) as parent:
             child = a.session_id
             assert child != parent and a.parent_session_id == parent
             # Another worker (its own stores, its own lease connection) resumes the child.
@@ -86,7 +101,6 @@ async def test_a_worker_resuming_the_child_waits_for_the_turn_that_compressed_it
                 async with open_session(cfg, second) as b:
                     await run_turn(b, "me too")
             assert other.requests == []  # nothing ran
-            gate.release.set()
         turn_five = [m.content for m in a.transcript]
     # Once the turn has ended, the child is free for the other worker, which sees all of it.
     later = ScriptedModel([say("now")])
@@ -132,11 +146,9 @@ async def test_another_users_worker_can_neither_resume_nor_lease_a_lineage_it_do
 ) -> None:
     settings = dict(FIFTH_TURN_COMPRESSES)
     if backend == "postgres":
-        settings |= {
-            "storage__backend": "postgres",
-            "storage__url": request.getfixturevalue("postgres_url"),
-            "storage__pg_schema": request.getfixturevalue("sessions_schema"),
-        }
+        settings |= on_postgres(
+            request.getfixturevalue("postgres_url"), request.getfixturevalue("sessions_schema")
+        )
     alice_cfg, bob_cfg = config(scope__user="alice", **settings), config(scope__user="bob", **settings)
 
     def home(worker: str) -> Path:
@@ -146,32 +158,25 @@ async def test_another_users_worker_can_neither_resume_nor_lease_a_lineage_it_do
     gate = Gate()
     model = ScriptedModel(tokenizer=FakeTokenizer())
     mine = SessionOptions(model=model, home=home("a"), tokenizer=FakeTokenizer(), tools=(gate.tool,))
-    async with open_session(alice_cfg, mine) as a:
-        await four_long_turns(a, model)
-        parent = a.session_id
-        model.extend([say("## Goal\nchat"), call_tool("wait_here", {"note": "x"}), say("finished")])
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run_turn, a, f"question 5 {LONG}")
-            with anyio.fail_after(30):
-                await gate.inside.wait()  # compressed into a child, alice's lease held
-            child = a.session_id
-            assert child != parent and await a.handles.db.lineage_root(child) == parent
-            # bob's worker: alice's sessions do not exist for him, so he never even waits on her lease
-            for target in (parent, child):
-                intruder = ScriptedModel([say("leaked")])
-                theirs = SessionOptions(
-                    model=intruder, home=home("b"), tokenizer=FakeTokenizer(), resume=target
-                )
-                with pytest.raises(SessionError, match=f"no session {target!r} for user 'bob'"):
-                    async with open_session(bob_cfg, theirs) as b:
-                        await run_turn(b, "let me in")
-                assert intruder.requests == []
-            # bob's own conversation runs beside alice's held turn: its lease is its own lineage's
-            own = ScriptedModel([say("hi bob")])
-            async with open_session(
-                bob_cfg, SessionOptions(model=own, home=home("b"), tokenizer=FakeTokenizer())
-            ) as b:
-                await run_turn(b, "hello")
-                assert await b.handles.db.lineage_root(b.session_id) == b.session_id != parent
-            assert len(own.requests) == 1
-            gate.release.set()
+    async with (
+        open_session(alice_cfg, mine) as a,
+        held_after_compressing(a, model, gate) as parent,  # alice's lease held
+    ):
+        child = a.session_id
+        assert child != parent and await a.handles.db.lineage_root(child) == parent
+        # bob's worker: alice's sessions do not exist for him, so he never even waits on her lease
+        for target in (parent, child):
+            intruder = ScriptedModel([say("leaked")])
+            theirs = SessionOptions(model=intruder, home=home("b"), tokenizer=FakeTokenizer(), resume=target)
+            with pytest.raises(SessionError, match=f"no session {target!r} for user 'bob'"):
+                async with open_session(bob_cfg, theirs) as b:
+                    await run_turn(b, "let me in")
+            assert intruder.requests == []
+        # bob's own conversation runs beside alice's held turn: its lease is its own lineage's
+        own = ScriptedModel([say("hi bob")])
+        async with open_session(
+            bob_cfg, SessionOptions(model=own, home=home("b"), tokenizer=FakeTokenizer())
+        ) as b:
+            await run_turn(b, "hello")
+            assert await b.handles.db.lineage_root(b.session_id) == b.session_id != parent
+        assert len(own.requests) == 1

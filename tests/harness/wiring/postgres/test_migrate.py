@@ -18,6 +18,7 @@ from memory.providers import PgPlace
 from memory.providers.holographic import FactStore, PgFactStore
 from memory.providers.semantic import PgSemanticStore, SemanticStore
 from memory.testing import WordHashEmbedder
+from tests.conftest import on_postgres
 
 
 def tree_digest(home: Path) -> dict[str, str]:
@@ -78,9 +79,7 @@ async def test_a_home_migrates_verified_untouched_and_a_rerun_is_a_no_op(
     # A worker with an empty home continues bob's session and sees bob's memory.
     pg = config(
         scope__user="bob",
-        storage__backend="postgres",
-        storage__url=postgres_url,
-        storage__pg_schema=sessions_schema,
+        **on_postgres(postgres_url, sessions_schema),
     )
     model = ScriptedModel([say("hi bob")])
     opts = SessionOptions(

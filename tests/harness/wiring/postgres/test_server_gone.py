@@ -17,6 +17,7 @@ from anyio.abc import SocketStream
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
 from harness.wiring import SessionOptions, open_session
 from memory import MemoryLayerError
+from tests.conftest import on_postgres
 
 
 class Proxy:
@@ -73,9 +74,7 @@ async def test_a_turn_fails_clearly_while_the_server_is_gone_and_the_next_one_wo
     async with proxy.running():
         url = f"postgresql://{info.get('user', 'postgres')}@127.0.0.1:{proxy.local_port}/{info.get('dbname', 'test')}"
         cfg = config(
-            storage__backend="postgres",
-            storage__url=url,
-            storage__pg_schema=sessions_schema,
+            **on_postgres(url, sessions_schema),
             scope__user="ada",
             storage__lease_wait_s="5",
             sessions__connect_timeout_s="2",

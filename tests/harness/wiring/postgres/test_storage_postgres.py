@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from harness.config import KeelConfig
 from harness.errors import SessionError
 from harness.events import ToolResultReady, Warning
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
@@ -22,11 +23,12 @@ from harness.wiring.steps import unused_db_path
 from harness.wiring.stores import curated_scopes, open_stores
 from memory import Principal, SessionSchemaError, SessionStoreUnavailableError
 from memory.curated import PgCuratedBackend
+from tests.conftest import on_postgres
 from tests.memory.providers.semantic.conftest import needs_embedder
 
 
-def pg_config(url: str, schema: str, **more: str):  # type: ignore[no-untyped-def]  # KeelConfig
-    return config(storage__backend="postgres", storage__url=url, storage__pg_schema=schema, **more)
+def pg_config(url: str, schema: str, **more: str) -> KeelConfig:
+    return config(**on_postgres(url, schema), **more)
 
 
 def options(model: ScriptedModel, home: Path, **more: object) -> SessionOptions:

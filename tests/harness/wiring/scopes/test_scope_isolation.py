@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import anyio
@@ -17,8 +18,10 @@ from harness.config import KeelConfig
 from harness.errors import ConfigError
 from harness.events import Event, ToolResultReady
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, config, run_turn, say
-from harness.wiring import SessionOptions, open_session
+from harness.wiring import OpenedSession, SessionOptions, open_session
 from harness.wiring.stores import open_sessions
+from tests.conftest import on_postgres
+from tests.harness.wiring.compressing import BY_HAND, compress_after_four_turns
 
 # Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own;
 # `all-postgres` moves every store there (`storage.backend: postgres`), curated memory included.
@@ -33,8 +36,25 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     url: str = request.getfixturevalue("postgres_url")
     schema: str = request.getfixturevalue("pg_schema")
     if request.param == "all-postgres":
-        return {"storage__backend": "postgres", "storage__url": url, "storage__pg_schema": schema}
+        return on_postgres(url, schema)
     return {"sessions__backend": "postgres", "sessions__url": url, "sessions__pg_schema": schema}
+
+
+def user_session(
+    cfg: KeelConfig, home: Path, model: ScriptedModel, user_id: str
+) -> AbstractAsyncContextManager[OpenedSession]:
+    """A session of `user_id` on `home`, answered by `model`."""
+    return open_session(
+        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id=user_id)
+    )
+
+
+async def one_turn(
+    cfg: KeelConfig, home: Path, model: ScriptedModel, user_id: str, message: str
+) -> tuple[list[Event], str]:
+    """One turn of a fresh session of `user_id`: its events and the system prompt it ran with."""
+    async with user_session(cfg, home, model, user_id) as s:
+        return await run_turn(s, message), s.prompt.text
 
 
 def skill_exists(home: Path, backend: Backend, directory: str, path: str) -> bool:
@@ -114,9 +134,7 @@ async def alice_writes_everything(home: Path, cfg: KeelConfig) -> str:
             say(f"Noted, and the codename is {ALICE_TOKEN}."),
         ]
     )
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
-    ) as s:
+    async with user_session(cfg, home, model, "alice") as s:
         await run_turn(s, f"Remember my cat Mittens; our codename is {ALICE_TOKEN}.")
         return s.session_id
 
@@ -148,11 +166,7 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
             say("Nothing of hers here."),
         ]
     )
-    async with open_session(
-        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
-    ) as s:
-        events = await run_turn(s, "What do you know?")
-        bob_prompt = s.prompt.text
+    events, bob_prompt = await one_turn(cfg, home, bob, "bob", "What do you know?")
     (
         found,
         browse,
@@ -188,11 +202,7 @@ async def test_bob_sees_none_of_alices_memory_sessions_or_skills_through_any_too
 
     # alice, in a new session, finds all of it
     again = ScriptedModel([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
-    async with open_session(
-        cfg, SessionOptions(model=again, home=home, tokenizer=FakeTokenizer(), user_id="alice")
-    ) as s:
-        events = await run_turn(s, "What was our codename?")
-        prompt = s.prompt.text
+    events, prompt = await one_turn(cfg, home, again, "alice", "What was our codename?")
     [mine] = results(events)
     assert mine["count"] == 1
     assert "Mittens" in prompt and "frobnicate" in prompt and "alice-deploy" in prompt
@@ -202,22 +212,16 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
     home: Path, backend: Backend
 ) -> None:
     long = " ".join(["kettle"] * 60)
-    cfg = config(
-        model__context_window="800", compression__protect_last_n="2", compression__enabled="false", **backend
-    )
+    cfg = config(**BY_HAND, **backend)
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
-    ) as s:
-        model.extend([say(f"the {ALICE_TOKEN} answer {long}")])
-        await run_turn(s, f"tell me about the {ALICE_TOKEN} {long}")
-        for i in range(3):
-            model.extend([say(f"answer {i} {long}")])
-            await run_turn(s, f"question {i} {long}")
-        parent = s.session_id
-        model.extend([say("Nothing to save."), say("## Goal\nchat")])
-        await s.compress()
-        child = s.session_id
+    async with user_session(cfg, home, model, "alice") as s:
+        parent, child = await compress_after_four_turns(
+            s,
+            model,
+            question=f"tell me about the {ALICE_TOKEN}",
+            answer=f"the {ALICE_TOKEN} answer",
+            filler=long,
+        )
         model.extend([say(f"after compression, {ALICE_TOKEN} again")])
         await run_turn(s, f"and the {ALICE_TOKEN} now?")
         model.extend([call_tool("session_search", {"query": ALICE_TOKEN}), say("found")])
@@ -231,9 +235,7 @@ async def test_the_child_session_after_compression_keeps_the_users_scope(
     bob = ScriptedModel(
         [call_tool("session_search", {"query": ALICE_TOKEN}), call_tool("session_search", {}), say("-")]
     )
-    async with open_session(
-        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
-    ) as s:
+    async with user_session(cfg, home, bob, "bob") as s:
         found, browse = results(await run_turn(s, "anything?"))
     assert found["count"] == 0 and browse["count"] == 0
 
@@ -295,9 +297,7 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path, back
             say("You drink oolong."),
         ]
     )
-    async with open_session(
-        cfg, SessionOptions(model=alice, home=home, tokenizer=FakeTokenizer(), user_id="alice")
-    ) as s:
+    async with user_session(cfg, home, alice, "alice") as s:
         await run_turn(s, "Remember: I drink oolong tea every morning.")
         await run_turn(s, "Which tea do I drink in the morning?")
     recalled = alice.requests[-1].messages[-1].api_content or ""
@@ -309,9 +309,7 @@ async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path, back
     bob = ScriptedModel(
         [say("No idea."), call_tool("fact_store", {"action": "search", "query": "oolong tea"}), say("-")]
     )
-    async with open_session(
-        cfg, SessionOptions(model=bob, home=home, tokenizer=FakeTokenizer(), user_id="bob")
-    ) as s:
+    async with user_session(cfg, home, bob, "bob") as s:
         await run_turn(s, "Which tea do I drink in the morning?")
         events = await run_turn(s, "search the facts for tea")
     assert all(
@@ -358,11 +356,7 @@ async def test_a_shared_workspace_is_read_only_for_everyone_else(home: Path) -> 
             say("ok"),
         ]
     )
-    async with open_session(
-        cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), user_id="alice")
-    ) as s:
-        events = await run_turn(s, "what does the team do?")
-        prompt = s.prompt.text
+    events, prompt = await one_turn(cfg, home, model, "alice", "what does the team do?")
     listed, view, patch, remove = results(events)
     assert "SHARED MEMORY (workspace team, read-only)" in prompt and "Releases ship on Thursdays" in prompt
     assert "release — How the team cuts a release" in prompt

@@ -17,15 +17,9 @@ from memory import (
     SessionStoreBusyError,
     SessionStoreCorruptError,
     SessionStoreError,
-    StoredMessage,
     open_session_db,
 )
-
-T0 = 1_700_000_000.0
-
-
-def msg(content: str, *, role: str = "user", at: float = T0, **extra: object) -> StoredMessage:
-    return StoredMessage(role=role, content=content, timestamp=at, **extra)  # type: ignore[arg-type]  # tests pass literal roles
+from tests.memory.sessions.messages import T0, msg
 
 
 def fts_integrity(path: Path, table: str) -> None:
