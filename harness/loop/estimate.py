@@ -83,8 +83,12 @@ class PromptEstimator:
         """Unscaled tokens of `messages`, from prefix sums kept for one transcript version."""
         refs = self._counted
         k = min(len(messages), len(refs))
-        if version != self._sums_version or (k > 0 and messages[k - 1] is not refs[k - 1]):
-            # A rewrite, or a sequence that is not this version's transcript: count afresh.
+        last = messages[k - 1] if k > 0 else None
+        if version != self._sums_version or (
+            last is not None and last is not refs[k - 1] and last != refs[k - 1]
+        ):
+            # A rewrite, or a sequence that is not this version's transcript: count afresh. (An
+            # equal message is the same one given its store id since: ids do not compare.)
             self._sums_version = version
             self._sums = [0]
             refs = self._counted = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.loop.estimate import PromptEstimator
 from harness.tokens import CharTokenizer, TokenCounter
 from harness.types import Message, ModelRequest, ToolSpec, Usage
@@ -80,3 +82,16 @@ def test_observe_learns_the_token_ratio_from_the_incremental_count() -> None:
     request = ModelRequest(tools=TOOLS, system="sys", messages=msgs)
     est.observe(request, Usage(input=2 * ours, output=1), version=0)
     assert est.token_scale == 2.0
+
+
+def test_messages_given_their_store_ids_later_are_not_counted_again() -> None:
+    tok = _CountingTokenizer()
+    est = PromptEstimator(TokenCounter(tok, max_entries=1))
+    msgs = _messages(100)
+    est.full("system", msgs, TOOLS, version=0)
+    before = tok.calls
+    # a turn's rows are written at its end: the transcript swaps them for copies with store ids
+    msgs[-3:] = [replace(m, store_id=i) for i, m in enumerate(msgs[-3:], 1)]
+    msgs.append(Message("user", "the next question"))
+    est.full("system", msgs, TOOLS, version=0)
+    assert tok.calls - before == 1  # only the new message
