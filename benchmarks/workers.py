@@ -111,11 +111,11 @@ class TimedLease:
     waits: list[float] = field(default_factory=list)
 
     @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
+    async def hold(self, session_id: str) -> AsyncIterator[int | None]:
         started = time.perf_counter()
-        async with self.inner.hold(session_id):
+        async with self.inner.hold(session_id) as generation:
             self.waits.append(time.perf_counter() - started)
-            yield
+            yield generation
 
 
 @dataclass
