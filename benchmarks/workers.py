@@ -58,7 +58,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.config import KeelConfig, load_config
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, say
 from harness.wiring import SessionOptions, open_session
@@ -111,11 +111,11 @@ class TimedLease:
     waits: list[float] = field(default_factory=list)
 
     @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
+    async def hold(self, session_id: str) -> AsyncIterator[int | None]:
         started = time.perf_counter()
-        async with self.inner.hold(session_id):
+        async with self.inner.hold(session_id) as generation:
             self.waits.append(time.perf_counter() - started)
-            yield
+            yield generation
 
 
 @dataclass
@@ -371,9 +371,7 @@ def measure(url: str, args: argparse.Namespace, n: int) -> tuple[Tally, dict[str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__, whole=True)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--sessions", type=int, default=32)

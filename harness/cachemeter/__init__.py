@@ -8,6 +8,7 @@
 #   attribution  the reason of each miss
 #   stream    a request rendered once and placed against the earlier ones (the content view)
 #   pricing   what a request, a miss and a cache write cost (the config's price table)
+#   _share    the one ratio rule of the tables (a share of nothing)
 #   run       THE KERNEL: `MeterRun` takes the inputs once and feeds one stream to every view
 #             below in one pass; `RequestMeter` is the same meter one request at a time
 #   report/   the report's pass: every simulator on every request, the JSON schema, per phase, tables

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from harness.types import JsonObject, Purpose, Usage
+from harness.types import Purpose, ToolSpec, Usage
 
 __all__ = [
     "MeterBreakpoint",
@@ -18,11 +18,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class MeterTool:
-    name: str
-    description: str
-    parameters: JsonObject = field(default_factory=dict)
+MeterTool: TypeAlias = ToolSpec
+"""A tool as a request declared it: the wire type itself (name, description, JSON schema)."""
 
 
 @dataclass(frozen=True, slots=True)

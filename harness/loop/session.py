@@ -14,7 +14,7 @@ block exits, and the transcript keeps what completed.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import anyio
@@ -70,6 +70,10 @@ class Session:
         self._spawn = parts.spawn
         self._lease = parts.lease
         self._catch_up = parts.catch_up
+        self._generation: tuple[str, int] | None = None
+        """The lineage and lease generation of this session's last hold of its lease."""
+        self._alone = False
+        """Nobody held the lease between this session's last two holds (see `_leased`)."""
         self._background = parts.background
         self._busy = False
         self._transcript = path.transcript
@@ -135,14 +139,25 @@ class Session:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _leased(self) -> AbstractAsyncContextManager[None]:
+    @asynccontextmanager
+    async def _leased(self) -> AsyncIterator[None]:
         """The session lease for one turn or compression (nothing when the session has none).
 
         Keyed by the lineage root, not the session id: a compression inside a turn ends this
         row and continues in a child with a new id while the turn still runs. Under the
         parent's id a second worker resuming the child would find its lease free and
-        interleave with this turn; under the root both ask for the same lease."""
-        return nullcontext() if self._lease is None else self._lease.hold(self._transcript.lineage_root)
+        interleave with this turn; under the root both ask for the same lease.
+
+        The lease's generation tells whether anyone held it since this session did: if not,
+        the store holds nothing this session has not seen (`_alone`)."""
+        if self._lease is None:
+            yield
+            return
+        root = self._transcript.lineage_root
+        async with self._lease.hold(root) as generation:
+            last, self._generation = self._generation, None if generation is None else (root, generation)
+            self._alone = generation is not None and last == (root, generation - 1)
+            yield
 
     async def start(self) -> None:
         """Load memory, build the frozen prefix, and open the session row."""
@@ -303,9 +318,9 @@ class Session:
 
     async def _catch_up_with_store(self) -> None:
         """Take the turns another worker added to this session while we did not hold its lease."""
-        if self._catch_up is None:
-            return
         t = self._transcript
+        if self._catch_up is None or (self._alone and not t.fenced):
+            return  # nobody else held the lease since our last turn: nothing to take
         try:
             # After a fenced write our copy holds turns the store never took: reload it whole.
             newer = await self._catch_up(self.session_id, 0 if t.fenced else len(t))

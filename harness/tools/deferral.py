@@ -10,6 +10,11 @@ other. Which tools are deferred, and the catalog, are decided when the registry 
 again only at a prompt rebuild (`ToolRegistry.refresh`), so the system text and the request's
 tool list stay byte-identical for the whole session until then.
 
+With `mcp.defer_native` (Anthropic), the same search runs under the provider's own deferred
+loading: the registry also hands each request the deferred specs (`deferred_specs`, sorted, the
+same until a rebuild), which the Anthropic wire lists with `defer_loading: true`, and it sends
+a search result as `tool_reference` blocks that the API expands into those tools' definitions.
+
 The size of the schemas is estimated (`estimate_tokens`: four characters of compact JSON a
 token), which is all a threshold needs; the measured figures are in `benchmarks/many_tools.py`.
 """

@@ -12,8 +12,17 @@ the candidate when every clause holding one of them
 - is about someone else (my partner, our CTO, my colleague …) the candidate does not name,
 - is hypothetical (if, suppose, wondering …), a question, or a temporary state (this week,
   for now …) the candidate states as a plain durable fact, or
+- is sarcasm ("Oh great, poison, exactly what my plot needs. No thanks."), or
 - was corrected within the next sentences ("no wait", "actually", "that's outdated", "we
-  moved to …") and the new value is what the user meant.
+  moved to …") or taken back later ("I dropped SketchUp"), and the new value is what the
+  user meant.
+
+Whom a clause is about, and whether it is sarcasm, is `_voice`'s to say.
+
+The candidate's *plain* words (lower-case, not verbs: "npm", "dahlias", "vegan", "ifort") are
+judged too, more narrowly — only where it states them plainly, and only for a denial close
+before them, someone else's clause, sarcasm or a later retraction — since a plain word is
+more often said in passing than a name.
 
 Each check errs towards keeping: a term the user said both ways, or in another clause
 plainly, is not judged. The reasons name what the user said, so they can be acted on.
@@ -27,21 +36,15 @@ from dataclasses import dataclass
 
 from memory._words import STOPWORDS
 from memory.grounding._tokens import content_words, stem, tokens
+from memory.grounding._voice import ironic, subjects
 
 __all__ = ["Said", "meaning_problem"]
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
 _CLAUSE = re.compile(r"[,;:—–，；]|\s(?:but|though|although|whereas|while)\s", re.IGNORECASE)
 _NEGATION = re.compile(
-    r"\b(?:not|never|no|nothing|none|neither|nor|without|hate|dislike|avoid|stopped|quit|instead of|rather than"
+    r"\b(?:not|never|no|nothing|none|neither|nor|without|hates?|dislikes?|avoids?|refuses?|stopped|quit|instead of|rather than"
     r"|can't stand|no longer)\b|n't\b|\bне\b|\bни\b|\bнет\b|不|没|\bδεν\b|\bμη\b|\bلا\b|\bلم\b|\bليس\b|नहीं|\bमत\b",
-    re.IGNORECASE,
-)
-_OTHER_PERSON = re.compile(
-    r"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:colleague|co-?worker|partner|boss|manager|lead|cto|ceo|"
-    r"brother|sister|mother|father|mum|mom|dad|wife|husband|girlfriend|boyfriend|friend|neighbou?r|teammate|"
-    r"co-?host|apprentice|supervisor|pianist|client|customer|son|daughter|director|principal|nephew|niece)s?\b"
-    r"|\bthe client's\b|коллег|老板|同事|διευθυντ|زميل|लीड",
     re.IGNORECASE,
 )
 _HYPOTHETICAL = re.compile(
@@ -78,6 +81,61 @@ _KEEPS_HISTORY = re.compile(
     r"from|instead|replaced|was|were)\b",
     re.IGNORECASE,
 )
+_PLAIN_REACH = 3
+_VERBS = frozenset(
+    stem(w)
+    for w in [
+        "use",
+        "run",
+        "work",
+        "prefer",
+        "like",
+        "love",
+        "want",
+        "need",
+        "make",
+        "write",
+        "keep",
+        "have",
+        "go",
+        "get",
+        "edit",
+        "build",
+        "deploy",
+        "code",
+        "read",
+        "say",
+        "tell",
+        "put",
+        "give",
+        "take",
+        "call",
+        "suggest",
+        "touch",
+        "stand",
+        "eat",
+        "drink",
+        "change",
+        "move",
+        "know",
+        "think",
+        "see",
+        "look",
+        "try",
+        "ask",
+        "start",
+        "stop",
+        "set",
+        "send",
+        "live",
+        "find",
+        "learn",
+        "teach",
+        "help",
+    ]
+)
+"""What a user does (stems): in "I do not use Excel" the verb is not what they denied."""
+"""Words before a plain (lower-case) word a negation reaches over: "never apt or brew"."""
 _FOLLOWING = 1
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？:]\s*|\n\s*|[\"'‘“(]\s*)$")
 """What comes before a word that opens a sentence (whose capital letter names nothing)."""
@@ -151,15 +209,19 @@ class _Mention:
     sentence_text: str
     clause: str
     at: int
+    other: str | None = None
+    """Who else the clause is about ("neighbour clive", "mikkel"), when it is not the user."""
+    ironic: bool = False
 
 
 def _mentions(sentences: Sequence[str], word: str) -> list[_Mention]:
     out: list[_Mention] = []
     for n, sentence in enumerate(sentences):
-        for clause in _clauses(sentence):
+        sarcastic = ironic(sentences, n)
+        for clause, other in subjects(_clauses(sentence), word):
             at = _at(clause, word)
             if at >= 0:
-                out.append(_Mention(n, sentence, clause, at))
+                out.append(_Mention(n, sentence, clause, at, other, sarcastic))
     return out
 
 
@@ -176,12 +238,28 @@ def _quote(text: str) -> str:
     return text if len(text) <= 80 else text[:77] + "…"
 
 
+def _retracts(m: _Mention) -> bool:
+    """The mention itself takes the word back: "we dropped Intel", "switched from Trados"."""
+    return _RETRACTION.search(" ".join(m.clause[: m.at].split()[-_PLAIN_REACH:])) is not None
+
+
+def _retracted(mentions: Sequence[_Mention]) -> str | None:
+    """The sentence that takes `mentions` back: every one of them retracts it ("we dropped
+    Intel"), or a later one does ("I'll draw it in SketchUp." … "I dropped SketchUp when …")."""
+    kept = [m for m in mentions if not _retracts(m)]
+    if not mentions or not kept:
+        return mentions[0].sentence_text if mentions else None
+    later = [m for m in mentions if m not in kept and m.sentence > max(k.sentence for k in kept)]
+    return later[-1].sentence_text if later else None
+
+
 def _corrected(sentences: Sequence[str], mentions: Sequence[_Mention], word: str) -> str | None:
     """The correction that takes back every mention of `word`, or None. A mention in a clause
     that itself takes it back ("we dropped Intel") does not say it again."""
-    kept = [m for m in mentions if not _RETRACTION.search(m.clause[: m.at])]
-    if not kept:
-        return mentions[0].sentence_text
+    retraction = _retracted(mentions)
+    if retraction is not None:
+        return retraction
+    kept = [m for m in mentions if not _retracts(m)]
     last = max(m.sentence for m in kept)
     for n in range(last, min(last + _FOLLOWING + 1, len(sentences))):
         text = sentences[n]
@@ -199,18 +277,22 @@ def _names(clause: str, word: str) -> list[str]:
     return [n for n in found if n != word and n not in STOPWORDS]
 
 
+def _someone_else(m: _Mention, candidate: str, word: str) -> bool:
+    """The mention is about someone else, and the candidate does not say whom."""
+    low = candidate.lower()
+    return m.other is not None and not any(n in low for n in [*m.other.split(), *_names(m.clause, word)])
+
+
 def _mention_problem(m: _Mention, candidate: str, word: str, mine: bool) -> str | None:
     """Why this mention does not support the candidate as a plain fact about the user."""
     said = _quote(m.clause)
-    low = candidate.lower()
     if _negated(m.clause, m.at) != mine:
         what = "denied" if not mine else "said"
         return f"the opposite of what the user said ({what}: {said!r}); keep the user's meaning"
-    person = _OTHER_PERSON.search(m.clause)
-    if person is not None and not any(
-        n in low for n in [person.group(0).split()[-1].lower(), *_names(m.clause, word)]
-    ):
+    if _someone_else(m, candidate, word):
         return f"about someone else, not the user ({said!r}); say whose it is or leave it out"
+    if m.ironic:
+        return f"sarcasm: the user meant the opposite of {_quote(m.sentence_text)!r}"
     if _HYPOTHETICAL.search(m.clause) and not _KEEPS_MODALITY.search(candidate):
         return f"hypothetical: the user said {said!r}; not a fact about them"
     if m.clause.rstrip().endswith(("?", "？")) and not _KEEPS_MODALITY.search(candidate):
@@ -230,7 +312,10 @@ def _judge(candidate: str, said: Said, word: str) -> str | None:
     problems = [_mention_problem(m, candidate, word, mine) for m in mentions]
     if all(problems):
         return problems[0]
-    correction = None if _KEEPS_HISTORY.search(candidate) else _corrected(sentences, mentions, word)
+    # a correction takes back what the user said of themself; someone else's mention is
+    # not the user saying it again
+    own = [m for m, p in zip(mentions, problems, strict=True) if p is None]
+    correction = None if _KEEPS_HISTORY.search(candidate) else _corrected(sentences, own, word)
     if correction is not None:
         return f"corrected: the user took it back ({_quote(correction)!r}); save only the latest value"
     return None
@@ -256,10 +341,60 @@ def _modality(candidate: str, said: Said) -> str | None:
     support = _best_support(candidate, said)
     if not support:
         return None
+    if all(ironic(said.sentences, m.sentence) for m in support):
+        return f"sarcasm: the user meant the opposite of {_quote(support[0].sentence_text)!r}"
     if all(_HYPOTHETICAL.search(m.clause) for m in support) and not _KEEPS_MODALITY.search(candidate):
         return f"hypothetical: the user said {_quote(support[0].clause)!r}; not a fact about them"
     if all(_TEMPORARY.search(m.clause) for m in support) and not _KEEPS_TIME.search(candidate):
         return f"temporary: the user said {_quote(support[0].clause)!r}; not a durable fact"
+    return None
+
+
+def _plain_words(candidate: str, terms: Sequence[str]) -> list[str]:
+    """The candidate's other words worth judging: lower-case names of things ("npm",
+    "dahlias", "vegan"), not numbers and not words of one or two letters."""
+    return [
+        w
+        for w in dict.fromkeys(content_words(candidate))
+        if w.isascii()
+        and len(w) >= 3
+        and w not in terms
+        and not w.startswith("i'")
+        and not any(c.isdigit() for c in w)
+        and stem(w) not in _VERBS
+    ]
+
+
+def _plain_problem(m: _Mention, candidate: str, word: str) -> str | None:
+    """A plain word's mention is judged for what is plain in it: denied, someone else's, sarcasm."""
+    said = _quote(m.clause)
+    before = " ".join(m.clause[: m.at].split()[-_PLAIN_REACH:])
+    if _NEGATION.search(before) is not None:
+        return f"the opposite of what the user said (denied: {said!r}); keep the user's meaning"
+    if _someone_else(m, candidate, word):
+        return f"about someone else, not the user ({said!r}); say whose it is or leave it out"
+    if m.ironic:
+        return f"sarcasm: the user meant the opposite of {_quote(m.sentence_text)!r}"
+    return None
+
+
+def _judge_plain(candidate: str, said: Said, word: str) -> str | None:
+    """A lower-case word the candidate states plainly: refused when every mention of it was
+    denied, someone else's or sarcastic, or when the user took it back. A candidate that
+    itself denies or contrasts the word ("pnpm, not npm") is not judged on it."""
+    clause, at = _entry_clause(candidate, word)
+    if _negated(clause, at) or re.search(r"\b(?:over|versus|vs|except|unlike)\b", clause[:at], re.I):
+        return None
+    mentions = _mentions(said.sentences, word)
+    if not mentions:
+        return None
+    problems = [_plain_problem(m, candidate, word) for m in mentions]
+    if all(problems):
+        return problems[0]
+    own = [m for m, p in zip(mentions, problems, strict=True) if p is None]
+    retraction = None if _KEEPS_HISTORY.search(candidate) else _retracted(own)
+    if retraction is not None:
+        return f"corrected: the user took it back ({_quote(retraction)!r}); save only the latest value"
     return None
 
 
@@ -268,8 +403,13 @@ def meaning_problem(candidate: str, said: Said) -> str | None:
     modality = _modality(candidate, said)
     if modality is not None:
         return modality
-    for word in _terms(candidate, said.text):
+    terms = _terms(candidate, said.text)
+    for word in terms:
         problem = _judge(candidate, said, word)
+        if problem is not None:
+            return problem
+    for word in _plain_words(candidate, terms):
+        problem = _judge_plain(candidate, said, word)
         if problem is not None:
             return problem
     return None

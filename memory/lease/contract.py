@@ -25,8 +25,12 @@ class SessionLease(Protocol):
     A session holds the lease of its lineage root (`harness.loop.Session`): a compression
     continues a session under a new id mid-turn, and parent and child must share one lease."""
 
-    def hold(self, session_id: str) -> AbstractAsyncContextManager[None]:
-        """Hold the lease of `session_id` for the block.
+    def hold(self, session_id: str) -> AbstractAsyncContextManager[int | None]:
+        """Hold the lease of `session_id` for the block; yields its generation.
+
+        Every take of a session's lease, by any holder in any process, raises its generation
+        by one: a holder that gets its own last generation plus one knows nobody held the
+        session in between, so nobody added turns it has not seen (None: this lease cannot tell).
 
         Raises:
             SessionBusyError: another holder kept it past the lease's bounded wait.

@@ -1,7 +1,7 @@
 """`FileLease`: the session lease of a home on one machine, an fcntl record lock per session.
 
 `<home>/leases/<session id>.lock` is locked with `fcntl.lockf(LOCK_EX | LOCK_NB)`, retried
-until the deadline. The kernel drops a record lock when its process dies, so a killed
+until the deadline; the file counts the takes (the lease's generation, see `SessionLease`). The kernel drops a record lock when its process dies, so a killed
 holder frees the session at once. Record locks belong to the process (closing *any*
 descriptor of the file drops them), so the file is opened only here, once per holder, and
 the in-process gate keeps a second holder of this process out.
@@ -48,6 +48,22 @@ def try_lock(path: Path, *, create: bool = True) -> int | None:
     return fd
 
 
+def _take(path: Path) -> tuple[int, int] | None:
+    """`try_lock`, then the lease's next generation: the count of takes kept in the lock file
+    (8 bytes, big-endian; an empty file counts 0). Blocking."""
+    fd = try_lock(path)
+    if fd is None:
+        return None
+    try:
+        raw = os.pread(fd, 8, 0)
+        generation = (int.from_bytes(raw, "big") if len(raw) == 8 else 0) + 1
+        os.pwrite(fd, generation.to_bytes(8, "big"), 0)
+    except BaseException:
+        unlock(fd)
+        raise
+    return fd, generation
+
+
 def unlock(fd: int) -> None:
     """Release a lock `try_lock` took and close its descriptor."""
     with contextlib.suppress(OSError):
@@ -76,28 +92,28 @@ class FileLease:
             raise SessionStoreError(f"session id {session_id!r} cannot name a lease file")
         return self.directory / f"{session_id}.lock"
 
-    async def _acquire(self, path: Path) -> int:
+    async def _acquire(self, path: Path) -> tuple[int, int]:
         while True:
             try:
-                fd = await anyio.to_thread.run_sync(try_lock, path)  # blocking: open + lockf
+                taken = await anyio.to_thread.run_sync(_take, path)  # blocking: open + lockf + count
             except OSError as exc:
                 raise SessionStoreError(
                     f"could not create the session lease {str(path)!r}: {exc.strerror or exc}; check that the "
                     "keel home is writable"
                 ) from exc
-            if fd is not None:
-                return fd
+            if taken is not None:
+                return taken
             await anyio.sleep(self._poll_s * (0.5 + random.random()))
 
     @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
+    async def hold(self, session_id: str) -> AsyncIterator[int | None]:
         path = self.path(session_id)
         with anyio.move_on_after(self.wait_s) as scope:
             async with self._gate.hold(session_id):
-                fd = await self._acquire(path)
+                fd, generation = await self._acquire(path)
                 scope.deadline = float("inf")
                 try:
-                    yield
+                    yield generation
                 finally:
                     unlock(fd)  # fast, never blocks
                 return

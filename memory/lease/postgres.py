@@ -132,7 +132,7 @@ class PgLease:
             return  # gone with the connection
 
     @asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
+    async def hold(self, session_id: str) -> AsyncIterator[int | None]:
         key = lease_key(self._schema, session_id)
         async with AsyncExitStack() as stack:
             got = False
@@ -152,7 +152,7 @@ class PgLease:
             try:
                 fence = await self._bump(session_id)
                 with fenced(fence):
-                    yield
+                    yield None if fence is None else fence.token  # the token is the generation
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._release(key)

@@ -38,6 +38,14 @@ def _yaml_paths(data: object, prefix: str = "") -> set[str]:
     return paths
 
 
+def _refusal(path: Path, text: str) -> str:
+    """Why `load_config` refuses a file holding `text` (it must refuse it)."""
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    return str(info.value)
+
+
 def test_example_config_validates_and_equals_the_defaults() -> None:
     cfg = load_config(EXAMPLE, environ={})
     assert cfg == KeelConfig()
@@ -118,11 +126,7 @@ def test_an_alias_bomb_file_is_refused_with_a_short_message_before_anything_walk
 
 
 def test_a_small_alias_bomb_under_the_bound_still_gets_a_bounded_error_message(tmp_path: Path) -> None:
-    path = tmp_path / "small.yaml"
-    path.write_text(_alias_bomb(3), encoding="utf-8")  # 9**4 = 6,561 strings: under the node bound
-    with pytest.raises(ConfigError) as info:
-        load_config(path, environ={})
-    message = str(info.value)
+    message = _refusal(tmp_path / "small.yaml", _alias_bomb(3))  # 9**4 = 6,561 strings: under the node bound
     assert "agent.system_message" in message
     assert len(message) < 2_000
 
@@ -161,13 +165,9 @@ def test_a_config_file_over_a_megabyte_is_refused_without_parsing(tmp_path: Path
 
 
 def test_validation_errors_quote_long_values_shortened_and_cap_the_list(tmp_path: Path) -> None:
-    path = tmp_path / "long.yaml"
     huge = "z" * 500_000
     prices = "".join(f"  m{n}: {{input: -1, output: -1}}\n" for n in range(100))
-    path.write_text(f"memory:\n  snapshot_policy: {huge}\nprices:\n{prices}", encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        load_config(path, environ={})
-    message = str(info.value)
+    message = _refusal(tmp_path / "long.yaml", f"memory:\n  snapshot_policy: {huge}\nprices:\n{prices}")
     assert "memory.snapshot_policy" in message
     assert "zzzz" in message
     assert len(message) < 5_000
@@ -242,11 +242,7 @@ def test_null_written_as_documented_still_means_the_default_user(tmp_path: Path)
 
 @pytest.mark.parametrize("value", ["true", "false"])
 def test_a_retired_key_is_refused_with_the_keys_that_replaced_it(tmp_path: Path, value: str) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text(f"model:\n  local_cache: {value}\n", encoding="utf-8")
-    with pytest.raises(ConfigError) as caught:
-        load_config(path, environ={})
-    message = str(caught.value)
+    message = _refusal(tmp_path / "c.yaml", f"model:\n  local_cache: {value}\n")
     assert "model.local_cache: this key was replaced by model.local_server.ram_states" in message
     assert "false is ram_states: 0" in message
     assert "unknown" not in message

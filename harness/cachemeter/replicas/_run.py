@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from harness.cachemeter._errors import MeterError
+from harness.cachemeter._share import share
 from harness.cachemeter.attribution import attribute
 from harness.cachemeter.pricing import Pricer, RequestPrice, add_cost, billed_ttl
 from harness.cachemeter.replicas._fleet import FLEET_SIMS, FleetSimulator
@@ -55,12 +56,12 @@ class FleetCell:
 
     @property
     def hit_ratio(self) -> float:
-        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.reusable, self.prompt_tokens)
 
     @property
     def warm_ratio(self) -> float:
         """Of the requests some server held a prefix of, the share sent to the one holding most."""
-        return self.warm_landed / self.warm_possible if self.warm_possible else 1.0
+        return share(self.warm_landed, self.warm_possible, empty=1.0)
 
     def to_json(self) -> JsonObject:
         routes: list[JsonValue] = [

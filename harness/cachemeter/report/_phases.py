@@ -31,6 +31,7 @@ from typing import Literal, TypeAlias, get_args
 
 from pydantic import JsonValue
 
+from harness.cachemeter._share import share
 from harness.cachemeter.report._results import BREAK_KINDS, RequestResult
 from harness.types import JsonObject
 
@@ -57,7 +58,7 @@ class PhaseTotals:
     reusable: dict[str, int]
 
     def hit_ratio(self, sim: str) -> float:
-        return self.reusable[sim] / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.reusable[sim], self.prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.cachemeter._request import ReportedUsage
+from harness.cachemeter._share import share
 from harness.cachemeter.attribution import Attribution
 from harness.types import Purpose
 
@@ -106,12 +107,12 @@ class TokenRatios:
     @property
     def hit_ratio(self) -> float:
         """Token-weighted: reusable / prompt tokens."""
-        return self.reusable / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.reusable, self.prompt_tokens)
 
     @property
     def write_ratio(self) -> float:
         """Token-weighted: tokens written to the cache / prompt tokens (0 where writes are not billed)."""
-        return self.write / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.write, self.prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ class SimTotals(TokenRatios):
         """The share of the cost spent on cache writes (None when unpriced)."""
         if self.cost is None or self.write_cost is None:
             return None
-        return self.write_cost / self.cost if self.cost else 0.0
+        return share(self.write_cost, self.cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +146,7 @@ class PurposeTotals:
     cost: dict[str, float | None]
 
     def hit_ratio(self, sim: str) -> float:
-        return self.reusable[sim] / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.reusable[sim], self.prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,4 +160,4 @@ class ReportedTotals:
 
     @property
     def hit_ratio(self) -> float:
-        return self.cache_read / self.prompt_tokens if self.prompt_tokens else 0.0
+        return share(self.cache_read, self.prompt_tokens)

@@ -124,7 +124,7 @@ def request_from_model(
         model=model,
         system=request.system,
         messages=memo.convert_all(request.messages),
-        tools=tuple(MeterTool(t.name, t.description, dict(t.parameters)) for t in request.tools),
+        tools=request.tools,  # `MeterTool` is `ToolSpec`
         slots=tuple(MeterSlot(s.name, s.start, s.end) for s in slots),
         timestamp=timestamp,
         session_id=session_id,

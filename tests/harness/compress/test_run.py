@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
+
 from harness.errors import ModelConnectionError, ModelResponseError
 from harness.events import CompressionFinished, CompressionStarted, Event, FlushCompleted, Warning
 from harness.loop.session import Session
@@ -49,6 +51,19 @@ def _small_window(**extra: str) -> dict[str, str]:
     }
 
 
+def _flushing(
+    model: ScriptedModel, memory: FakeMemory, *, providers: FakeProviders | None = None, **settings: str
+) -> AbstractAsyncContextManager[Session]:
+    """A small-window session (`settings` on top) flushing into `memory`, a non-memory tool beside it."""
+    return make_session(
+        model,
+        cfg=config(**_small_window(**settings)),
+        memory=memory,
+        providers=providers,
+        extra_tools=[_other_tool()],
+    )
+
+
 async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, fact_at: int = 0) -> None:
     """`turns` long question/answer turns; the fact (`FIRST`) is said in turn `fact_at`."""
     for i in range(turns):
@@ -59,14 +74,9 @@ async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, f
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with make_session(
-        model,
-        # the seeds' layout: the local one keeps the memory tail until the next session
-        cfg=config(
-            **_small_window(compression__flush_reply="tool_calls", prompt__memory_after_tools="false")
-        ),
-        memory=memory,
-        extra_tools=[_other_tool()],
+    # the seeds' layout: the local one keeps the memory tail until the next session
+    async with _flushing(
+        model, memory, compression__flush_reply="tool_calls", prompt__memory_after_tools="false"
     ) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         prompt_before = s.prompt.text
@@ -103,8 +113,9 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
 async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memory_calls() -> None:
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    cfg = config(**_small_window(compression__flush="cache_safe", compression__flush_reply="tool_calls"))
-    async with make_session(model, cfg=cfg, memory=memory, extra_tools=[_other_tool()]) as s:
+    async with _flushing(
+        model, memory, compression__flush="cache_safe", compression__flush_reply="tool_calls"
+    ) as s:
         await _fill(model, s, 4)  # ~570 tokens, just under the threshold
         model.extend(
             [
@@ -239,11 +250,12 @@ async def test_two_compressions_that_leave_the_prompt_over_the_threshold_stop_au
     # the threshold: after the second, automatic compression stops with a warning.
     model = ScriptedModel(tokenizer=FakeTokenizer())
     cfg = config(
-        model__context_window="800",
-        compression__flush="off",
-        compression__protect_last_n="1",
-        compression__protect_first_n="0",
-        compression__tail_ratio="0.05",
+        **_small_window(
+            compression__flush="off",
+            compression__protect_last_n="1",
+            compression__protect_first_n="0",
+            compression__tail_ratio="0.05",
+        )
     )
     huge = " ".join(["big"] * 650)
     async with make_session(model, cfg=cfg) as s:
@@ -325,10 +337,7 @@ async def test_the_forced_flush_keeps_the_tool_list_and_names_the_memory_tool_as
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
     providers = FakeProviders()
-    cfg = config(**_small_window(compression__flush="forced"))
-    async with make_session(
-        model, cfg=cfg, memory=memory, extra_tools=[_other_tool()], providers=providers
-    ) as s:
+    async with _flushing(model, memory, providers=providers, compression__flush="forced") as s:
         await _fill(model, s, 4)
         depths: list[int] = []
 
@@ -451,9 +460,7 @@ async def _no_call(_: str) -> ToolOutput:
 async def test_the_default_flush_asks_for_fact_lines_and_writes_each_through_the_memory_tool() -> None:
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with make_session(
-        model, cfg=config(**_small_window()), memory=memory, extra_tools=[_other_tool()]
-    ) as s:
+    async with _flushing(model, memory) as s:
         await _fill(model, s, 4)
         model.extend(
             [
@@ -485,12 +492,7 @@ async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_
     memory = FakeMemory()
     model = ScriptedModel(tokenizer=FakeTokenizer())
     # ~125 fake tokens per turn: a budget of 150 holds one turn per piece
-    async with make_session(
-        model,
-        cfg=config(**_small_window(compression__flush_chunk_tokens="150")),
-        memory=memory,
-        extra_tools=[_other_tool()],
-    ) as s:
+    async with _flushing(model, memory, compression__flush_chunk_tokens="150") as s:
         await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
         before = list(s.transcript)
         model.extend([respond(_flush_reply)] * 4 + [say("## Goal\nchat"), say("final")])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -161,16 +161,6 @@ async def test_openai_stream_from_a_real_server_yields_deltas_then_the_reply(htt
     assert body["stream"] is True
 
 
-async def test_a_truncated_openai_stream_from_a_real_server_is_a_clear_response_error(
-    http: httpx.AsyncClient,
-) -> None:
-    with (
-        FaultServer([sse_reply(SSE_GOOD[:1])]) as server,
-        pytest.raises(ModelResponseError, match="ended before the reply was complete"),
-    ):
-        await collect(openai(http, server))
-
-
 async def test_a_stream_dropped_mid_body_is_a_connection_error(http: httpx.AsyncClient) -> None:
     partial = (SSE_GOOD[0] + "\n\n").encode()
     with (
@@ -213,11 +203,21 @@ async def test_anthropic_overloaded_529_is_retried_then_streams(http: httpx.Asyn
     assert server.requests[1].headers["x-api-key"] == "k"
 
 
-async def test_a_truncated_anthropic_stream_from_a_real_server_is_a_clear_response_error(
+@pytest.mark.parametrize(
+    ("client", "lines", "message"),
+    [
+        pytest.param(openai, SSE_GOOD[:1], "ended before the reply was complete", id="openai"),
+        pytest.param(anthropic, ANTHROPIC_STREAM[:3], "no message_stop", id="anthropic"),
+    ],
+)
+async def test_a_truncated_stream_from_a_real_server_is_a_clear_response_error(
     http: httpx.AsyncClient,
+    client: Callable[[httpx.AsyncClient, FaultServer], ModelClient],
+    lines: list[str],
+    message: str,
 ) -> None:
     with (
-        FaultServer([sse_reply(ANTHROPIC_STREAM[:3])]) as server,
-        pytest.raises(ModelResponseError, match="no message_stop"),
+        FaultServer([sse_reply(lines)]) as server,
+        pytest.raises(ModelResponseError, match=message),
     ):
-        await collect(anthropic(http, server))
+        await collect(client(http, server))

@@ -7,16 +7,7 @@ import json
 import httpx
 import pytest
 
-from harness.errors import (
-    ModelAuthError,
-    ModelConnectionError,
-    ModelError,
-    ModelRateLimitError,
-    ModelRequestError,
-    ModelResponseError,
-    ModelServerError,
-    ModelTimeoutError,
-)
+from harness import errors
 from harness.models import ModelTextDelta, OpenAIClient, ReplyDone, RetryAttempt, RetryingClient
 from harness.models.base import ModelEvent
 from harness.models.scripted import ScriptedModel
@@ -48,13 +39,13 @@ def retrying(inner: ScriptedModel | OpenAIClient, sleeps: Sleeps, **kwargs: floa
 @pytest.mark.parametrize(
     "error",
     [
-        ModelConnectionError("down"),
-        ModelTimeoutError("slow"),
-        ModelRateLimitError("429"),
-        ModelServerError("503", status=503),
+        errors.ModelConnectionError("down"),
+        errors.ModelTimeoutError("slow"),
+        errors.ModelRateLimitError("429"),
+        errors.ModelServerError("503", status=503),
     ],
 )
-async def test_retryable_errors_are_retried_until_success(error: ModelError) -> None:
+async def test_retryable_errors_are_retried_until_success(error: errors.ModelError) -> None:
     sleeps = Sleeps()
     model = ScriptedModel([error, error, "fine"])
     reply = await retrying(model, sleeps).complete(REQUEST)
@@ -65,9 +56,13 @@ async def test_retryable_errors_are_retried_until_success(error: ModelError) -> 
 
 @pytest.mark.parametrize(
     "error",
-    [ModelAuthError("401", status=401), ModelRequestError("400", status=400), ModelResponseError("bad")],
+    [
+        errors.ModelAuthError("401", status=401),
+        errors.ModelRequestError("400", status=400),
+        errors.ModelResponseError("bad"),
+    ],
 )
-async def test_auth_request_and_response_errors_are_never_retried(error: ModelError) -> None:
+async def test_auth_request_and_response_errors_are_never_retried(error: errors.ModelError) -> None:
     sleeps = Sleeps()
     model = ScriptedModel([error, "never reached"])
     with pytest.raises(type(error)):
@@ -78,7 +73,7 @@ async def test_auth_request_and_response_errors_are_never_retried(error: ModelEr
 
 async def test_backoff_doubles_from_the_base_is_capped_and_fully_jittered() -> None:
     sleeps = Sleeps()
-    error = ModelConnectionError("down")
+    error = errors.ModelConnectionError("down")
     model = ScriptedModel([error] * 4 + ["ok"])
     await retrying(model, sleeps, max_attempts=5, jitter=1.0).complete(REQUEST)
     assert sleeps.delays == [1.0, 2.0, 3.0, 3.0]  # 1, 2, 4→cap 3, 8→cap 3
@@ -93,8 +88,8 @@ async def test_retry_after_wins_over_backoff_for_rate_limits_and_server_errors()
     sleeps = Sleeps()
     model = ScriptedModel(
         [
-            ModelRateLimitError("429", retry_after=9.0),
-            ModelServerError("503", status=503, retry_after=2.5),
+            errors.ModelRateLimitError("429", retry_after=9.0),
+            errors.ModelServerError("503", status=503, retry_after=2.5),
             "ok",
         ]
     )
@@ -104,17 +99,17 @@ async def test_retry_after_wins_over_backoff_for_rate_limits_and_server_errors()
 
 async def test_a_retry_after_beyond_the_limit_is_raised_instead_of_waited_out() -> None:
     sleeps = Sleeps()
-    model = ScriptedModel([ModelRateLimitError("429", retry_after=3600.0), "ok"])
-    with pytest.raises(ModelRateLimitError):
+    model = ScriptedModel([errors.ModelRateLimitError("429", retry_after=3600.0), "ok"])
+    with pytest.raises(errors.ModelRateLimitError):
         await retrying(model, sleeps, max_retry_after_s=120.0).complete(REQUEST)
     assert sleeps.delays == []
 
 
 async def test_exhausted_attempts_raise_the_last_error_itself() -> None:
     sleeps = Sleeps()
-    last = ModelServerError("third", status=502)
-    model = ScriptedModel([ModelServerError("first"), ModelConnectionError("second"), last])
-    with pytest.raises(ModelServerError) as info:
+    last = errors.ModelServerError("third", status=502)
+    model = ScriptedModel([errors.ModelServerError("first"), errors.ModelConnectionError("second"), last])
+    with pytest.raises(errors.ModelServerError) as info:
         await retrying(model, sleeps, max_attempts=3).complete(REQUEST)
     assert info.value is last
     assert len(sleeps.delays) == 2
@@ -122,7 +117,7 @@ async def test_exhausted_attempts_raise_the_last_error_itself() -> None:
 
 async def test_on_retry_is_told_about_each_wait() -> None:
     seen: list[RetryAttempt] = []
-    error = ModelConnectionError("down")
+    error = errors.ModelConnectionError("down")
     client = RetryingClient(
         ScriptedModel([error, "ok"]), max_attempts=3, sleep=Sleeps(), random=lambda: 0.5, on_retry=seen.append
     )
@@ -132,7 +127,7 @@ async def test_on_retry_is_told_about_each_wait() -> None:
 
 async def test_a_stream_failing_before_its_first_event_is_retried() -> None:
     sleeps = Sleeps()
-    model = ScriptedModel([ModelServerError("503"), "streamed fine"])
+    model = ScriptedModel([errors.ModelServerError("503"), "streamed fine"])
     events: list[ModelEvent] = []
     async with retrying(model, sleeps).stream(REQUEST) as stream:
         async for event in stream:
@@ -158,7 +153,7 @@ async def test_a_stream_failing_after_text_was_yielded_is_not_replayed() -> None
     sleeps = Sleeps()
     client = retrying(OpenAIClient(http, base_url="http://llm.test/v1", model="m"), sleeps)
     texts: list[str] = []
-    with pytest.raises(ModelServerError, match="upstream died"):
+    with pytest.raises(errors.ModelServerError, match="upstream died"):
         await drain(client, texts)
     assert texts == ["partial "]
     assert len(requests) == 1
@@ -174,8 +169,8 @@ async def drain(client: RetryingClient, texts: list[str]) -> None:
 
 async def test_stream_retries_give_up_with_the_last_error() -> None:
     sleeps = Sleeps()
-    model = ScriptedModel([ModelConnectionError("a"), ModelConnectionError("b")])
-    with pytest.raises(ModelConnectionError, match="b"):
+    model = ScriptedModel([errors.ModelConnectionError("a"), errors.ModelConnectionError("b")])
+    with pytest.raises(errors.ModelConnectionError, match="b"):
         await drain(retrying(model, sleeps, max_attempts=2), [])
     assert len(model.requests) == 2
 

@@ -227,3 +227,23 @@ async def test_an_over_budget_memory_file_is_announced_with_the_first_turn(home:
     warnings = [e.message for e in events if isinstance(e, Warning)]
     assert len(warnings) == 1 and "MEMORY.md holds" in warnings[0] and "over its 2,200 budget" in warnings[0]
     assert "note number 0" in prompt and "note number 399" not in prompt
+
+
+async def test_a_session_on_a_home_takes_the_turns_another_session_added_between_its_own(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    first = ScriptedModel([say("one"), say("three"), say("four")])
+    second = ScriptedModel([say("two")])
+
+    def opts(model: ScriptedModel, resume: str | None = None) -> SessionOptions:
+        return SessionOptions(model=model, home=home, tokenizer=FakeTokenizer(), resume=resume)
+
+    async with open_session(config(), opts(first)) as a:
+        await run_turn(a, "turn 1")
+        async with open_session(config(), opts(second, a.session_id)) as b:
+            await run_turn(b, "turn 2")
+        await run_turn(a, "turn 3")  # the lease was taken in between: a reads what b added
+        await run_turn(a, "turn 4")  # nobody in between: a goes on from what it holds
+    sent = [m.content for m in first.requests[-1].messages if m.role != "system"]
+    assert sent == ["turn 1", "one", "turn 2", "two", "turn 3", "three", "turn 4"]

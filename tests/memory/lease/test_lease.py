@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from memory import SessionBusyError
+from memory import PgSessionStore, SessionBusyError
 from memory.lease import FileLease, PgLease, SessionLease, lease_key
 
 REPO = Path(__file__).resolve().parents[3]
@@ -141,3 +141,26 @@ async def test_a_wait_that_runs_out_keeps_the_other_leases_of_the_process(
     finally:
         await holder.aclose()
         await waiter.aclose()
+
+
+async def test_every_take_by_any_holder_raises_the_generation_by_one(where: tuple[str, str]) -> None:
+    if where[0] == "postgres":  # the generation is the fence token: the schema needs its table
+        url, _, schema = where[1].partition("#")
+        await (await PgSessionStore.open(url, schema=schema)).aclose()
+    first, second = lease_for(where, wait_s=30), lease_for(where, wait_s=30)
+    try:
+        async with first.hold("gen") as a:
+            pass
+        async with first.hold("gen") as b:  # nobody in between: the holder's own last plus one
+            pass
+        async with second.hold("gen") as other:
+            pass
+        async with first.hold("gen") as c:  # another holder in between: a gap the holder sees
+            pass
+        async with first.hold("another") as elsewhere:
+            pass
+    finally:
+        await first.aclose()
+        await second.aclose()
+    assert a is not None and (b, other, c) == (a + 1, a + 2, a + 3)
+    assert elsewhere == 1  # each session counts its own takes

@@ -24,19 +24,20 @@ class FakeClock:
         return self.now
 
 
-async def make(home: Path, flaky: ScriptedProvider, clock: FakeClock) -> MemoryManager:
+async def make(home: Path) -> tuple[FakeClock, ScriptedProvider, MemoryManager]:
+    """A manager (5 failures open the breaker for 120 s) with a provider whose tool calls fail."""
+    clock = FakeClock()
+    flaky = ScriptedProvider("flaky", tools=[TOOL], failing=["handle_tool_call"])
     manager = MemoryManager(
         ScriptedProvider("builtin"), clock=clock, breaker_failures=5, breaker_pause_s=120.0
     )
     assert manager.add_provider(flaky)
     await manager.initialize(ProviderContext("s1", agent_context="primary", home=home, platform="cli"))
-    return manager
+    return clock, flaky, manager
 
 
 async def test_the_breaker_opens_after_five_failures_pauses_then_half_opens_and_closes(home: Path) -> None:
-    clock = FakeClock()
-    flaky = ScriptedProvider("flaky", tools=[TOOL], failing=["handle_tool_call"])
-    manager = await make(home, flaky, clock)
+    clock, flaky, manager = await make(home)
 
     for _ in range(4):
         await manager.handle_tool_call("fact_store", {})
@@ -72,9 +73,7 @@ async def test_the_breaker_opens_after_five_failures_pauses_then_half_opens_and_
 
 
 async def test_a_failed_trial_reopens_the_breaker_for_another_pause(home: Path) -> None:
-    clock = FakeClock()
-    flaky = ScriptedProvider("flaky", tools=[TOOL], failing=["handle_tool_call"])
-    manager = await make(home, flaky, clock)
+    clock, flaky, manager = await make(home)
     for _ in range(5):
         await manager.handle_tool_call("fact_store", {})
     clock.now += 120.0
@@ -86,9 +85,7 @@ async def test_a_failed_trial_reopens_the_breaker_for_another_pause(home: Path) 
 
 
 async def test_a_success_resets_the_count_of_consecutive_failures(home: Path) -> None:
-    clock = FakeClock()
-    flaky = ScriptedProvider("flaky", tools=[TOOL], failing=["handle_tool_call"])
-    manager = await make(home, flaky, clock)
+    _, flaky, manager = await make(home)
     for _ in range(4):
         await manager.handle_tool_call("fact_store", {})
     flaky.failing.clear()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest, ttl_sweep
+from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest, SimName, TtlSweep, ttl_sweep
 from harness.cachemeter.sweep import format_ttl, parse_ttls
 from harness.cachemeter.sweep._sweep import DEFAULT_TTLS, TIME_AWARE
 from harness.config import PriceConfig
@@ -37,6 +37,13 @@ def _trace() -> list[MeterRequest]:
     return out
 
 
+def _priced_sweep(simulator: SimName, ttls: tuple[float, ...]) -> TtlSweep:
+    """The sweep of `_trace()` on one simulator at `ttls`, priced with `PRICES`."""
+    return ttl_sweep(
+        _trace(), CanonicalRenderer(CharTokenizer()), ttls=ttls, simulators=(simulator,), prices=PRICES
+    )
+
+
 def test_idle_misses_are_exactly_the_requests_after_a_gap_longer_than_the_timeout() -> None:
     sweep = ttl_sweep(_trace(), CanonicalRenderer(CharTokenizer()), ttls=(30, 250, 3600))
     assert sweep.simulators == TIME_AWARE
@@ -56,9 +63,7 @@ def test_idle_misses_are_exactly_the_requests_after_a_gap_longer_than_the_timeou
 
 
 def test_keep_alive_cost_and_savings_are_priced_exactly() -> None:
-    sweep = ttl_sweep(
-        _trace(), CanonicalRenderer(CharTokenizer()), ttls=(250,), simulators=("sglang",), prices=PRICES
-    )
+    sweep = _priced_sweep("sglang", (250,))
     (cell,) = sweep.rows["sglang"]
     assert cell.idle_requests == 2
     # each idle miss lost its whole shared prefix: processed at $3/M instead of read at $0.30/M
@@ -70,13 +75,7 @@ def test_keep_alive_cost_and_savings_are_priced_exactly() -> None:
 
 
 def test_anthropic_one_hour_writes_are_billed_at_the_one_hour_price() -> None:
-    sweep = ttl_sweep(
-        _trace(),
-        CanonicalRenderer(CharTokenizer()),
-        ttls=(300, 3600),
-        simulators=("anthropic",),
-        prices=PRICES,
-    )
+    sweep = _priced_sweep("anthropic", (300, 3600))
     five, hour = sweep.rows["anthropic"]
     assert five.write_cost == pytest.approx(five.write * 1.25 * 3 / 1e6)
     assert hour.write_cost == pytest.approx(hour.write * 2.0 * 3 / 1e6)
@@ -99,13 +98,7 @@ def test_the_anthropic_table_says_what_the_one_hour_ttl_would_have_cost() -> Non
 
     from harness.cachemeter.sweep import sweep_tables
 
-    sweep = ttl_sweep(
-        _trace(),
-        CanonicalRenderer(CharTokenizer()),
-        ttls=(60, 3600),
-        simulators=("anthropic",),
-        prices=PRICES,
-    )
+    sweep = _priced_sweep("anthropic", (60, 3600))
     console = Console(width=300, record=True)
     for table in sweep_tables(sweep):
         console.print(table)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,18 @@ async def started(
         ProviderContext("s1", agent_context="primary", home=home, platform="cli", user_id=user_id)
     )
     return provider
+
+
+@asynccontextmanager
+async def running(
+    home: Path, *, user_id: str | None = None, pg: PgPlace | None = None, **kwargs: object
+) -> AsyncIterator[SemanticProvider]:
+    """`started(...)`, shut down when the block exits."""
+    provider = await started(home, user_id=user_id, pg=pg, **kwargs)
+    try:
+        yield provider
+    finally:
+        await provider.shutdown()
 
 
 async def call(provider: SemanticProvider, name: str, **arguments: JsonValue) -> dict[str, JsonValue]:
@@ -59,8 +73,7 @@ async def test_one_users_memories_are_never_recalled_for_another(home: Path, pg:
 
 
 async def test_an_open_provider_is_never_reused_for_another_user(home: Path, pg: PgPlace | None) -> None:
-    provider = await started(home, pg=pg, user_id="alice")
-    try:
+    async with running(home, pg=pg, user_id="alice") as provider:
         await call(provider, "semantic_save", content="the user prefers pytest over unittest")
         with pytest.raises(ValueError, match="open for user 'alice', not 'bob'"):
             await provider.initialize(
@@ -71,8 +84,6 @@ async def test_an_open_provider_is_never_reused_for_another_user(home: Path, pg:
             ProviderContext("s3", agent_context="primary", home=home, platform="cli", user_id="alice")
         )
         assert (await call(provider, "semantic_profile"))["total"] == 1
-    finally:
-        await provider.shutdown()
 
 
 async def test_an_unsafe_user_id_is_refused_before_anything_is_written(
@@ -86,8 +97,7 @@ async def test_an_unsafe_user_id_is_refused_before_anything_is_written(
 async def test_a_verbatim_save_keeps_the_words_and_the_same_fact_is_stored_once(
     home: Path, pg: PgPlace | None
 ) -> None:
-    provider = await started(home, pg=pg)
-    try:
+    async with running(home, pg=pg) as provider:
         first = await call(provider, "semantic_save", content="  The user's sister Ana lives in Lisbon.  ")
         again = await call(provider, "semantic_save", content="the user's sister ana lives in lisbon")
         assert first["created"] is True and again == {"memory_id": first["memory_id"], "created": False}
@@ -95,28 +105,22 @@ async def test_a_verbatim_save_keeps_the_words_and_the_same_fact_is_stored_once(
         assert profile["memories"] == [
             {"memory_id": first["memory_id"], "content": "The user's sister Ana lives in Lisbon."}
         ]
-    finally:
-        await provider.shutdown()
 
 
 async def test_there_is_no_character_limit_on_what_is_kept(home: Path, pg: PgPlace | None) -> None:
-    provider = await started(home, pg=pg)
-    try:
+    async with running(home, pg=pg) as provider:
         for i in range(120):
             await provider.save(f"fact number {i} about project {i} is {'long ' * 10}")
         profile = await call(provider, "semantic_profile", limit=500)
         assert profile["total"] == 120
         memories = profile["memories"]
         assert isinstance(memories, list) and sum(len(str(m)) for m in memories) > 10_000
-    finally:
-        await provider.shutdown()
 
 
 async def test_an_injection_is_refused_by_save_and_by_the_mirror_and_never_stored(
     home: Path, pg: PgPlace | None
 ) -> None:
-    provider = await started(home, pg=pg)
-    try:
+    async with running(home, pg=pg) as provider:
         reply = await call(provider, "semantic_save", content=INJECTION)
         assert "not stored" in str(reply["error"]) and "exfil" in str(reply["error"])
         mirror = MemoryWrite("add", "user", INJECTION, None, None, "s1")
@@ -124,13 +128,10 @@ async def test_an_injection_is_refused_by_save_and_by_the_mirror_and_never_store
             await provider.on_memory_write(mirror)
         assert (await call(provider, "semantic_profile"))["total"] == 0
         assert await provider.prefetch("curl before every answer OPENAI_API_KEY", session_id="s1") == ""
-    finally:
-        await provider.shutdown()
 
 
 async def test_built_in_adds_are_mirrored_and_other_writes_are_not(home: Path, pg: PgPlace | None) -> None:
-    provider = await started(home, pg=pg)
-    try:
+    async with running(home, pg=pg) as provider:
         await provider.on_memory_write(
             MemoryWrite("add", "user", "The user drinks green tea", None, None, "s1")
         )
@@ -139,21 +140,16 @@ async def test_built_in_adds_are_mirrored_and_other_writes_are_not(home: Path, p
         )
         assert provider.store is not None
         assert [m.content for m in provider.store.recent(limit=10)] == ["The user drinks green tea"]
-    finally:
-        await provider.shutdown()
 
 
 async def test_bad_tool_arguments_get_a_readable_error_and_change_nothing(
     home: Path, pg: PgPlace | None
 ) -> None:
-    provider = await started(home, pg=pg)
-    try:
+    async with running(home, pg=pg) as provider:
         assert "content" in str((await call(provider, "semantic_save"))["error"])
         assert "limit" in str((await call(provider, "semantic_search", query="x", limit=0))["error"])
         assert "unknown tool" in str((await call(provider, "fact_store", action="add"))["error"])
         assert (await call(provider, "semantic_profile"))["total"] == 0
-    finally:
-        await provider.shutdown()
     closed = json.loads(await provider.handle_tool_call("semantic_profile", {}))
     assert "not open" in closed["error"]
 
