@@ -68,24 +68,18 @@ class SessionHost:
     def count(self, message: Message) -> int:
         return self.calls.estimator.count_message(message)
 
+    def _prompt(self) -> tuple[str, Sequence[Message], tuple[ToolSpec, ...]]:
+        """What a request would carry now: the system prompt, the messages, the tool specs."""
+        return self.system.text, self.transcript.messages, self.tools.specs()
+
     def prompt_estimate(self) -> int:
-        return self.calls.estimator.estimate(
-            self.system.text,
-            self.transcript.messages,
-            self.tools.specs(),
-            version=self.transcript.version,
-        )
+        return self.calls.estimator.estimate(*self._prompt(), version=self.transcript.version)
 
     def base_estimate(self) -> int:
         return self.calls.estimator.full(self.system.text, (), self.tools.specs())
 
     def full_estimate(self) -> int:
-        return self.calls.estimator.full(
-            self.system.text,
-            self.transcript.messages,
-            self.tools.specs(),
-            version=self.transcript.version,
-        )
+        return self.calls.estimator.full(*self._prompt(), version=self.transcript.version)
 
     def today(self) -> date:
         return self.calendar()

@@ -8,6 +8,9 @@ came from: every token with a digit in it occurs there as written, and at least 
 its other content words occur there too, compared by a crude stem (so "deploys" matches
 "deploy" and "uses" "use"). Words about the user as such ("user", "user's") are not content.
 
+A name said in another script and written in Latin letters is not an invention either
+("Andrei" for "Андрей", "Layla" for "ليلى": `_spelling.skeleton`).
+
 A paraphrase is not an invention: a word counts as said when a word of the same meaning was
 (`_SAME`: "employer" for "work at", "lives in" for "moved to", "codes" for "writes", GCP for
 Google Cloud), so "Sam's employer is Acme" rests on "I work at Acme".
@@ -24,6 +27,7 @@ import re
 import unicodedata
 
 from memory._words import STOPWORDS
+from memory.grounding._spelling import skeleton
 
 __all__ = ["content_stems", "content_words", "grounded", "stem", "tokens"]
 
@@ -235,4 +239,20 @@ def grounded(
         return False
     if any(any(c.isdigit() for c in w) and w not in said for w in words):
         return False
-    return sum(_said_as(w, stems) for w in words) / len(words) >= share
+    spelled = _spelled(said)
+    return sum(_said_as(w, stems) or _spelled_as(w, spelled) for w in words) / len(words) >= share
+
+
+_SKELETON = 2
+"""Consonants a name must keep to count as the same name in another script ("ndr", "ll")."""
+
+
+def _spelled(said: set[str]) -> set[str]:
+    """The skeletons of the said words written in another script than Latin."""
+    out = {skeleton(t) for t in said if not t.isascii() and not _UNSPACED.search(t)}
+    return {s for s in out if len(s) >= _SKELETON}
+
+
+def _spelled_as(word: str, spelled: set[str]) -> bool:
+    """A Latin word that spells a said word of another script: "Andrei" for "Андрей"."""
+    return bool(spelled) and word.isascii() and len(word) >= 3 and skeleton(word) in spelled

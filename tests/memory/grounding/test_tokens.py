@@ -69,3 +69,31 @@ def test_a_paraphrase_of_what_was_said_is_grounded(fact: str, said: str) -> None
 def test_a_paraphrase_table_does_not_ground_a_new_detail() -> None:
     assert not grounded("Sam is a doctor in Lisbon", "I moved to Porto last month.")
     assert not grounded("Sam works at Initech", "I work at Acme as a backend developer.")
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("The user's name is Olga", "Привет! Меня зовут Ольга, я из Москвы."),
+        ("Olga lives in Novosibirsk", "Меня зовут Ольга, живу в Новосибирске."),
+        ("The user's name is Nikos", "Γεια σας! Είμαι ο Νίκος, προγραμματιστής."),
+        ("The user's name is Amit", "नमस्ते! मेरा नाम अमित है।"),
+        ("The user's name is Karim", "مرحبا، اسمي كريم."),
+        ("Karim lives in Amman", "اسمي كريم وأعيش في عمّان."),
+    ],
+)
+def test_a_name_said_in_another_script_and_written_in_latin_letters_is_grounded(fact: str, said: str) -> None:
+    assert grounded(fact, said, labels=frozenset({"name"}))
+
+
+@pytest.mark.parametrize(
+    ("fact", "said"),
+    [
+        ("The user's name is Boris", "Привет! Меня зовут Ольга, я из Москвы."),
+        ("Olga is a nurse", "Привет! Меня зовут Ольга, я из Москвы."),  # her job was never said
+        ("The user's name is Yusuf", "مرحبا، اسمي كريم."),
+        ("The user's name is Wang Li", "你好！我叫张伟。"),  # no spelling of Chinese here
+    ],
+)
+def test_a_latin_name_that_spells_nothing_said_is_not_grounded(fact: str, said: str) -> None:
+    assert not grounded(fact, said, labels=frozenset({"name"}))
