@@ -42,6 +42,14 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+def script_parser(doc: str | None, *, whole: bool = False) -> argparse.ArgumentParser:
+    """A benchmark script's parser: `doc`'s first paragraph as its description, or with
+    `whole` all of `doc`, laid out as written."""
+    if whole:
+        return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(description=(doc or "").split("\n\n")[0] or None)
+
+
 def add_set_option(parser: argparse.ArgumentParser) -> None:
     """`--set KEEL_X=V` (repeatable): config overrides given as environment keys."""
     parser.add_argument(

@@ -22,7 +22,6 @@ cached but expired), refreshes and compactions; the last line is
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from typing import Literal
 
 import numpy as np
 
+from benchmarks._util import script_parser
 from harness.cachemeter.sim import AnthropicSimulator, OpenAISimulator, SimRequest, Simulator
 from harness.config import KeelConfig
 from harness.lifecycle import CacheEconomics, LifecycleSettings, WaitReason, economics_for, next_action
@@ -179,9 +179,7 @@ ARMS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__, whole=True)
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)

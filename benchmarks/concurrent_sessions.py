@@ -51,7 +51,7 @@ import anyio.to_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median, percentile
+from benchmarks._util import median, percentile, script_parser
 from harness.config import KeelConfig, load_config
 from harness.events import ToolResultReady
 from harness.loop.session import Session
@@ -437,7 +437,7 @@ def tally_processes(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = script_parser(__doc__)
     parser.add_argument("--sessions", type=int, default=1000, help="concurrent sessions in one process")
     parser.add_argument("--turns", type=int, default=50, help="turns per session (at least 2)")
     parser.add_argument(

@@ -21,7 +21,6 @@ Needs the `local` extra. The last line printed is `flush_extra_prefill_tokens <v
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import tempfile
@@ -34,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.cachemeter import CanonicalRenderer, load_meter_tokenizer, measure
 from harness.config import load_config
 from harness.events import FlushCompleted
@@ -132,7 +131,7 @@ async def main(turns: int, repeats: int) -> float:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = script_parser(__doc__)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()

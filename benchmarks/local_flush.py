@@ -32,7 +32,6 @@ model run when the default is not among them).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import tempfile
@@ -49,7 +48,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.compress.flush import (
     FLUSH_SHAPES,
     FlushShape,
@@ -293,7 +292,7 @@ def _report(results: dict[str, dict[FlushShape, Cell]]) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = script_parser(__doc__, whole=True)
     p.add_argument("--models", default=DEFAULT_LOCAL_MODEL, help="comma-separated built-in model names")
     p.add_argument(
         "--gguf", action="append", default=[], metavar="NAME=PATH", help="a GGUF file to run as NAME"

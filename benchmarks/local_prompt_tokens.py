@@ -31,7 +31,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import add_set_option, overrides
+from benchmarks._util import add_set_option, overrides, script_parser
 from harness.config import load_config
 from harness.modelfiles import TemplateRenderer, load_gguf_tokenizer, template_from_gguf
 from harness.models.base import ModelEvent, ModelTextDelta, ReplyDone
@@ -133,7 +133,7 @@ async def main(model: str, extra: Mapping[str, str], models_dir: Path | None) ->
 
 
 def _parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p = script_parser(__doc__)
     p.add_argument(
         "--model", default="qwen2.5-coder-1.5b", help="built-in model whose template and vocabulary count"
     )

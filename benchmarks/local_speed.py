@@ -75,7 +75,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import add_set_option, overrides
+from benchmarks._util import add_set_option, overrides, script_parser
 from harness.config import KeelConfig, load_config
 from harness.events import CompressionFinished, Warning
 from harness.loop import Session
@@ -386,7 +386,7 @@ async def main(
 
 
 def _parse() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p = script_parser(__doc__)
     p.add_argument("--turns", type=int, default=10, help="turns of each chat (default 10)")
     p.add_argument(
         "--no-learning", action="store_true", help="skip the chat with the semantic provider learning"

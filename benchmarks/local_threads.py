@@ -21,7 +21,6 @@ conversation a turn is mostly generation: the default stays one thread on two co
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import multiprocessing
@@ -35,7 +34,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.config import LocalModelName
 from harness.models.local import start_local_model
 
@@ -130,7 +129,7 @@ async def main(
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompt-tokens", type=int, default=600)

@@ -14,7 +14,6 @@ its last line `prune_seconds_per_million S` (the slowest backend's real prune, s
 
 from __future__ import annotations
 
-import argparse
 import io
 import sqlite3
 import sys
@@ -30,6 +29,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
+from benchmarks._util import script_parser
 from harness.cli import main as keel
 from memory import PgSessionStore, open_session_db
 
@@ -132,9 +132,7 @@ def measure(name: str, home: Path, config: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__, whole=True)
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--per-session", type=int, default=100)
     parser.add_argument("--users", type=int, default=20)

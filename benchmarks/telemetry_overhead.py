@@ -25,7 +25,6 @@ The last line printed is `added_share_at_1000 <value>` (the paired median share)
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -39,7 +38,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from benchmarks.turn_overhead import bench_session, timed_turn
 from harness.config import TelemetryConfig
 from harness.telemetry import NO_TELEMETRY, Telemetry
@@ -126,7 +125,7 @@ async def main(turns: int, rounds: int, endpoint: str) -> float:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = script_parser(__doc__)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()

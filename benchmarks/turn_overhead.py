@@ -18,7 +18,6 @@ scripted model that calls the tool once and then answers, every turn (reporting 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -29,7 +28,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.config import load_config
 from harness.loop.parts import SessionParts, call_path
 from harness.loop.ports import NoProviders, NullRecorder
@@ -172,7 +171,7 @@ async def main(turns: int) -> float:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = script_parser(__doc__)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--single-session", action="store_true", help="one real session's CPU per turn")
     args = parser.parse_args()

@@ -58,7 +58,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._pg import postgres_url_default, temporary_pg_schema
-from benchmarks._util import median
+from benchmarks._util import median, script_parser
 from harness.config import KeelConfig, load_config
 from harness.testing import FakeTokenizer, ScriptedModel, call_tool, say
 from harness.wiring import SessionOptions, open_session
@@ -371,9 +371,7 @@ def measure(url: str, args: argparse.Namespace, n: int) -> tuple[Tally, dict[str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__, whole=True)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--sessions", type=int, default=32)

@@ -24,6 +24,7 @@ import os
 import stat
 import time
 from collections.abc import Iterator, Sequence
+from itertools import compress, count
 from pathlib import Path
 from typing import Literal
 
@@ -157,18 +158,21 @@ class TraceParts:
     def __init__(self) -> None:
         self._sent: list[Message] = []
         self._traced: list[TraceMessage] = []
-        self._json: list[str | None] = []
+        self._json: list[str] = []
+        """The JSON of the first `len(_json)` of `_traced` (the rest is serialized when needed)."""
         self._specs: Sequence[ToolSpec] = ()
         self._tools: list[TraceTool] = []
 
     def convert(self, messages: Sequence[Message]) -> list[TraceMessage]:
         """`messages` as a trace records them (the same records as `_message` builds)."""
-        same, limit = 0, min(len(messages), len(self._sent))
-        sent = self._sent
-        while same < limit and (messages[same] is sent[same] or messages[same] == sent[same]):
+        sent, limit = self._sent, min(len(messages), len(self._sent))
+        # The first message that is not the very one sent before, found at C speed; from there
+        # equal ones (a message given its store id since) are kept too.
+        same = next(compress(count(), map(operator.is_not, messages[:limit], sent)), limit)
+        while same < limit and messages[same] == sent[same]:
             same += 1
         traced = self._traced[:same] + [_message(m) for m in messages[same:]]
-        self._json = self._json[:same] + [None] * (len(messages) - same)
+        del self._json[same:]
         self._sent, self._traced = list(messages), traced
         return traced
 
@@ -188,10 +192,8 @@ class TraceParts:
         # occurrence of the mark is the field itself.
         head = record.model_copy(update={"messages": []}).model_dump_json()
         at = head.rfind(self._MARK)
-        for i, text in enumerate(self._json):
-            if text is None:
-                self._json[i] = kept[i].model_dump_json()
-        body = ",".join(t for t in self._json if t is not None)
+        self._json.extend(m.model_dump_json() for m in kept[len(self._json) :])
+        body = ",".join(self._json)
         return f'{head[:at]}"messages":[{body}],"settings":{head[at + len(self._MARK) :]}'
 
 
@@ -233,7 +235,8 @@ def record_for_request(
         settings["max_tokens"] = request.max_tokens
     if request.temperature is not None:
         settings["temperature"] = request.temperature
-    return TraceRecord(
+    # Built from typed parts only: `model_construct` skips re-validating every message each request.
+    return TraceRecord.model_construct(
         session_id=session_id,
         turn=turn,
         purpose=request.purpose,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -57,9 +58,11 @@ async def test_kept_trace_parts_write_the_same_lines_as_converting_every_message
         Message(role="user", content=mark, api_content="again\n[recall]"),
     )
     third = (Message(role="user", content="summary", summary=True), second[-1])
+    # the same history, its messages since given store ids (equal, not identical), then one more
+    stored = (*(dataclasses.replace(m, store_id=i) for i, m in enumerate(second, 1)), first[0])
     tools = (ToolSpec(name="t", description=mark, parameters={"messages": [], "settings": {}}),)
     kept, fresh_writer, kept_writer = TraceParts(), TraceWriter(tmp_path / "a"), TraceWriter(tmp_path / "b")
-    for messages in (first, second, third, second, ()):
+    for messages in (first, second, third, second, stored, ()):
         request = ModelRequest(system="s", messages=messages, tools=tools)
         fresh = record_for_request(request, session_id="s1", turn=1, model="m", timestamp=1.0, error=mark)
         reused = record_for_request(

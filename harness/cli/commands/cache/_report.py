@@ -101,15 +101,8 @@ def _settings(args: argparse.Namespace) -> SimSettings:
             raise MeterError(f"{knob.flag} must be at least 1, got {value!r}")
         if value is not None and knob.kind is float and not value > 0:
             raise MeterError(f"{knob.flag} must be a positive number of seconds, got {value!r}")
-    return SimSettings(
-        block_size=args.block_size,
-        vllm_budget_blocks=args.vllm_budget_blocks,
-        sglang_budget_tokens=args.sglang_budget_tokens,
-        ram_states=args.ram_states,
-        openai_ttl_s=args.openai_ttl_s,
-        anthropic_ttl_s=args.anthropic_ttl_s,
-        server_idle_s=args.server_idle_s,
-    )
+    # each knob's `dest` is its `SimSettings` field, and its default the simulators' own
+    return SimSettings(**{knob.field: getattr(args, knob.field) for knob in _KNOBS})
 
 
 def _read_all(paths: list[Path], notes: list[str]) -> list[MeterRequest]:
