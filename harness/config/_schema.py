@@ -77,6 +77,9 @@ class LocalServerConfig(Section):
     disk_min_tokens: int = Field(256, ge=1)
     max_body_mb: int = Field(16, ge=1)
     max_queue: int = Field(8, ge=1)
+    call_confidence: float | None = Field(0.8, gt=0, le=1)
+    """The call hint: on the user's turn, a reply is made a call to the tool the model names
+    with at least this probability when asked to name one (null: off; see `_engine`)."""
 
 
 class ModelConfig(Section):

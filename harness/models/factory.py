@@ -150,6 +150,7 @@ def _server_options(config: KeelConfig, home: Path) -> ServerOptions:
         cache_min_tokens=s.disk_min_tokens,
         max_body_mb=s.max_body_mb,
         max_queue=s.max_queue,
+        call_confidence=s.call_confidence,
     )
 
 

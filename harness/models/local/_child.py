@@ -31,7 +31,7 @@ from pydantic import JsonValue
 
 from harness.modelfiles import TOOL_CALL_OPEN, ChatTemplate, TemplateRenderer
 from harness.models.local._disk import DiskPrefixCache, fingerprint
-from harness.models.local._engine import Engine, Sampler
+from harness.models.local._engine import Engine, NextProbs, Sampler
 from harness.models.local._prefix import PrefixPolicy
 from harness.models.local._server import ServerLimits, build_app
 
@@ -76,6 +76,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cache-min-tokens", type=int, default=256)
     p.add_argument("--max-body-mb", type=int, default=16)
     p.add_argument("--max-queue", type=int, default=8)
+    p.add_argument("--call-confidence", type=float, default=0.0, help="the call hint's threshold (0: off)")
     return p.parse_args(argv)
 
 
@@ -217,7 +218,22 @@ def _engine(llm: llama_cpp.Llama, args: argparse.Namespace) -> Engine:
         banned_ids=(opener,) if opener is not None else (),
         policy=PrefixPolicy(ram_states=args.ram_states, ram_bytes=args.ram_mb * 1024 * 1024),
         disk=_disk(args),
+        call_confidence=args.call_confidence or None,
+        next_probs=_next_probs(llm),
     )
+
+
+def _next_probs(llm: llama_cpp.Llama) -> NextProbs:
+    """The next-token probabilities of given tokens after the last evaluated position."""
+
+    def probs(ids: Sequence[int]) -> list[float]:
+        raw = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        logits = np.ctypeslib.as_array(raw, shape=(llm.n_vocab(),)).astype(np.float64)
+        weights = np.exp(logits - logits.max())
+        total = float(weights.sum())
+        return [float(weights[i]) / total for i in ids]
+
+    return probs
 
 
 def _disk(args: argparse.Namespace) -> DiskPrefixCache | None:

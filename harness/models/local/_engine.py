@@ -16,6 +16,19 @@ prefix, which `Llama.generate` keeps), how many were evaluated, and how long eac
 - `required`: the prompt ends with the opening tag and the reply is constrained to one
   `{"name": ..., "arguments": ...}` object for any offered tool.
 
+The call hint (`call_confidence`): a small model asked a question a tool answers often
+answers from nothing instead ("The weather in Lisbon is mild."), though made to write a call
+it names the right tool almost surely. So under `auto`, when the last message is the user's,
+the engine first evaluates the opening of a call (`<tool_call>\n{"name": "`) after the prompt
+and reads how likely each tool's name is to come next; when one tool (or the tools sharing
+its first token, as an MCP server's do) has at least `call_confidence`, the reply is that
+call, written under the grammar of those tools' parameters; otherwise it is generated freely
+from the prompt as usual. Measured on Qwen2.5-Coder-1.5B (compact tools, 8 tools offered):
+the named tool had 0.94-0.99 for "please remember…", "what's the weather in Lisbon?", "which
+file defines the pricing rules? look it up", "remember that my team is…", and 0.19-0.42 for
+"what is 2 + 2?", "write a Python function…", "thanks, that's all", "what is my team
+called?" (the answer is in its memory block).
+
 Prompt tokens: only the template's own markup may become control tokens; text it was given
 (messages, tool results, tool descriptions) that spells one is tokenized as plain text
 (`TemplateRenderer.render_parts` finds it). A template whose cut cannot be checked falls back to
@@ -39,7 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -56,6 +69,7 @@ __all__ = [
     "Generation",
     "Kv",
     "Llm",
+    "NextProbs",
     "Prepared",
     "Progress",
     "RequestError",
@@ -71,6 +85,8 @@ class RequestError(Exception):
 
 
 Sampler = Callable[[list[int], float, "JsonDict | None", list[int]], Iterator[int]]
+NextProbs = Callable[[Sequence[int]], list[float]]
+"""The probabilities of the given token ids coming next after the live state."""
 Progress = Callable[[int, int], None]
 """Told `(prompt tokens the live state holds, prompt tokens in all)` as prefill goes on."""
 PREFILL_CHUNK = 256
@@ -133,6 +149,9 @@ class Prepared:
     """Leading tokens of the stable prefix (the system turn and tools); 0 when unknown."""
     scope: str = ""
     """Whose KV states this request may reuse (its `user` field; see `_prefix`)."""
+    heads: tuple[tuple[int, JsonDict], ...] = ()
+    """For the call hint (see the module): each tool's name's first token and the schema of a
+    call to it; empty when the hint does not apply (not `auto`, no tools, not the user's turn)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +163,8 @@ class Generation:
     prompt_ms: float
     predicted_ms: float
     finish: Literal["stop", "length", "cancelled"]
+    hinted: bool = False
+    """The call hint made this reply a call (see the module)."""
 
 
 def _tool_schema(tool: JsonValue) -> tuple[str, JsonDict]:
@@ -225,6 +246,11 @@ class Engine:
     """The prefix cache's knobs (RAM states, gains; see `_prefix`)."""
     disk: DiskPrefixCache | None = None
     """The prefix cache on disk (None: off)."""
+    call_confidence: float | None = None
+    """The call hint's threshold (see the module; None: off)."""
+    next_probs: NextProbs | None = None
+    """The probabilities of given tokens coming next after the live state (the call hint
+    reads them; None: no hint)."""
     ram: RamStates[bytes] = field(init=False)
     live_scope: str = field(default="", init=False)
     lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -346,7 +372,18 @@ class Engine:
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
             stable=self._stable(msgs, tools, tokens, when) if self.disk is not None else 0,
             scope=user if isinstance(user, str) else "",
+            heads=self._heads(tools) if mode == "auto" and msgs[-1].get("role") == "user" else (),
         )
+
+    def _heads(self, tools: list[JsonDict]) -> tuple[tuple[int, JsonDict], ...]:
+        if self.call_confidence is None or self.next_probs is None:
+            return ()
+        out = []
+        for name, params in (_tool_schema(t) for t in tools):
+            ids = self.llm.tokenize(name.encode("utf-8"), add_bos=False, special=False)
+            if ids:
+                out.append((ids[0], _call_schema(name, params)))
+        return tuple(out)
 
     def cached_prefix(self, tokens: list[int]) -> int:
         """How many leading prompt tokens the live KV state already holds."""
@@ -436,10 +473,43 @@ class Engine:
         cached = self.cached_prefix(req.tokens)
         report(cached, len(req.tokens))
         self._save_stable(req, report, cancelled)
+        hinted = self._call_hint(req, report, cancelled)
+        if cancelled.is_set():
+            return _cancelled(req, cached, started)
+        if hinted is not None:
+            on_text(hinted.forced_prefix)
+            gen = self._sample_reply(hinted, on_text, cancelled, cached, started)
+            return replace(gen, text=hinted.forced_prefix + gen.text, hinted=True)
         # All but the last prompt token: sampling evaluates that one itself, for fresh logits.
         if not self._prefill(req.tokens[: len(req.tokens) - 1], report, cancelled, total=len(req.tokens)):
             return _cancelled(req, cached, started)
         return self._sample_reply(req, on_text, cancelled, cached, started)
+
+    def _call_hint(self, req: Prepared, report: Progress, cancelled: threading.Event) -> Prepared | None:
+        """`req` as a call, when the call hint finds one tool named confidently (see the module)."""
+        if not req.heads or self.next_probs is None or self.call_confidence is None:
+            return None
+        frame = req.tokens + self.llm.tokenize(
+            f'{TOOL_CALL_OPEN}\n{{"name": "'.encode(), add_bos=False, special=True
+        )
+        if not self._prefill(frame[:-1], report, cancelled, total=len(frame)):
+            return None
+        self.kv.advance(frame)  # its last token evaluated now, whatever the live state held: fresh logits
+        heads = sorted({head for head, _ in req.heads})
+        probs = dict(zip(heads, self.next_probs(heads), strict=True))
+        best = max(heads, key=lambda h: probs[h])
+        if probs[best] < self.call_confidence:
+            return None
+        calls: list[JsonValue] = [schema for head, schema in req.heads if head == best]
+        opening = f"{TOOL_CALL_OPEN}\n"
+        schema: JsonDict = {"anyOf": calls}
+        return replace(
+            req,
+            tokens=req.tokens + self.llm.tokenize(opening.encode(), add_bos=False, special=True),
+            mode="forced",
+            forced_prefix=opening,
+            schema=schema,
+        )
 
     def _sample_reply(
         self,

@@ -201,7 +201,7 @@ async def _run(
             gen = engine.generate(req, on_text, cancelled, progress)
         # One log line per request, worded like llama.cpp's own, so log readers keep working.
         print(
-            f"request ({req.mode}): {gen.prompt_tokens} prompt tokens, {gen.cached_tokens} prefix-match hit, "
+            f"request ({req.mode}{', a call by the hint' if gen.hinted else ''}): {gen.prompt_tokens} prompt tokens, {gen.cached_tokens} prefix-match hit, "
             f"remaining {gen.prompt_tokens - gen.cached_tokens} prompt tokens to eval "
             f"({gen.prompt_ms:.0f} ms); {gen.completion_tokens} generated ({gen.predicted_ms:.0f} ms), {gen.finish}",
             file=sys.stderr,

@@ -57,6 +57,7 @@ class ServerOptions:
         cache_min_tokens: shorter prefixes are not written to disk.
         max_body_mb: the largest request body accepted.
         max_queue: chat requests waiting or running at once; more get a 503.
+        call_confidence: the call hint's threshold (`_engine`; None: off).
     """
 
     ram_states: int = 4
@@ -67,6 +68,7 @@ class ServerOptions:
     cache_min_tokens: int = 256
     max_body_mb: int = 16
     max_queue: int = 8
+    call_confidence: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,7 @@ def _child_command(
         "--cache-min-tokens": str(server.cache_min_tokens),
         "--max-body-mb": str(server.max_body_mb),
         "--max-queue": str(server.max_queue),
+        "--call-confidence": str(server.call_confidence or 0),
     }
     return [sys.executable, "-m", "harness.models.local._child", *(x for kv in options.items() for x in kv)]
 

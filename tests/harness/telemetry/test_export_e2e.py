@@ -52,7 +52,12 @@ async def test_a_tool_session_with_a_compression_reaches_an_otlp_receiver(
     url, out = receiver
     cfg = load_config(
         None,
-        environ={"KEEL_TELEMETRY__OTLP_ENDPOINT": url, "KEEL_TELEMETRY__SERVICE_NAME": "keel-e2e"},
+        environ={
+            "KEEL_TELEMETRY__OTLP_ENDPOINT": url,
+            "KEEL_TELEMETRY__SERVICE_NAME": "keel-e2e",
+            # memory before the tools, as for an API model, so the compression reloads it
+            "KEEL_PROMPT__MEMORY_AFTER_TOOLS": "false",
+        },
     )
     result = await run_scenario(
         tool_session(turns=8, compress_at=6), cfg, home=tmp_path / "home", label="otel"

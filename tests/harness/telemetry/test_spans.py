@@ -211,7 +211,9 @@ async def test_a_compression_is_a_span_with_its_steps_as_children_and_later_requ
 ) -> None:
     long = "We talked about brewing oolong at 80 degrees for three minutes. " * 20
     model = _by_purpose([long] * 8 + ["After."])
-    async with open_session(config(), _options(home, model, captured)) as s:
+    # memory before the tools, as for an API model: the compression reloads it (the
+    # small-window local layout keeps the snapshot until the next session, with no reload)
+    async with open_session(config(prompt__memory_after_tools="false"), _options(home, model, captured)) as s:
         for i in range(8):
             await run_turn(s, f"Tell me about tea, part {i}.")
         await s.compress()

@@ -211,6 +211,21 @@ async def test_a_url_nobody_answers_is_a_clear_error_at_open(home: Path) -> None
             pass
 
 
+async def test_a_server_that_never_answers_at_start_is_a_clear_error_at_open(home: Path) -> None:
+    silent = McpServerConfig(
+        name="silent",
+        command=sys.executable,
+        args=("-c", "import time; time.sleep(120)"),
+        startup_timeout_s=2,
+    )
+    with pytest.raises(ToolServerError, match=r"'silent'.*did not start and list its tools within 2 s"):
+        async with open_session(
+            _with_servers(silent),
+            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
+        ):
+            pass
+
+
 def test_bad_server_entries_are_refused_by_the_config() -> None:
     with pytest.raises(ValueError, match="two servers are named 'a'"):
         KeelConfig.model_validate(
