@@ -7,51 +7,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.compress.flush import halves, looping
-from harness.models.scripted import ReplyLike
-from harness.testing import FakeTokenizer, ScriptedModel, config, respond, run_turn, say
-from harness.types import Message, ModelRequest
-from harness.wiring import SessionOptions, open_session
+from harness.types import Message
+from tests.harness.compress._chat import FILLER, chat
 
-FILLER = " ".join(["word"] * 60)
 LOOP = "user: none\nmemory: none\n" * 12
 
 
-def _reply(request: ModelRequest) -> ReplyLike:
-    if request.purpose == "flush":
-        seen = "\n".join(m.content for m in request.messages[:-1])
-        bees, lisbon = "bees" in seen, "Lisbon" in seen
-        if bees and lisbon:
-            return say(LOOP)  # both in one piece: the model goes round in circles
-        if bees:
-            return say("user: Alice keeps bees on her roof.")
-        return say("user: Alice lives in Lisbon." if lisbon else "none")
-    if request.purpose == "summary":
-        return say("## Goal\nchat")
-    return say(f"answer {FILLER}")
+def _flush(seen: str) -> str:
+    bees, lisbon = "bees" in seen, "Lisbon" in seen
+    if bees and lisbon:
+        return LOOP  # both in one piece: the model goes round in circles
+    if bees:
+        return "user: Alice keeps bees on her roof."
+    return "user: Alice lives in Lisbon." if lisbon else "none"
 
 
 async def test_a_looping_piece_is_read_again_in_halves_and_keeps_both_facts(tmp_path: Path) -> None:
-    cfg = config(
-        model__context_window="2000",
-        compression__protect_last_n="2",
-        compression__flush_chunk_tokens="512",
-        session_search__enabled="false",
-    )
-    model = ScriptedModel([respond(_reply)] * 60, tokenizer=FakeTokenizer())
-    options = SessionOptions(model=model, home=tmp_path, tokenizer=FakeTokenizer())
-    async with open_session(cfg, options) as s:
-        await run_turn(s, "Hi, I'm Alice. I keep bees on my roof.")
-        await run_turn(s, f"question 1 {FILLER}")
-        await run_turn(s, "I live in Lisbon.")
-        for n in range(3, 6):
-            await run_turn(s, f"question {n} {FILLER}")
+    lines = ["Hi, I'm Alice. I keep bees on my roof.", f"question 1 {FILLER}", "I live in Lisbon."]
+    model = await chat(tmp_path, [*lines, *(f"question {n} {FILLER}" for n in range(3, 6))], _flush)
     flushes = [r for r in model.requests if r.purpose == "flush"]
-    looped = [
-        r
-        for r in flushes
-        if len([m for m in r.messages if "bees" in m.content or "Lisbon" in m.content]) == 2
-    ]
-    assert len(looped) == 1  # asked once with both, never again
+    both = [r for r in flushes if sum("bees" in m.content or "Lisbon" in m.content for m in r.messages) == 2]
+    assert len(both) == 1  # asked once with both, then in halves
     user = (tmp_path / "memories" / "USER.md").read_text(encoding="utf-8")
     assert "Alice keeps bees on her roof." in user
     assert "Alice lives in Lisbon." in user
