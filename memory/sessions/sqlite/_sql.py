@@ -12,18 +12,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from memory.errors import SessionConflictError, SessionNotFoundError
-from memory.sessions import _rows, writes
-from memory.sessions._records import (
-    AnchoredView,
-    EndReason,
-    FlushRecord,
-    MessageRecord,
-    SessionRecord,
-    StoredMessage,
-    StoredRole,
-    StoredUsage,
-    utf8_safe,
-)
+from memory.sessions import _records, _rows, writes
 from memory.sessions.reads import ListSessions, SelectMessages
 
 __all__ = [
@@ -82,11 +71,13 @@ def create_session(conn: sqlite3.Connection, write: writes.CreateSession) -> Non
         _require_session(conn, parent)
     conn.execute(
         f"INSERT INTO sessions ({_rows.SESSION_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _rows.session_values(write, ident=str, text=utf8_safe),
+        _rows.session_values(write, ident=str, text=_records.utf8_safe),
     )
 
 
-def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+def end_session(
+    conn: sqlite3.Connection, session_id: str, *, reason: _records.EndReason, ended_at: float
+) -> bool:
     _require_session(conn, session_id)
     cur = conn.execute(
         "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
@@ -98,9 +89,9 @@ def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason,
 def append_messages(
     conn: sqlite3.Connection,
     session_id: str,
-    messages: Sequence[StoredMessage],
+    messages: Sequence[_records.StoredMessage],
     *,
-    usage: StoredUsage | None = None,
+    usage: _records.StoredUsage | None = None,
 ) -> list[int]:
     """Insert the rows; move the session's count, last activity and (with `usage`) its counters."""
     count, last_active = _require_session(conn, session_id)
@@ -120,7 +111,7 @@ def append_messages(
     return ids
 
 
-def add_usage(conn: sqlite3.Connection, session_id: str, usage: StoredUsage) -> None:
+def add_usage(conn: sqlite3.Connection, session_id: str, usage: _records.StoredUsage) -> None:
     _require_session(conn, session_id)
     conn.execute(
         f"UPDATE sessions SET {_rows.counters_added('?')} WHERE id = ?",
@@ -132,12 +123,12 @@ def record_flush(conn: sqlite3.Connection, write: writes.RecordFlush) -> int:
     _require_session(conn, write.session_id)
     cur = conn.execute(
         f"INSERT INTO flushes ({_rows.FLUSH_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-        _rows.flush_values(write, ident=str, text=utf8_safe),
+        _rows.flush_values(write, ident=str, text=_records.utf8_safe),
     )
     return int(cast(int, cur.lastrowid))
 
 
-def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]:
+def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[_records.FlushRecord]:
     rows = conn.execute(
         "SELECT id, session_id, timestamp, mode, saved, refused, reply FROM flushes "
         "WHERE session_id = ? ORDER BY id",
@@ -146,7 +137,7 @@ def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]
     return [_rows.flush_from_row(tuple(r)) for r in rows]
 
 
-def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+def get_session(conn: sqlite3.Connection, session_id: str) -> _records.SessionRecord | None:
     row = conn.execute(f"SELECT {_rows.SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else _rows.session_from_row(row)
 
@@ -168,7 +159,7 @@ def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple
     return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
 
 
-def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[SessionRecord]:
+def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[_records.SessionRecord]:
     column = "COALESCE(last_active_at, started_at)" if query.order == "last_active" else "started_at"
     exclude = query.exclude
     tests: list[str] = []
@@ -185,13 +176,13 @@ def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[Session
     return [_rows.session_from_row(r) for r in rows]
 
 
-def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
+def _role_clause(roles: Sequence[_records.StoredRole] | None) -> tuple[str, tuple[str, ...]]:
     if roles is None:
         return "", ()
     return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[MessageRecord]:
+def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[_records.MessageRecord]:
     role_sql, role_args = _role_clause(query.roles)
     direction = "DESC" if query.from_end else "ASC"
     rows = conn.execute(
@@ -203,7 +194,7 @@ def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[Messag
     return records[::-1] if query.from_end else records
 
 
-def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:
+def get_message(conn: sqlite3.Connection, message_id: int) -> _records.MessageRecord | None:
     row = conn.execute(f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
     return None if row is None else _rows.message_from_row(tuple(row))
 
@@ -213,7 +204,7 @@ VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
 
 def anchored_view(
     conn: sqlite3.Connection, message_id: int, *, window: int, bookend: int
-) -> AnchoredView | None:
+) -> _records.AnchoredView | None:
     anchor = get_message(conn, message_id)
     if anchor is None:
         return None
@@ -239,7 +230,7 @@ def anchored_view(
     if session is None:
         return None  # only a hand-edited database has messages without a session
     total = session.message_count
-    return AnchoredView(
+    return _records.AnchoredView(
         session=session,
         anchor=anchor,
         before=tuple(_rows.message_from_row(tuple(r)) for r in reversed(before)),
