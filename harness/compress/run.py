@@ -182,7 +182,7 @@ class Compressor:
             )
             return
 
-        await host.reload_memory()  # 3. a new frozen snapshot holding what the flush saved (API layout)
+        await host.reload_memory()  # 3. a new frozen snapshot holding what the flush saved
         await host.continue_as_child(new_transcript)  # 4. lineage
         self.previous_summary = summary.body
         self.compressions += 1
