@@ -41,9 +41,9 @@ wrote pseudo-calls as prose ("weather (Lisbon)", "proj__list_files"), facts_save
 on this model is not solved by the prompt's size.
 
 Why: probed on the first prompt, the model gives its call token `<tool_call>` a probability
-below 0.0001 (rank 95,000-113,000 of the vocabulary) for every message, and answers from nothing ("The weather in
-Lisbon right now is mild.", "I have saved this information in my notes", "I would call the
-`proj__read_file` function…"); made to write a call, it names the right tool with 0.94-0.99
+below 0.0001 (rank 95,000-113,000 of the vocabulary) for every message, and answers from
+nothing ("The weather in Lisbon right now is mild.", "I have saved this information in my
+notes", "I would call the `proj__read_file` function…"); made to write a call, it names the right tool with 0.94-0.99
 (0.19-0.42 for messages that need none). Hence the call hint on keel's server
 (`model.local_server.call_confidence`, see `harness/models/local/_engine.py`).
 
