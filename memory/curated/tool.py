@@ -273,6 +273,9 @@ class MemoryTool:
 
     @staticmethod
     def _ops(args: _Args) -> tuple[tuple[MemoryOp, ...], bool]:
+        if args.operations == [] and (args.action is not None or args.content):
+            # an empty list beside a single change (a small model fills every field): no list
+            args = args.model_copy(update={"operations": None})
         if args.operations is not None and args.action is not None:
             raise _BadArguments(
                 "Give either 'action' (one change) or 'operations' (several changes), not both."

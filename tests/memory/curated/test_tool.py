@@ -135,7 +135,10 @@ async def test_bad_arguments_get_a_clean_error_and_change_nothing(tmp_path: Path
         ({"target": "memory"}, "set 'action'"),
         ({"target": "memory", "action": "add"}, "add needs 'content'"),
         ({"target": "memory", "action": "add", "content": 5}, "content"),
-        ({"target": "memory", "action": "add", "content": "x", "operations": []}, "not both"),
+        (
+            {"target": "memory", "action": "add", "content": "x", "operations": [{"action": "remove"}]},
+            "not both",
+        ),
         ({"target": "memory", "operations": []}, "'operations' is empty"),
         (
             {"target": "memory", "operations": [{"action": "replace", "content": "x"}]},
@@ -317,3 +320,11 @@ async def test_content_without_action_or_old_text_is_an_add(tmp_path: Path) -> N
     assert "User edits with neovim" in (tmp_path / "memories" / "USER.md").read_text(encoding="utf-8")
     ambiguous = await MemoryTool(store).handle('{"target": "user", "content": "x", "old_text": "neovim"}')
     assert not ambiguous.success and "set 'action'" in ambiguous.text
+
+
+async def test_an_empty_operations_list_beside_a_single_change_is_no_list(tmp_path: Path) -> None:
+    # what Qwen2.5-Coder-1.5B writes under the call hint's grammar: every field, the list empty
+    store, tool = make_tool(tmp_path)
+    reply = await tool.handle({"target": "user", "content": "Ana uses neovim", "operations": []})
+    assert reply.success
+    assert store.entries("user") == ("Ana uses neovim",)
