@@ -3,7 +3,9 @@
 Both send the turns they read in pieces (`flush.flush_pieces`), one request each, and run
 each reply exactly alike: the call under `host.flushing()`, only the reply's memory writes
 executed through the memory tool, the outcome logged as a flush record. A call that fails
-ends the loop; what earlier pieces saved stays saved. What differs — the request each piece
+ends the loop; what earlier pieces saved stays saved. A piece whose reply saved nothing and
+went round in a loop (`flush.looping`: "user: none" / "memory: none" to the output cap) is
+asked again once, in two halves (`flush.halves`): a shorter piece is one a small model reads. What differs — the request each piece
 gets, what to do with the usage and the events — is passed in.
 
 Which system prompt the pieces go under is `flush.flush_system` (the note-taker's for a
@@ -12,11 +14,12 @@ Which system prompt the pieces go under is `flush.flush_system` (the note-taker'
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from harness.compress.flush import FlushOutcome, FlushShape, execute_flush_reply
+from harness.compress.flush import FlushOutcome, FlushShape, execute_flush_reply, halves, looping
 from harness.compress.host import CompressionHost
 from harness.errors import ModelError
 from harness.events import UsageReported
@@ -51,7 +54,11 @@ async def flush_each_piece(
     once it is logged; `span(i)` wraps piece `i` (1-based) for telemetry; `via` names the
     caller (`flush` or `review`) on the entries it saves."""
     outcomes: list[FlushOutcome] = []
-    for i, piece in enumerate(pieces, 1):
+    queue: deque[tuple[Sequence[Message], bool]] = deque((p, False) for p in pieces)
+    i = 0
+    while queue:
+        piece, retried = queue.popleft()
+        i += 1
         request = request_for(piece)
         with span(i) if span is not None else nullcontext(), host.flushing():
             try:
@@ -65,4 +72,7 @@ async def flush_each_piece(
         outcomes.append(outcome)
         if on_piece is not None:
             await on_piece(outcome, usage)
+        parts = halves(piece)
+        if not retried and len(parts) == 2 and not outcome.saved and looping(outcome.reply_text):
+            queue.extendleft((part, True) for part in reversed(parts))
     return PiecesRun(tuple(outcomes))

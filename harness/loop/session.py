@@ -40,7 +40,6 @@ from harness.loop._stream import produced_events
 from harness.loop._unparsed import HeldText, salvage_call, unparsed_call
 from harness.loop.compression_host import SessionHost
 from harness.loop.parts import SessionParts
-from harness.loop.transcript import SAVE_AFTER_S
 from harness.models.base import PromptProgress
 from harness.tools import error_json
 from harness.trace import TraceRefresh
@@ -364,18 +363,21 @@ class Session:
         # Recall that must not persist is never stored: a resumed session replays these bytes.
         drop = api_content is not None and not self.settings.recall_persist
         consistent = False
+        saver = anyio.CancelScope()  # a slow turn's rows are written as they reach a second's wait
+        self._background.start_soon(self._keep_saved, saver)
         try:
             user = await self._transcript.append(
-                user, stored=Message(role="user", content=text) if drop else None
+                user, stored=Message(role="user", content=text) if drop else None, defer=True
             )
             final_text, iterations, stop = await self._loop(send)
             consistent = True
         finally:
+            saver.cancel()
             if not consistent:
                 self._transcript.repair()  # synchronous: nothing to shield
                 self.estimator.invalidate()
             with anyio.CancelScope(shield=True):  # a cancelled turn still stores what was said
-                await self._transcript.save()  # the turn's replies, in one transaction
+                await self._transcript.save()  # the turn's rows, in one transaction
         if drop:
             self._transcript.drop_recall(user)
         self.providers.after_turn(
@@ -386,6 +388,10 @@ class Session:
             # Off the hot path: the review reads this turn's transcript while the user reads the answer.
             self._background.start_soon(self._review_in_background)
         return TurnEnded(final_text=final_text, iterations=iterations, stop_reason=stop)
+
+    async def _keep_saved(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._transcript.keep_saved()
 
     async def _recall(self, text: str, send: MemoryObjectSendStream[Event]) -> str | None:
         if not self.settings.recall:
@@ -438,13 +444,13 @@ class Session:
                 # A write made during this turn shows in the prompt from the next turn on
                 # (`invalidate_on_write`), so the turn's own requests share one prefix.
                 await self.system.refresh()
-            await self._transcript.save(waited_s=SAVE_AFTER_S)  # a long turn's replies so far
             await self.compressor.maybe_compress(self._host, send.send)
             request = ModelRequest(
                 system=self.system.text,
                 messages=self._transcript.messages,
                 tools=self.tools.specs(),
-                tool_choice="none" if words else "auto",
+                # the last call a turn may make must be words: the user always gets an answer
+                tool_choice="none" if words or iteration == limit else "auto",
                 max_tokens=self.settings.max_output_tokens,
                 temperature=self.settings.temperature,
                 purpose="turn",
@@ -469,6 +475,8 @@ class Session:
             refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
             if refused is not None:
                 if iteration < limit:
+                    # after a tool result an unreadable reply was meant as the answer: ask for words
+                    words = words or self._transcript.messages[-1].role == "tool"
                     await self._refuse_unparsed(refused, iteration, send)
                     continue
             elif salvaged is None and (rest := held.release()):  # held text that was part of an answer

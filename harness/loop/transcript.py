@@ -1,12 +1,12 @@
 """The transcript and its lineage: one owner for the messages, the session ids and their rows.
 
-What the user says is persisted as it is appended; the rest of a turn (the model's replies,
-tool calls and their results) waits in order and is written at the turn's end in one
-transaction, or before a model call once it has waited `SAVE_AFTER_S` — so a fast turn costs
-two commits, not one per message, and a crash loses at most the in-flight call and the replies
-of the turn's last second (the trace loses at most the turn being run). A row is written at
-once when something needs its store id (a capped tool result names it), and before a
-compression reads the transcript.
+A turn's messages (what the user said, the model's replies, tool calls and their results)
+wait in order and are written at the turn's end in one transaction, or as soon as the oldest
+has waited `SAVE_AFTER_S` (`keep_saved`, which a turn runs beside itself) — so a fast turn
+costs one commit, not one per message, and a crash loses at most the turn's last second (the
+trace loses at most the turn being run). A row is written at once when something needs its
+store id (a capped tool result names it), and before a compression reads the transcript.
+Messages appended outside a turn are written at once.
 The transcript is rewritten only here: compression continues in a child session (the old
 row ends with reason `compression`; the child's messages are copied in one transaction),
 a cancelled turn is repaired to its last consistent state, and recall that must not
@@ -36,6 +36,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 
+import anyio
+
 from harness.compress.plan import repair_tool_pairs
 from harness.loop.ports import EndReason, Recorder
 from harness.tools import capped_result
@@ -49,10 +51,10 @@ __all__ = ["SAVE_AFTER_S", "Transcript", "new_session_id", "storable"]
 _STORE_ERRORS = (MemoryLayerError, OSError)
 
 SAVE_AFTER_S = 1.0
-"""A turn's deferred rows are written before its next model call once the oldest has waited this long."""
+"""A turn's deferred rows are written once the oldest has waited this long (`Transcript.keep_saved`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class _Row:
     """A message waiting for the store: the session row it belongs to, the bytes to store,
     when it was said, and the message the transcript keeps for it (to give it its store id)."""
@@ -62,6 +64,8 @@ class _Row:
     timestamp: float
     queued_at: float
     kept: Message | None
+    want_id: bool = False
+    """Someone waits for this row's store id (`Transcript.append_tool_result`)."""
 
 
 def storable(message: Message) -> Message:
@@ -123,7 +127,8 @@ class Transcript:
     clock: Callable[[], float] = time.time
     """When a message was said (its row's timestamp)."""
     monotonic: Callable[[], float] = time.monotonic
-    """How long a deferred row has waited (`save`)."""
+    """How long a deferred row has waited (`keep_saved`)."""
+    save_after_s: float = SAVE_AFTER_S
     session_id: str = field(init=False)
     parent_session_id: str | None = field(default=None, init=False)
     lineage_root: str = field(init=False)
@@ -139,7 +144,9 @@ class Transcript:
     _messages: list[Message] = field(default_factory=list, init=False)
     _unsaved: list[_Row] = field(default_factory=list, init=False)
     _unopened: set[str] = field(default_factory=set, init=False)
-    _last_id: int | None = field(default=None, init=False)
+    _ids: dict[_Row, int | None] = field(default_factory=dict, init=False)
+    """Store ids of rows written with `want_id`, until their owner takes them."""
+    _saving: anyio.Lock | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.session_id = self.new_id()
@@ -181,7 +188,8 @@ class Transcript:
     ) -> Message:
         """Append `message` and persist it (or `stored`, the bytes a resumed session must replay).
 
-        With `defer` the row waits for `save` (the turn's end) instead of being written now.
+        With `defer` the row waits for `save` (the turn's end, or `keep_saved`) instead of
+        being written now.
         Returns the message as kept: its text in the form the store keeps (NUL and lone
         surrogates → U+FFFD), so the live transcript and the stored row never differ, and its
         store id when the store took it now.
@@ -204,32 +212,46 @@ class Transcript:
         if len(message.content) <= cap:
             return await self.append(message, defer=defer)
         message = storable(message)
-        self._queue(message, kept=None)
-        store_id = self._last_id if await self._save_unsaved() else None
+        row = self._queue(message, kept=None, want_id=True)
+        await self._save_unsaved()
+        store_id = self._ids.pop(row, None)  # written now, or by `keep_saved` meanwhile
         kept = replace(
             message, content=capped_result(message.content, cap, message_id=store_id), store_id=store_id
         )
         self._messages.append(kept)
         return kept
 
-    async def save(self, *, waited_s: float = 0.0) -> bool:
-        """Write the rows waiting for the store (with `waited_s`: only once the oldest has
-        waited that long); False (with a warning) when the store refused them."""
-        if not self._unsaved or self.monotonic() - self._unsaved[0].queued_at < waited_s:
-            return not self._unsaved
-        return await self._save_unsaved()
+    async def save(self) -> bool:
+        """Write the rows waiting for the store; False (with a warning) when it refused them."""
+        return await self._save_unsaved() if self._unsaved else True
 
-    def _queue(self, row: Message, *, kept: Message | None) -> None:
-        self._unsaved.append(_Row(self.session_id, row, self.clock(), self.monotonic(), kept))
+    async def keep_saved(self) -> None:
+        """Until cancelled: write the waiting rows whenever the oldest has waited `save_after_s`
+        (a turn runs this beside itself, so a slow turn loses at most its last second)."""
+        while True:
+            oldest = self._unsaved[0].queued_at if self._unsaved else self.monotonic()
+            await anyio.sleep(max(0.0, oldest + self.save_after_s - self.monotonic()))
+            if self._unsaved and self._unsaved[0].queued_at <= oldest:
+                with anyio.CancelScope(shield=True):  # a write begun is finished, not torn
+                    saved = await self._save_unsaved()
+                if not saved:
+                    await anyio.sleep(self.save_after_s)  # the store refused: retry later
+
+    def _queue(self, row: Message, *, kept: Message | None, want_id: bool = False) -> _Row:
+        queued = _Row(self.session_id, row, self.clock(), self.monotonic(), kept, want_id)
+        self._unsaved.append(queued)
+        return queued
 
     async def _save_unsaved(self) -> bool:
         """Write the queued rows in order, each session's run of them in one transaction;
-        False (with a warning) when the store refused one.
+        False (with a warning) when the store refused one. One save at a time (`keep_saved`
+        may run beside the turn)."""
+        if self._saving is None:
+            self._saving = anyio.Lock()
+        async with self._saving:
+            return await self._save_queued()
 
-        After True, `_last_id` is the store id of the last row written (None if the
-        recorder keeps no ids, or if nothing was queued).
-        """
-        self._last_id = None
+    async def _save_queued(self) -> bool:
         if self.fenced:
             self._unsaved.clear()  # this worker's turn lost the session: never behind another's
             return False
@@ -258,7 +280,6 @@ class Transcript:
                 )
                 return False
             del self._unsaved[:run]
-            self._last_id = ids[-1] if ids else None
             self._give_ids(rows, ids)
         return True
 
@@ -279,6 +300,8 @@ class Transcript:
     def _give_ids(self, rows: Sequence[_Row], ids: Sequence[int | None]) -> None:
         """Put the store ids of rows just written on the messages the transcript keeps for them."""
         for row, store_id in zip(rows, ids, strict=False):
+            if row.want_id:
+                self._ids[row] = store_id
             if row.kept is None or store_id is None:
                 continue
             for i in range(len(self._messages) - 1, -1, -1):
@@ -322,16 +345,19 @@ class Transcript:
         self.parent_session_id = old
         self.session_id = self.new_id()
         self.replace(messages)
+        opened = False
         if not self._unsaved:
             try:
                 await self.open()
+                opened = True
                 await self.recorder.append_messages(
                     self.session_id, list(messages), token_counts=[self.count(m) for m in messages]
                 )
                 return old
             except _STORE_ERRORS as exc:
                 self.warn(f"the session store refused the compressed session ({exc}); it will be retried")
-        self._unopened.add(self.session_id)
+        if not opened:  # a row made already is not made twice: its messages alone are retried
+            self._unopened.add(self.session_id)
         for m in messages:  # they keep the ids of the rows they were copied from
             self._queue(m, kept=None)
         return old

@@ -12,6 +12,7 @@ protocol.
 """
 
 import argparse
+from collections.abc import Callable
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
@@ -48,7 +49,7 @@ DOMAINS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
-def _tool(verb: str, noun: str, domain: str) -> tuple[str, str, object]:
+def _tool(verb: str, noun: str, domain: str) -> tuple[str, str, Callable[[str, str], str]]:
     name = f"{verb}_{noun}"
     description = f"{VERBS[verb]} {noun.replace('_', ' ')} in the {domain} service."
 
@@ -67,7 +68,7 @@ def build_server(domain: str) -> MCPServer:
     for noun in DOMAINS[domain]:
         for verb in VERBS:
             name, description, run = _tool(verb, noun, domain)
-            server.add_tool(run, name=name, description=description)  # type: ignore[arg-type]  # a plain function
+            server.add_tool(run, name=name, description=description)
     return server
 
 

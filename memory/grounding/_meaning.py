@@ -44,9 +44,11 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
 _CLAUSE = re.compile(r"[,;:—–，；]|\s(?:but|though|although|whereas|while)\s", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|none|neither|nor|without|hates?|dislikes?|avoids?|refuses?|stopped|quit|instead of|rather than"
-    r"|can't stand|no longer)\b|n't\b|\bне\b|\bни\b|\bнет\b|不|没|\bδεν\b|\bμη\b|\bلا\b|\bلم\b|\bليس\b|नहीं|\bमत\b",
+    r"|can't stand|no longer)\b|n't\b|\bне\b|\bни\b|\bнет\b|不|没|\bδεν\b|\bμη\b|\bو?لا\b|\bو?لم\b|\bو?ليس\b|नहीं|\bमत\b",
     re.IGNORECASE,
 )
+_NEGATION_AFTER = re.compile(r"\S+(?:\s+\S+){0,2}?\s+(?:नहीं|मत)(?!\S)")
+"""Hindi puts its negation after the object and the verb: "हम Flask नहीं इस्तेमाल करते"."""
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|hypothetically|suppose|supposing|imagine|in case|were to|wondering|whether)\b", re.IGNORECASE
 )
@@ -198,9 +200,10 @@ def _clauses(sentence: str) -> list[str]:
 
 def _negated(clause: str, at: int) -> bool:
     """A negation just before the word (its last few words; a few characters in scripts
-    without spaces): "never 9.81", "don't suggest VS Code", "不用Sketch"."""
+    without spaces): "never 9.81", "don't suggest VS Code", "不用Sketch", "ولا أستخدم SPSS" —
+    or, in Hindi, just after it."""
     before = " ".join(clause[:at].split()[-_NEGATION_REACH:])[-_NEGATION_CHARS:]
-    return _NEGATION.search(before) is not None
+    return _NEGATION.search(before) is not None or _NEGATION_AFTER.match(clause[at:]) is not None
 
 
 @dataclass(frozen=True, slots=True)

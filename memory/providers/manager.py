@@ -35,19 +35,12 @@ import anyio.abc
 from pydantic import JsonValue
 
 from memory.curated import MEMORY_TOOL_NAME
+from memory.providers import contract
 from memory.providers._breaker import BreakerState, CircuitBreaker
 from memory.providers._fanout import Entry, Fanout
 from memory.providers._rounds import PrefetchRounds, Recall
 from memory.providers._routes import ToolRoutes
 from memory.providers._trivial import is_trivial
-from memory.providers.contract import (
-    AgentContext,
-    MemoryProvider,
-    MemoryWrite,
-    ProviderContext,
-    SwitchReason,
-    TurnMessage,
-)
 from memory.sessions.search import SESSION_SEARCH_TOOL_NAME
 from memory.skills import SKILL_TOOL_NAMES
 
@@ -77,7 +70,7 @@ class MemoryManager:
 
     def __init__(
         self,
-        builtin: MemoryProvider,
+        builtin: contract.MemoryProvider,
         *,
         clock: Callable[[], float],
         recall_wait_s: float = 8.0,
@@ -97,7 +90,7 @@ class MemoryManager:
         self._tools = ToolRoutes(self._fanout, core_tool_names=core_tool_names)
         self._rounds = PrefetchRounds(self._fanout)
         self._session_id = ""
-        self._agent_context: AgentContext = "primary"
+        self._agent_context: contract.AgentContext = "primary"
         self._initialized = False
         self._closed = False
         entry = Entry(
@@ -109,7 +102,7 @@ class MemoryManager:
 
     # ------------------------------------------------------------------ registration
 
-    def add_provider(self, provider: MemoryProvider) -> bool:
+    def add_provider(self, provider: contract.MemoryProvider) -> bool:
         """Register the external provider; False (with a warning) when refused.
 
         Refused when an external provider is already registered, when the provider says it
@@ -190,11 +183,11 @@ class MemoryManager:
         return self._fanout.warnings
 
     @property
-    def agent_context(self) -> AgentContext:
+    def agent_context(self) -> contract.AgentContext:
         return self._agent_context
 
     @contextmanager
-    def running_as(self, context: AgentContext) -> Iterator[None]:
+    def running_as(self, context: contract.AgentContext) -> Iterator[None]:
         """Run a block under another agent context (the compression flush runs as `flush`).
 
         Writes to external providers are gated on the context, so a flush, a subagent or a
@@ -283,7 +276,7 @@ class MemoryManager:
 
     # ------------------------------------------------------------------ session lifecycle
 
-    async def initialize(self, context: ProviderContext) -> None:
+    async def initialize(self, context: contract.ProviderContext) -> None:
         """Initialize every provider; an external provider that fails is dropped with a warning."""
         self._session_id = context.session_id
         self._agent_context = context.agent_context
@@ -336,7 +329,7 @@ class MemoryManager:
             call = partial(entry.provider.sync_turn, user_content, assistant_content, session_id=session_id)
             tg.start_soon(self._fanout.locked_call, entry, "sync_turn", call, name=f"sync_turn:{entry.name}")
 
-    async def notify_memory_write(self, write: MemoryWrite) -> None:
+    async def notify_memory_write(self, write: contract.MemoryWrite) -> None:
         """Tell the external providers about a write the built-in store has committed.
 
         Call it only after the store reported success. Nothing happens unless the agent
@@ -349,7 +342,7 @@ class MemoryManager:
                 call = partial(entry.provider.on_memory_write, write)
                 await self._fanout.locked_call(entry, "on_memory_write", call)
 
-    async def on_pre_compress(self, messages: Sequence[TurnMessage]) -> str:
+    async def on_pre_compress(self, messages: Sequence[contract.TurnMessage]) -> str:
         """Collect the providers' notes for the compression summary, joined by blank lines."""
         texts: list[str] = []
         for entry in list(self._fanout.entries):
@@ -360,7 +353,7 @@ class MemoryManager:
         return "\n\n".join(texts)
 
     async def on_session_switch(
-        self, new_session_id: str, *, parent_session_id: str | None, reason: SwitchReason
+        self, new_session_id: str, *, parent_session_id: str | None, reason: contract.SwitchReason
     ) -> None:
         """The session id rotated (compression, a new conversation, resume, branch)."""
         self._session_id = new_session_id
@@ -374,7 +367,7 @@ class MemoryManager:
             )
             await self._fanout.call(entry, "on_session_switch", call)
 
-    async def on_session_end(self, messages: Sequence[TurnMessage]) -> None:
+    async def on_session_end(self, messages: Sequence[contract.TurnMessage]) -> None:
         """A real session boundary; externals hear it only when the context is `primary`."""
         for entry in self._fanout.writers(self._agent_context):
             await self._fanout.locked_call(
@@ -416,7 +409,7 @@ def _judged(query: str, trivial: bool | None) -> bool:
     return is_trivial(query) if trivial is None else trivial
 
 
-def _provider_name(provider: MemoryProvider) -> str | None:
+def _provider_name(provider: contract.MemoryProvider) -> str | None:
     try:
         name = provider.name
     except Exception as exc:

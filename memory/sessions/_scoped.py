@@ -10,14 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.sessions._records import (
-    AnchoredView,
-    FlushRecord,
-    IndexFeatures,
-    MessageRecord,
-    SearchResult,
-    SessionRecord,
-)
+from memory.sessions import _records
 from memory.sessions.contract import SessionReader
 from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages
 
@@ -38,29 +31,29 @@ class UserScopedReader(SessionReader):
         self._users = tuple(user_ids)
 
     @property
-    def features(self) -> IndexFeatures:
+    def features(self) -> _records.IndexFeatures:
         return self._db.features
 
     @property
     def location(self) -> str:
         return self._db.location
 
-    async def get_session(self, session_id: str) -> SessionRecord | None:
+    async def get_session(self, session_id: str) -> _records.SessionRecord | None:
         record = await self._db.get_session(session_id)
         return record if record is not None and record.user_id in self._users else None
 
     def _narrowed(self, user_ids: Sequence[str] | None) -> tuple[str, ...]:
         return self._users if user_ids is None else tuple(u for u in user_ids if u in self._users)
 
-    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+    async def select_sessions(self, query: ListSessions) -> list[_records.SessionRecord]:
         return await self._db.select_sessions(replace(query, user_ids=self._narrowed(query.user_ids)))
 
-    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+    async def select_messages(self, query: SelectMessages) -> list[_records.MessageRecord]:
         if await self.get_session(query.session_id) is None:
             return []
         return await self._db.select_messages(query)
 
-    async def get_message(self, message_id: int) -> MessageRecord | None:
+    async def get_message(self, message_id: int) -> _records.MessageRecord | None:
         record = await self._db.get_message(message_id)
         if record is None or await self.get_session(record.session_id) is None:
             return None
@@ -68,11 +61,11 @@ class UserScopedReader(SessionReader):
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
-    ) -> list[AnchoredView | None]:
+    ) -> list[_records.AnchoredView | None]:
         views = await self._db.anchored_views(message_ids, window=window, bookend=bookend)
         return [v if v is not None and v.session.user_id in self._users else None for v in views]
 
-    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+    async def list_flushes(self, session_id: str) -> list[_records.FlushRecord]:
         return [] if await self.get_session(session_id) is None else await self._db.list_flushes(session_id)
 
     async def lineage_roots(self, session_ids: Sequence[str]) -> dict[str, str]:
@@ -100,5 +93,5 @@ class UserScopedReader(SessionReader):
         child = await self._db.continuation(session_id)
         return child if child is not None and await self.get_session(child) is not None else None
 
-    async def search_messages(self, query: SearchMessages) -> SearchResult:
+    async def search_messages(self, query: SearchMessages) -> _records.SearchResult:
         return await self._db.search_messages(replace(query, user_ids=self._narrowed(query.user_ids)))

@@ -7,8 +7,8 @@
 # and refusals, and the one "claimed a save" check), `_execute` (the writes through the memory
 # tool → `FlushOutcome`). The memory tool's name is `memory.MEMORY_TOOL_NAME`, defined with it.
 from harness.compress.flush._execute import FlushOutcome, execute_flush_reply, grounds_of
-from harness.compress.flush._pieces import flush_pieces
-from harness.compress.flush._reading import read_flush_reply
+from harness.compress.flush._pieces import flush_pieces, halves
+from harness.compress.flush._reading import looping, read_flush_reply
 from harness.compress.flush._request import (
     FLUSH_SHAPES,
     FlushReply,
@@ -31,5 +31,7 @@ __all__ = [
     "flush_shape",
     "flush_system",
     "grounds_of",
+    "halves",
+    "looping",
     "read_flush_reply",
 ]

@@ -10,7 +10,8 @@ sent as a request of its own: the note-taker system prompt (`_request.flush_syst
 memory tool, the piece, the note.
 
 Pieces start at a user message (a turn is never split, so a tool call stays with its
-result); a single turn over the budget is a piece of its own.
+result); a single turn over the budget is a piece of its own. `halves` cuts a piece in two
+the same way, for a piece whose reply went round in a loop (`_reading.looping`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from harness.types import Message
 
-__all__ = ["flush_pieces"]
+__all__ = ["flush_pieces", "halves"]
 
 
 def _turns(messages: Sequence[Message]) -> list[list[Message]]:
@@ -56,3 +57,13 @@ def flush_pieces(
     if current:
         pieces.append(tuple(current))
     return pieces
+
+
+def halves(piece: Sequence[Message]) -> list[tuple[Message, ...]]:
+    """`piece` as two pieces of whole turns (the first gets the smaller half), or as itself
+    when it is one turn."""
+    turns = _turns(piece)
+    if len(turns) < 2:
+        return [tuple(piece)]
+    mid = len(turns) // 2
+    return [tuple(m for t in turns[:mid] for m in t), tuple(m for t in turns[mid:] for m in t)]

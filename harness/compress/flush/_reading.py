@@ -36,7 +36,7 @@ from harness.compress.flush._request import FlushShape, flush_note
 from harness.types import ModelReply
 from memory import MEMORY_TOOL_NAME
 
-__all__ = ["FlushReading", "FlushRefusal", "FlushWrite", "claims_a_save", "read_flush_reply"]
+__all__ = ["FlushReading", "FlushRefusal", "FlushWrite", "claims_a_save", "looping", "read_flush_reply"]
 
 Target: TypeAlias = Literal["user", "memory"]
 
@@ -99,6 +99,18 @@ def claims_a_save(text: str) -> str | None:
         if match is not None and not _NEGATED.search(sentence[: match.start()]):
             return sentence.strip()[:500]
     return None
+
+
+_LOOP_LINES = 8
+"""Lines a reply needs before it can be said to go round in a loop."""
+
+
+def looping(text: str) -> bool:
+    """The reply went round in a loop: many lines, hardly any of them new ("user: none" /
+    "memory: none" until the output cap — Qwen2.5-Coder-1.5B on a piece that mixed three
+    conversations and two scripts)."""
+    lines = [" ".join(line.split()).lower() for line in text.splitlines() if line.strip()]
+    return len(lines) >= _LOOP_LINES and len(set(lines)) * 4 <= len(lines)
 
 
 def _target(raw: JsonValue) -> Target:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
@@ -48,7 +47,7 @@ from memory.providers.semantic.extract import (
 from memory.providers.semantic.search import Ranker
 from memory.scanner import MeaningCheck
 
-__all__ = ["Learned", "Learner", "TurnReport", "neighbour_texts"]
+__all__ = ["Learned", "Learner", "Learning", "TurnReport", "neighbour_texts"]
 
 _NEIGHBOURS = 3
 
@@ -82,52 +81,45 @@ class _ModelDown(Exception):
     """The completer failed or the breaker is open; the rest of the turn is not learned."""
 
 
+@dataclass(frozen=True, slots=True)
+class Learning:
+    """How the provider learns: the model, its two prompt templates (`{user}`, `{assistant}`;
+    `{existing}`, `{candidate}`), where similarity alone decides, how much of each side of an
+    exchange the model reads, and the meaning check every candidate passes (None: rules only)."""
+
+    completer: Completer
+    prompts: tuple[str, str]
+    reconciliation: Reconciliation
+    max_turn_chars: int
+    meaning: MeaningCheck | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Learner:
     """Turns exchanges into stored memories. Owned by the provider; one turn at a time."""
 
-    def __init__(
-        self,
-        *,
-        store: SemanticBackend,
-        ranker: Ranker,
-        embedder: Embedder,
-        completer: Completer,
-        extract_prompt: str,
-        reconcile_prompt: str,
-        reconciliation: Reconciliation,
-        breaker: CircuitBreaker,
-        max_turn_chars: int,
-        clock: Callable[[], float] = time.monotonic,
-        meaning: MeaningCheck | None = None,
-    ) -> None:
-        self._store = store
-        self._ranker = ranker
-        self._embedder = embedder
-        self._completer = completer
-        self._extract_prompt = extract_prompt
-        self._reconcile_prompt = reconcile_prompt
-        self._rules = reconciliation
-        self._breaker = breaker
-        self._max_chars = max_turn_chars
-        self._clock = clock
-        self._meaning = meaning
+    store: SemanticBackend
+    ranker: Ranker
+    embedder: Embedder
+    breaker: CircuitBreaker
+    how: Learning
 
     async def _ask(self, prompt: str, report: TurnReport) -> str:
-        if not self._breaker.acquire():
+        if not self.breaker.acquire():
             raise _ModelDown("paused")
         report.model_calls += 1
         try:
-            reply = await self._completer.complete([TurnMessage("user", prompt)])
+            reply = await self.how.completer.complete([TurnMessage("user", prompt)])
         except Exception as exc:
-            opened = self._breaker.failed()
+            opened = self.breaker.failed()
             _log.warning(
                 "semantic memory: the extraction model failed (%r)%s", exc, "; pausing" if opened else ""
             )
             raise _ModelDown("model_failed") from exc
         except BaseException:
-            self._breaker.abandoned()
+            self.breaker.abandoned()
             raise
-        self._breaker.succeeded()
+        self.breaker.succeeded()
         return reply
 
     async def learn_turn(self, user: str, assistant: str, *, session_id: str) -> TurnReport:
@@ -135,8 +127,10 @@ class Learner:
         report = TurnReport()
         started = time.perf_counter()
         try:
-            prompt = self._extract_prompt.format(
-                user=_clip(user, self._max_chars), assistant=_clip(assistant, self._max_chars)
+            extract, _ = self.how.prompts
+            prompt = extract.format(
+                user=_clip(user, self.how.max_turn_chars),
+                assistant=_clip(assistant, self.how.max_turn_chars),
             )
             candidates = parse_candidates(await self._ask(prompt, report))
             for candidate in candidates:
@@ -161,21 +155,22 @@ class Learner:
         if meaning_problem(candidate, Said(exchange)) is not None:
             # the words were said, but not so: denied, someone else's, hypothetical, corrected
             return Learned(candidate, "ungrounded", None, "meaning")
-        vector = await anyio.to_thread.run_sync(lambda: self._embedder.embed([candidate])[0])
-        if self._meaning is not None and self._meaning.findings_for(self._meaning.score_vector(vector)):
+        vector = await anyio.to_thread.run_sync(lambda: self.embedder.embed([candidate])[0])
+        meaning = self.how.meaning
+        if meaning is not None and meaning.findings_for(meaning.score_vector(vector)):
             _log.warning("semantic memory: an extracted fact was refused by the meaning check")
             return Learned(candidate, "blocked", None, "scanner")
-        nearest = await anyio.to_thread.run_sync(partial(self._ranker.nearest, vector, limit=_NEIGHBOURS))
-        beside = await anyio.to_thread.run_sync(partial(neighbour_texts, self._store, nearest))
+        nearest = await anyio.to_thread.run_sync(partial(self.ranker.nearest, vector, limit=_NEIGHBOURS))
+        beside = await anyio.to_thread.run_sync(partial(neighbour_texts, self.store, nearest))
         if joined_findings(candidate, beside):
             _log.warning("semantic memory: an extracted fact completes a threat with the memories beside it")
             return Learned(candidate, "blocked", None, "scanner")
-        superseded = _superseded(candidate, nearest, self._rules.superseding_similarity)
+        superseded = _superseded(candidate, nearest, self.how.reconciliation.superseding_similarity)
         if superseded is not None:
             return await self._apply(candidate, vector, superseded[0], superseded[1], "overlap", session_id)
-        if nearest and nearest[0][1] >= self._rules.duplicate_similarity:
+        if nearest and nearest[0][1] >= self.how.reconciliation.duplicate_similarity:
             return Learned(candidate, "none", nearest[0][0].memory_id, "similarity")
-        if not nearest or nearest[0][1] < self._rules.related_similarity:
+        if not nearest or nearest[0][1] < self.how.reconciliation.related_similarity:
             return await self._apply(candidate, vector, Decision("add"), None, "similarity", session_id)
         memory = nearest[0][0]
         overlap = restates(candidate, memory.content)
@@ -184,7 +179,8 @@ class Learner:
         if overlap == "wider":
             decision = Decision("update", memory.memory_id)
             return await self._apply(candidate, vector, decision, memory, "overlap", session_id)
-        prompt = self._reconcile_prompt.format(existing=" ".join(memory.content.split()), candidate=candidate)
+        _, reconcile = self.how.prompts
+        prompt = reconcile.format(existing=" ".join(memory.content.split()), candidate=candidate)
         both_true = parse_verdict(await self._ask(prompt, report))
         if both_true is None:
             # An answer we cannot read must not lose the fact: keep it beside the other.
@@ -205,7 +201,7 @@ class Learner:
         decided_by: Literal["similarity", "overlap", "model", "fallback"],
         session_id: str,
     ) -> Learned:
-        store, model_id = self._store, self._embedder.model_id
+        store, model_id = self.store, self.embedder.model_id
         try:
             if decision.action == "add":
                 memory, _ = await anyio.to_thread.run_sync(

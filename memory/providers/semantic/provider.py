@@ -41,7 +41,7 @@ from memory.providers._guard import (
 )
 from memory.providers._pg import PgPlace
 from memory.providers.contract import AgentContext, MemoryProvider, MemoryWrite, ProviderContext
-from memory.providers.semantic._learn import Learner, TurnReport, neighbour_texts
+from memory.providers.semantic._learn import Learner, Learning, TurnReport, neighbour_texts
 from memory.providers.semantic._pg import PgSemanticStore
 from memory.providers.semantic._tools import (
     PROFILE_TOOL,
@@ -138,20 +138,26 @@ class SemanticProvider(MemoryProvider):
             raise ValueError("a completer needs both extract_prompt and reconcile_prompt")
         if prefetch_limit < 1:
             raise ValueError(f"prefetch_limit must be at least 1, got {prefetch_limit!r}")
-        self._completer = completer
-        self._prompts = (extract_prompt, reconcile_prompt)
         self._embedder: Embedder = embedder if embedder is not None else MiniLmEmbedder()
         self._db_path = db_path
         self._pg = pg
         self._prefetch_limit = prefetch_limit
         self._min_similarity = min_similarity
         self._tuning = tuning or SearchTuning()
-        self._reconciliation = reconciliation or Reconciliation()
         self._breaker = CircuitBreaker(failures=breaker_failures, pause_s=breaker_pause_s, clock=clock)
-        self._max_turn_chars = max_turn_chars
-        self._clock = clock
         self._meaning = (
             None if meaning_threshold is None else MeaningCheck(self._embedder, threshold=meaning_threshold)
+        )
+        self._learning = (
+            None
+            if completer is None
+            else Learning(
+                completer=completer,
+                prompts=(extract_prompt, reconcile_prompt),
+                reconciliation=reconciliation or Reconciliation(),
+                max_turn_chars=max_turn_chars,
+                meaning=self._meaning,
+            )
         )
         self._agent_context: AgentContext = "primary"
         self._user_id: str | None = None
@@ -214,20 +220,9 @@ class SemanticProvider(MemoryProvider):
             raise
         ranker = Ranker(store, self._embedder, tuning=self._tuning)
         self._store, self._ranker = store, ranker
-        if self._completer is not None:
-            extract, reconcile = self._prompts
+        if self._learning is not None:
             self._learner = Learner(
-                store=store,
-                ranker=ranker,
-                embedder=self._embedder,
-                completer=self._completer,
-                extract_prompt=extract,
-                reconcile_prompt=reconcile,
-                reconciliation=self._reconciliation,
-                breaker=self._breaker,
-                max_turn_chars=self._max_turn_chars,
-                clock=self._clock,
-                meaning=self._meaning,
+                store=store, ranker=ranker, embedder=self._embedder, breaker=self._breaker, how=self._learning
             )
 
     def _open_store(self, home: Path, user_id: str | None) -> SemanticBackend:

@@ -35,19 +35,7 @@ from numpy.typing import NDArray
 from memory._migrations import Migration
 from memory.errors import SemanticStoreError
 from memory.providers._sqlite import FileKind, ProviderFile
-from memory.providers.semantic.contract import (
-    HistoryEvent,
-    HistoryKind,
-    Memory,
-    Origin,
-    SemanticBackend,
-    SemanticRows,
-    SemanticTxn,
-    Stamp,
-    history_from_rows,
-    memory_from_row,
-    missing_memory,
-)
+from memory.providers.semantic import contract
 
 __all__ = ["MIGRATIONS", "SemanticStore"]
 
@@ -96,7 +84,7 @@ MIGRATIONS = (
 )
 
 _COLUMNS = "memory_id, content, origin, created_at, updated_at"
-_memory = memory_from_row
+_memory = contract.memory_from_row
 
 
 _FILE = FileKind(
@@ -116,23 +104,29 @@ class _SqliteTxn:
     writes: int
     """How many write transactions this store had committed when this one began."""
 
-    def by_key(self, key: str, *, besides: int | None = None) -> Memory | None:
+    def by_key(self, key: str, *, besides: int | None = None) -> contract.Memory | None:
         row = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE content_key = ? AND memory_id != ?",
             (key, -1 if besides is None else besides),
         ).fetchone()
         return None if row is None else _memory(row)
 
-    def get(self, memory_id: int) -> Memory:
+    def get(self, memory_id: int) -> contract.Memory:
         row = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE memory_id = ?", (memory_id,)
         ).fetchone()
         if row is None:
-            raise missing_memory(memory_id)
+            raise contract.missing_memory(memory_id)
         return _memory(row)
 
     def insert(
-        self, content: str, key: str, origin: Origin, at: float, model_id: str, vector: NDArray[np.float32]
+        self,
+        content: str,
+        key: str,
+        origin: contract.Origin,
+        at: float,
+        model_id: str,
+        vector: NDArray[np.float32],
     ) -> int:
         cursor = self.conn.execute(
             "INSERT INTO memories(content, content_key, origin, created_at, updated_at, model_id, embedding) "
@@ -154,7 +148,13 @@ class _SqliteTxn:
         self.conn.execute("DELETE FROM memories WHERE memory_id = ?", (memory_id,))
 
     def log(
-        self, memory_id: int, event: HistoryKind, old: str | None, new: str | None, session_id: str, at: float
+        self,
+        memory_id: int,
+        event: contract.HistoryKind,
+        old: str | None,
+        new: str | None,
+        session_id: str,
+        at: float,
     ) -> None:
         self.conn.execute(
             "INSERT INTO history(memory_id, event, old_content, new_content, at, session_id) VALUES (?, ?, ?, ?, ?, ?)",
@@ -169,7 +169,7 @@ class _SqliteTxn:
 
     # ------------------------------------------------------------------ reads (`SemanticRows`)
 
-    def get_many(self, memory_ids: Sequence[int]) -> list[Memory]:
+    def get_many(self, memory_ids: Sequence[int]) -> list[contract.Memory]:
         marks = ",".join("?" * len(memory_ids))
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE memory_id IN ({marks})", list(memory_ids)
@@ -179,23 +179,23 @@ class _SqliteTxn:
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
 
-    def recent(self, limit: int) -> list[Memory]:
+    def recent(self, limit: int) -> list[contract.Memory]:
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories ORDER BY updated_at DESC, memory_id DESC LIMIT ?", (limit,)
         ).fetchall()
         return [_memory(r) for r in rows]
 
-    def history(self) -> list[HistoryEvent]:
+    def history(self) -> list[contract.HistoryEvent]:
         rows = self.conn.execute(
             "SELECT memory_id, event, old_content, new_content, session_id FROM history ORDER BY event_id"
         ).fetchall()
-        return history_from_rows(rows)
+        return contract.history_from_rows(rows)
 
     def stale(self, model_id: str) -> list[tuple[int, str]]:
         rows = self.conn.execute("SELECT memory_id, content FROM memories WHERE model_id != ?", (model_id,))
         return [(int(i), str(c)) for i, c in rows.fetchall()]
 
-    def stamp(self) -> Stamp:
+    def stamp(self) -> contract.Stamp:
         # This store's own writes, and any other connection's (`data_version` moves then).
         return (self.writes, int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
 
@@ -225,7 +225,7 @@ class _SqliteTxn:
         return int(row[0])
 
 
-class SemanticStore(SemanticBackend):
+class SemanticStore(contract.SemanticBackend):
     """Memories, their embeddings and their FTS5 index in one SQLite file (a `SemanticBackend`).
     Use `SemanticStore.open`."""
 
@@ -233,7 +233,7 @@ class SemanticStore(SemanticBackend):
         self._file = file
         self.path = file.path
         self._now = now
-        self._cache: tuple[tuple[Stamp, str], list[int], NDArray[np.float32]] | None = None
+        self._cache: tuple[tuple[contract.Stamp, str], list[int], NDArray[np.float32]] | None = None
 
     @classmethod
     def open(cls, path: Path, *, now: Callable[[], float] = time.time) -> SemanticStore:
@@ -259,10 +259,10 @@ class SemanticStore(SemanticBackend):
         with self._file.transaction(write=write) as conn:
             yield _SqliteTxn(conn, self._file.writes)
 
-    def _write(self) -> AbstractContextManager[SemanticTxn]:
+    def _write(self) -> AbstractContextManager[contract.SemanticTxn]:
         return self._rows(write=True)
 
-    def _read(self) -> AbstractContextManager[SemanticRows]:
+    def _read(self) -> AbstractContextManager[contract.SemanticRows]:
         return self._rows(write=False)
 
 

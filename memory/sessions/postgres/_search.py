@@ -30,17 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from memory.sessions import _ranking
 from memory.sessions._fts_query import extract_terms, websearch_any_query, websearch_query
-from memory.sessions._ranking import (
-    RANK_BUDGET,
-    TOOL_PREFIX_CHARS,
-    choose_route,
-    hit_from_row,
-    idf_weights,
-    like_pattern,
-    rare_terms,
-    substring_result,
-)
 from memory.sessions._records import IndexFeatures, SearchResult
 from memory.sessions.postgres._schema import TS_CONFIG, fold_punctuation
 from memory.sessions.postgres._sql import Conn, pg_text
@@ -50,7 +41,9 @@ from memory.sessions.reads import SearchMessages
 __all__ = ["search_messages_pg"]
 
 _RANK_NORMALIZATION = 1  # ts_rank_cd divided by 1 + log(document length), like BM25's length term
-_HIT_COLUMNS = f"m.id, m.session_id, m.seq, m.role, m.timestamp, left(m.content, {TOOL_PREFIX_CHARS})"
+_HIT_COLUMNS = (
+    f"m.id, m.session_id, m.seq, m.role, m.timestamp, left(m.content, {_ranking.TOOL_PREFIX_CHARS})"
+)
 
 
 def _scope(search: SearchMessages) -> tuple[str, str, list[object]]:
@@ -72,7 +65,7 @@ async def search_messages_pg(
 ) -> SearchResult:
     """The best `search.limit` messages for its query, best first; shaped like the SQLite backend's."""
     query = search.query
-    chosen = search.route or choose_route(query, features)
+    chosen = search.route or _ranking.choose_route(query, features)
     if chosen == "trigram" and not features.trigram:
         chosen = "like"
     terms = extract_terms(query)
@@ -80,18 +73,18 @@ async def search_messages_pg(
         if chosen == "trigram":
             terms = [t for t in terms if len(t) >= 3]
         rows = await _substring(conn, terms, search, tools=chosen == "like")
-        return substring_result(chosen, terms, rows)
+        return _ranking.substring_result(chosen, terms, rows)
     counts = await doc_counts(conn, terms, stats)
     if search.match == "all":
         text = websearch_query(query, fold=fold_punctuation)
     else:
-        text = websearch_any_query(rare_terms(terms, counts), fold=fold_punctuation)
+        text = websearch_any_query(_ranking.rare_terms(terms, counts), fold=fold_punctuation)
     cur = await conn.execute("SELECT COALESCE(max(id), 0) FROM messages")
     row = await cur.fetchone()
-    weights = idf_weights(terms, counts, int(row[0]) if row else 0)
+    weights = _ranking.idf_weights(terms, counts, int(row[0]) if row else 0)
     rows = [] if text is None else await _fts(conn, text, weights, search)
     hits = tuple(
-        hit_from_row(
+        _ranking.hit_from_row(
             r[:7],
             route="fts",
             terms={t for t, held in zip(terms, cast(list[bool], r[7]), strict=True) if held},
@@ -117,7 +110,7 @@ async def _fts(
     cur = await conn.execute(
         f"WITH q AS (SELECT websearch_to_tsquery('{TS_CONFIG}', %s) AS q), "
         "cand AS MATERIALIZED (SELECT m.id, m.session_id, m.seq, m.role, m.timestamp, m.search_tsv "
-        f"FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} ORDER BY m.id DESC LIMIT {RANK_BUDGET}), "
+        f"FROM q, messages m{join} WHERE m.search_tsv @@ q.q{tests} ORDER BY m.id DESC LIMIT {_ranking.RANK_BUDGET}), "
         f"terms AS (SELECT phraseto_tsquery('{TS_CONFIG}', t) AS tq, w, i "
         "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY u(t, w, i)) "
         "SELECT c.id, c.session_id, c.seq, c.role, c.timestamp, '', "
@@ -136,7 +129,7 @@ async def _substring(
     if not terms:
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
-    patterns = [pg_text(like_pattern(t)) for t in terms]
+    patterns = [pg_text(_ranking.like_pattern(t)) for t in terms]
     join, tests, args = _scope(search)
     cur = await conn.execute(
         f"SELECT {_HIT_COLUMNS}, (SELECT count(*) FROM unnest(%s::text[]) p WHERE m.content ILIKE p) "

@@ -20,6 +20,7 @@ import psycopg.errors
 from psycopg.rows import TupleRow
 
 from memory.errors import SessionConflictError, SessionFencedError, SessionNotFoundError
+from memory.sessions import _rows, writes
 from memory.sessions._records import (
     AnchoredView,
     EndReason,
@@ -29,34 +30,7 @@ from memory.sessions._records import (
     StoredMessage,
     StoredUsage,
 )
-from memory.sessions._rows import (
-    FLUSH_INSERT_COLUMNS,
-    MAX_LINEAGE_DEPTH,
-    MESSAGE_COLUMNS,
-    MESSAGE_INSERT_COLUMNS,
-    SESSION_COLUMNS,
-    SESSION_INSERT_COLUMNS,
-    counters_added,
-    flush_from_row,
-    flush_values,
-    message_from_row,
-    message_values,
-    roots_from_parents,
-    session_from_row,
-    session_values,
-    usage_values,
-)
 from memory.sessions.reads import ListSessions, SelectMessages
-from memory.sessions.writes import (
-    AddUsage,
-    AppendMessages,
-    CreateSession,
-    EndSession,
-    Fence,
-    RecordFlush,
-    SessionWrite,
-    WriteResult,
-)
 
 __all__ = [
     "COPY_THRESHOLD",
@@ -85,7 +59,7 @@ Conn = psycopg.AsyncConnection[TupleRow]
 COPY_THRESHOLD = 32
 """Batches of at least this many messages are written with `COPY` (bulk imports, benchmarks)."""
 
-_COPY_COLUMNS = f"id, {MESSAGE_INSERT_COLUMNS}"
+_COPY_COLUMNS = f"id, {_rows.MESSAGE_INSERT_COLUMNS}"
 
 
 def pg_text(value: str) -> str:
@@ -93,28 +67,28 @@ def pg_text(value: str) -> str:
     return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
-async def apply(conn: Conn, write: SessionWrite) -> WriteResult:
+async def apply(conn: Conn, write: writes.SessionWrite) -> writes.WriteResult:
     """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
     sid = pg_text(write.session_id)
     match write:
-        case CreateSession():
+        case writes.CreateSession():
             await create_session(conn, write)
             return None
-        case AppendMessages():
+        case writes.AppendMessages():
             ids = await append_messages(conn, sid, write.messages)
             if write.usage is not None:
                 await add_usage(conn, sid, write.usage)
             return ids
-        case EndSession():
+        case writes.EndSession():
             return await end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
-        case AddUsage():
+        case writes.AddUsage():
             await add_usage(conn, sid, write.counts)
             return None
-        case RecordFlush():
+        case writes.RecordFlush():
             return await record_flush(conn, write)
 
 
-async def check_fence(conn: Conn, fence: Fence) -> None:
+async def check_fence(conn: Conn, fence: writes.Fence) -> None:
     """Refuse the transaction's write when another holder took the lineage's lease after
     `fence` was taken (the row is share-locked until commit, so a worker taking the lease
     meanwhile waits for this write to land first)."""
@@ -165,14 +139,14 @@ async def _exists(conn: Conn, session_id: str) -> bool:
     return await cur.fetchone() is not None
 
 
-async def create_session(conn: Conn, write: CreateSession) -> None:
-    values = session_values(write, ident=pg_text, text=pg_text)
+async def create_session(conn: Conn, write: writes.CreateSession) -> None:
+    values = _rows.session_values(write, ident=pg_text, text=pg_text)
     session_id, parent = values[0], values[3]
     if parent is not None and not await _exists(conn, str(parent)):
         raise SessionNotFoundError(f"session {parent!r} does not exist; create it first")
     try:
         cur = await conn.execute(
-            f"INSERT INTO sessions ({SESSION_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            f"INSERT INTO sessions ({_rows.SESSION_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
             values,
         )
@@ -195,7 +169,7 @@ async def end_session(conn: Conn, session_id: str, *, reason: EndReason, ended_a
 
 
 def _row(mid: int, session_id: str, seq: int, m: StoredMessage) -> tuple[object, ...]:
-    return (mid, *message_values(session_id, seq, m, text=pg_text))
+    return (mid, *_rows.message_values(session_id, seq, m, text=pg_text))
 
 
 async def append_messages(conn: Conn, session_id: str, messages: Sequence[StoredMessage]) -> list[int]:
@@ -254,18 +228,20 @@ async def _append_small(conn: Conn, session_id: str, messages: Sequence[StoredMe
 
 async def add_usage(conn: Conn, session_id: str, usage: StoredUsage) -> None:
     cur = await conn.execute(
-        f"UPDATE sessions SET {counters_added('%s')} WHERE id = %s", (*usage_values(usage), session_id)
+        f"UPDATE sessions SET {_rows.counters_added('%s')} WHERE id = %s",
+        (*_rows.usage_values(usage), session_id),
     )
     if cur.rowcount != 1:
         raise SessionNotFoundError(f"session {session_id!r} does not exist; create it first")
 
 
-async def record_flush(conn: Conn, write: RecordFlush) -> int:
-    values = flush_values(write, ident=pg_text, text=pg_text)
+async def record_flush(conn: Conn, write: writes.RecordFlush) -> int:
+    values = _rows.flush_values(write, ident=pg_text, text=pg_text)
     if not await _exists(conn, str(values[0])):
         raise SessionNotFoundError(f"session {values[0]!r} does not exist; create it first")
     cur = await conn.execute(
-        f"INSERT INTO flushes ({FLUSH_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING id", values
+        f"INSERT INTO flushes ({_rows.FLUSH_INSERT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        values,
     )
     row = await cur.fetchone()
     assert row is not None
@@ -278,13 +254,13 @@ async def list_flushes(conn: Conn, session_id: str) -> list[FlushRecord]:
         "WHERE session_id = %s ORDER BY id",
         (session_id,),
     )
-    return [flush_from_row(r) for r in await cur.fetchall()]
+    return [_rows.flush_from_row(r) for r in await cur.fetchall()]
 
 
 async def get_session(conn: Conn, session_id: str) -> SessionRecord | None:
-    cur = await conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
+    cur = await conn.execute(f"SELECT {_rows.SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
     row = await cur.fetchone()
-    return None if row is None else session_from_row(row)
+    return None if row is None else _rows.session_from_row(row)
 
 
 async def continuation(conn: Conn, session_id: str) -> str | None:
@@ -304,11 +280,11 @@ async def list_sessions(conn: Conn, query: ListSessions) -> list[SessionRecord]:
         tests.append("user_id = ANY(%s)")
         args.append([pg_text(u) for u in query.user_ids])
     cur = await conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(tests)} "
+        f"SELECT {_rows.SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(tests)} "
         f"ORDER BY {column} DESC, row_id DESC LIMIT %s OFFSET %s",
         (*args, query.limit, query.offset),
     )
-    return [session_from_row(r) for r in await cur.fetchall()]
+    return [_rows.session_from_row(r) for r in await cur.fetchall()]
 
 
 async def get_messages(conn: Conn, query: SelectMessages) -> list[MessageRecord]:
@@ -317,25 +293,25 @@ async def get_messages(conn: Conn, query: SelectMessages) -> list[MessageRecord]
     role_args: tuple[object, ...] = () if roles is None else (list(roles),)
     direction = "DESC" if query.from_end else "ASC"
     cur = await conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND seq >= %s{role_sql} "
+        f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE session_id = %s AND seq >= %s{role_sql} "
         f"ORDER BY seq {direction} LIMIT %s",
         (pg_text(query.session_id), query.start_seq, *role_args, query.limit),
     )
-    records = [message_from_row(r) for r in await cur.fetchall()]
+    records = [_rows.message_from_row(r) for r in await cur.fetchall()]
     return records[::-1] if query.from_end else records
 
 
 async def get_message(conn: Conn, message_id: int) -> MessageRecord | None:
     if not -(2**63) <= message_id < 2**63:
         return None  # no bigint id can match; PostgreSQL would refuse the parameter
-    cur = await conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = %s", (message_id,))
+    cur = await conn.execute(f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE id = %s", (message_id,))
     row = await cur.fetchone()
-    return None if row is None else message_from_row(row)
+    return None if row is None else _rows.message_from_row(row)
 
 
 _VISIBLE_M = "m.role IN ('user', 'assistant') AND m.content <> ''"
 _SAME = "m.session_id = a.session_id AND " + _VISIBLE_M
-_MESSAGE_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+_MESSAGE_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in _rows.MESSAGE_COLUMNS.split(","))
 
 # One statement per view: the anchor, its window and the bookends as tagged positions,
 # then their rows. Mirrors SQLite's `anchored_view`, which asks for each part separately.
@@ -355,14 +331,14 @@ _VIEW_SQL = (
     "WHERE m.session_id = a.session_id AND m.seq = t.seq ORDER BY m.seq"
 )
 _VIEW_SESSION_SQL = (
-    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = %s)"
+    f"SELECT {_rows.SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = %s)"
 )
 
 
 def _view(rows: list[TupleRow], session: SessionRecord | None) -> AnchoredView | None:
     groups: dict[str, list[MessageRecord]] = {tag: [] for tag in "abfse"}
     for row in rows:
-        groups[str(row[0])].append(message_from_row(row[1:]))
+        groups[str(row[0])].append(_rows.message_from_row(row[1:]))
     if not groups["a"] or session is None:
         return None  # no such message (or, hand-edited, no session for it)
     anchor = groups["a"][0]
@@ -395,7 +371,7 @@ async def anchored_views(
     found: dict[int, AnchoredView | None] = {}
     for mid, view_cur, session_cur in pending:
         session_row = await session_cur.fetchone()
-        session = None if session_row is None else session_from_row(session_row)
+        session = None if session_row is None else _rows.session_from_row(session_row)
         found[mid] = _view(await view_cur.fetchall(), session)
     return [found.get(i) for i in message_ids]
 
@@ -404,7 +380,7 @@ async def lineage_roots(conn: Conn, session_ids: Sequence[str]) -> dict[str, str
     """Each id's lineage root: parents fetched a generation at a time, as on SQLite."""
     parents: dict[str, str | None] = {}
     frontier = sorted(set(session_ids))
-    for _ in range(MAX_LINEAGE_DEPTH):
+    for _ in range(_rows.MAX_LINEAGE_DEPTH):
         if not frontier:
             break
         cur = await conn.execute("SELECT id, parent_session_id FROM sessions WHERE id = ANY(%s)", (frontier,))
@@ -412,4 +388,4 @@ async def lineage_roots(conn: Conn, session_ids: Sequence[str]) -> dict[str, str
         for sid in frontier:
             parents[sid] = fetched.get(sid)
         frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
-    return roots_from_parents(session_ids, parents)
+    return _rows.roots_from_parents(session_ids, parents)

@@ -26,17 +26,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import cast
 
+from memory.sessions import _ranking
 from memory.sessions._fts_query import any_terms_query, extract_terms, quote_term, sanitize_fts_query
-from memory.sessions._ranking import (
-    RANK_BUDGET,
-    TOOL_PREFIX_CHARS,
-    choose_route,
-    hit_from_row,
-    idf_weights,
-    like_pattern,
-    rare_terms,
-    substring_result,
-)
 from memory.sessions._records import IndexFeatures, SearchResult, StoredRole
 from memory.sessions.reads import SearchMessages
 from memory.sessions.sqlite._schema import WORD_TOKENIZER
@@ -44,7 +35,9 @@ from memory.sessions.sqlite._sql import user_clause
 
 __all__ = ["prepare_connection", "search_messages", "term_doc_counts"]
 
-_HIT_COLUMNS = f"m.id, m.session_id, m.seq, m.role, m.timestamp, substr(m.content, 1, {TOOL_PREFIX_CHARS})"
+_HIT_COLUMNS = (
+    f"m.id, m.session_id, m.seq, m.role, m.timestamp, substr(m.content, 1, {_ranking.TOOL_PREFIX_CHARS})"
+)
 
 # Per-connection helpers in the temp schema: a scratch table with the word index's
 # tokenizer (to see text as the index sees it, stemmed), its vocabulary by instance, and
@@ -71,27 +64,29 @@ def search_messages(
     weights and the rare-term plan use counts over the whole index, not just the scope.
     """
     query, match = search.query, search.match
-    chosen = search.route or choose_route(query, features)
+    chosen = search.route or _ranking.choose_route(query, features)
     if (chosen == "fts" and not features.fts) or (chosen == "trigram" and not features.trigram):
         chosen = "like"
     terms = extract_terms(query)
     if chosen == "like":
         rows = _like(conn, terms, search)
-        return substring_result("like", terms, rows)
+        return _ranking.substring_result("like", terms, rows)
     if chosen == "trigram":
         terms = [t for t in terms if len(t) >= 3]
         fts_query = (" " if match == "all" else " OR ").join(quote_term(t) for t in terms) or None
         rows = [] if fts_query is None else _fts(conn, "messages_trigram", fts_query, search)
-        return substring_result("trigram", terms, rows)
+        return _ranking.substring_result("trigram", terms, rows)
     tokens = _term_tokens(conn, terms)
     counts = _doc_counts(conn, tokens)
     fts_query = sanitize_fts_query(query) if match == "all" else _any_plan(terms, counts)
     rows = [] if fts_query is None else _fts(conn, "messages_fts", fts_query, search)
     held = _held_tokens(conn, rows, set().union(*tokens) if tokens else set())
-    hits = tuple(hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows)
+    hits = tuple(
+        _ranking.hit_from_row(r, route="fts", terms=_covered(terms, tokens, held[_row_id(r)])) for r in rows
+    )
     (total,) = conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()
     return SearchResult(
-        route="fts", terms=tuple(terms), weights=idf_weights(terms, counts, int(total)), hits=hits
+        route="fts", terms=tuple(terms), weights=_ranking.idf_weights(terms, counts, int(total)), hits=hits
     )
 
 
@@ -184,7 +179,7 @@ def _strip_marks(text: str) -> str:
 
 def _any_plan(terms: Sequence[str], counts: Sequence[int]) -> str | None:
     """An FTS5 OR of `rare_terms`."""
-    return any_terms_query(rare_terms(terms, counts))
+    return any_terms_query(_ranking.rare_terms(terms, counts))
 
 
 def _role_filter(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
@@ -217,13 +212,13 @@ def _rank_floor(
 ) -> int:
     """The lowest rowid worth scoring: all matches if few, else the newest `RANK_BUDGET`."""
     (count,) = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 {source} LIMIT ?)", (fts_query, *args, RANK_BUDGET + 1)
+        f"SELECT count(*) FROM (SELECT 1 {source} LIMIT ?)", (fts_query, *args, _ranking.RANK_BUDGET + 1)
     ).fetchone()
-    if int(count) <= RANK_BUDGET:
+    if int(count) <= _ranking.RANK_BUDGET:
         return 0
     (floor,) = conn.execute(
         f"SELECT min(rid) FROM (SELECT {table}.rowid AS rid {source} ORDER BY {table}.rowid DESC LIMIT ?)",
-        (fts_query, *args, RANK_BUDGET),
+        (fts_query, *args, _ranking.RANK_BUDGET),
     ).fetchone()
     return int(floor)
 
@@ -254,7 +249,7 @@ def _like(conn: sqlite3.Connection, terms: list[str], search: SearchMessages) ->
         return []
     # Score = how many distinct terms a message holds; ties go to the newest message.
     matched = ["(m.content LIKE ? ESCAPE '\\')" for _ in terms]
-    patterns = tuple(like_pattern(t) for t in terms)
+    patterns = tuple(_ranking.like_pattern(t) for t in terms)
     role_sql, role_args = _role_filter(search.roles)
     where = f"({(' AND ' if search.match == 'all' else ' OR ').join(matched)})"
     if role_sql:

@@ -12,44 +12,8 @@ from collections.abc import Sequence
 from typing import cast
 
 from memory.errors import SessionConflictError, SessionNotFoundError
-from memory.sessions._records import (
-    AnchoredView,
-    EndReason,
-    FlushRecord,
-    MessageRecord,
-    SessionRecord,
-    StoredMessage,
-    StoredRole,
-    StoredUsage,
-    utf8_safe,
-)
-from memory.sessions._rows import (
-    FLUSH_INSERT_COLUMNS,
-    MAX_LINEAGE_DEPTH,
-    MESSAGE_COLUMNS,
-    MESSAGE_INSERT_COLUMNS,
-    SESSION_COLUMNS,
-    SESSION_INSERT_COLUMNS,
-    counters_added,
-    flush_from_row,
-    flush_values,
-    message_from_row,
-    message_values,
-    roots_from_parents,
-    session_from_row,
-    session_values,
-    usage_values,
-)
+from memory.sessions import _records, _rows, writes
 from memory.sessions.reads import ListSessions, SelectMessages
-from memory.sessions.writes import (
-    AddUsage,
-    AppendMessages,
-    CreateSession,
-    EndSession,
-    RecordFlush,
-    SessionWrite,
-    WriteResult,
-)
 
 __all__ = [
     "VISIBLE",
@@ -71,21 +35,21 @@ __all__ = [
 ]
 
 
-def apply(conn: sqlite3.Connection, write: SessionWrite) -> WriteResult:
+def apply(conn: sqlite3.Connection, write: writes.SessionWrite) -> writes.WriteResult:
     """Run one write value in the caller's transaction (its arguments were checked when it was made)."""
     sid = write.session_id
     match write:
-        case CreateSession():
+        case writes.CreateSession():
             create_session(conn, write)
             return None
-        case AppendMessages():
+        case writes.AppendMessages():
             return append_messages(conn, sid, write.messages, usage=write.usage)
-        case EndSession():
+        case writes.EndSession():
             return end_session(conn, sid, reason=write.reason, ended_at=write.ended_at)
-        case AddUsage():
+        case writes.AddUsage():
             add_usage(conn, sid, write.counts)
             return None
-        case RecordFlush():
+        case writes.RecordFlush():
             return record_flush(conn, write)
 
 
@@ -99,19 +63,21 @@ def _require_session(conn: sqlite3.Connection, session_id: str) -> tuple[int, fl
     return int(row[0]), float(row[1])
 
 
-def create_session(conn: sqlite3.Connection, write: CreateSession) -> None:
+def create_session(conn: sqlite3.Connection, write: writes.CreateSession) -> None:
     session_id, parent = write.session_id, write.parent_session_id
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
         raise SessionConflictError(f"session {session_id!r} already exists; pick a new id")
     if parent is not None:
         _require_session(conn, parent)
     conn.execute(
-        f"INSERT INTO sessions ({SESSION_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        session_values(write, ident=str, text=utf8_safe),
+        f"INSERT INTO sessions ({_rows.SESSION_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _rows.session_values(write, ident=str, text=_records.utf8_safe),
     )
 
 
-def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason, ended_at: float) -> bool:
+def end_session(
+    conn: sqlite3.Connection, session_id: str, *, reason: _records.EndReason, ended_at: float
+) -> bool:
     _require_session(conn, session_id)
     cur = conn.execute(
         "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
@@ -123,56 +89,57 @@ def end_session(conn: sqlite3.Connection, session_id: str, *, reason: EndReason,
 def append_messages(
     conn: sqlite3.Connection,
     session_id: str,
-    messages: Sequence[StoredMessage],
+    messages: Sequence[_records.StoredMessage],
     *,
-    usage: StoredUsage | None = None,
+    usage: _records.StoredUsage | None = None,
 ) -> list[int]:
     """Insert the rows; move the session's count, last activity and (with `usage`) its counters."""
     count, last_active = _require_session(conn, session_id)
     ids: list[int] = []
     for offset, m in enumerate(messages):
         cur = conn.execute(
-            f"INSERT INTO messages ({MESSAGE_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            message_values(session_id, count + offset, m, text=str),  # the value made its text storable
+            f"INSERT INTO messages ({_rows.MESSAGE_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _rows.message_values(session_id, count + offset, m, text=str),  # the value made its text storable
         )
         ids.append(int(cast(int, cur.lastrowid)))
         last_active = max(last_active, m.timestamp)
     moved = "message_count = ?, last_active_at = ?"
     values: tuple[object, ...] = (count + len(messages), last_active)
     if usage is not None:  # the reply's usage joins the counters in the same statement
-        moved, values = f"{moved}, {counters_added('?')}", (*values, *usage_values(usage))
+        moved, values = f"{moved}, {_rows.counters_added('?')}", (*values, *_rows.usage_values(usage))
     conn.execute(f"UPDATE sessions SET {moved} WHERE id = ?", (*values, session_id))
     return ids
 
 
-def add_usage(conn: sqlite3.Connection, session_id: str, usage: StoredUsage) -> None:
+def add_usage(conn: sqlite3.Connection, session_id: str, usage: _records.StoredUsage) -> None:
     _require_session(conn, session_id)
     conn.execute(
-        f"UPDATE sessions SET {counters_added('?')} WHERE id = ?", (*usage_values(usage), session_id)
+        f"UPDATE sessions SET {_rows.counters_added('?')} WHERE id = ?",
+        (*_rows.usage_values(usage), session_id),
     )
 
 
-def record_flush(conn: sqlite3.Connection, write: RecordFlush) -> int:
+def record_flush(conn: sqlite3.Connection, write: writes.RecordFlush) -> int:
     _require_session(conn, write.session_id)
     cur = conn.execute(
-        f"INSERT INTO flushes ({FLUSH_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-        flush_values(write, ident=str, text=utf8_safe),
+        f"INSERT INTO flushes ({_rows.FLUSH_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        _rows.flush_values(write, ident=str, text=_records.utf8_safe),
     )
     return int(cast(int, cur.lastrowid))
 
 
-def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[FlushRecord]:
+def list_flushes(conn: sqlite3.Connection, session_id: str) -> list[_records.FlushRecord]:
     rows = conn.execute(
         "SELECT id, session_id, timestamp, mode, saved, refused, reply FROM flushes "
         "WHERE session_id = ? ORDER BY id",
         (session_id,),
     ).fetchall()
-    return [flush_from_row(tuple(r)) for r in rows]
+    return [_rows.flush_from_row(tuple(r)) for r in rows]
 
 
-def get_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else session_from_row(row)
+def get_session(conn: sqlite3.Connection, session_id: str) -> _records.SessionRecord | None:
+    row = conn.execute(f"SELECT {_rows.SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else _rows.session_from_row(row)
 
 
 def continuation(conn: sqlite3.Connection, session_id: str) -> str | None:
@@ -192,7 +159,7 @@ def user_clause(column: str, user_ids: Sequence[str] | None) -> tuple[str, tuple
     return f"{column} IN ({','.join('?' * len(user_ids))})", tuple(user_ids)
 
 
-def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[SessionRecord]:
+def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[_records.SessionRecord]:
     column = "COALESCE(last_active_at, started_at)" if query.order == "last_active" else "started_at"
     exclude = query.exclude
     tests: list[str] = []
@@ -203,33 +170,33 @@ def list_sessions(conn: sqlite3.Connection, query: ListSessions) -> list[Session
         tests.append(user_sql)
     where = f"WHERE {' AND '.join(tests)}" if tests else ""
     rows = conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
+        f"SELECT {_rows.SESSION_COLUMNS} FROM sessions {where} ORDER BY {column} DESC, rowid DESC LIMIT ? OFFSET ?",
         (*exclude, *user_args, query.limit, query.offset),
     ).fetchall()
-    return [session_from_row(r) for r in rows]
+    return [_rows.session_from_row(r) for r in rows]
 
 
-def _role_clause(roles: Sequence[StoredRole] | None) -> tuple[str, tuple[str, ...]]:
+def _role_clause(roles: Sequence[_records.StoredRole] | None) -> tuple[str, tuple[str, ...]]:
     if roles is None:
         return "", ()
     return f" AND role IN ({','.join('?' * len(roles))})", tuple(roles)
 
 
-def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[MessageRecord]:
+def get_messages(conn: sqlite3.Connection, query: SelectMessages) -> list[_records.MessageRecord]:
     role_sql, role_args = _role_clause(query.roles)
     direction = "DESC" if query.from_end else "ASC"
     rows = conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
+        f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ?{role_sql} "
         f"ORDER BY seq {direction} LIMIT ?",
         (query.session_id, query.start_seq, *role_args, -1 if query.limit is None else query.limit),
     ).fetchall()
-    records = [message_from_row(tuple(r)) for r in rows]
+    records = [_rows.message_from_row(tuple(r)) for r in rows]
     return records[::-1] if query.from_end else records
 
 
-def get_message(conn: sqlite3.Connection, message_id: int) -> MessageRecord | None:
-    row = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
-    return None if row is None else message_from_row(tuple(row))
+def get_message(conn: sqlite3.Connection, message_id: int) -> _records.MessageRecord | None:
+    row = conn.execute(f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else _rows.message_from_row(tuple(row))
 
 
 VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
@@ -237,25 +204,25 @@ VISIBLE = "role IN ('user', 'assistant') AND content <> ''"
 
 def anchored_view(
     conn: sqlite3.Connection, message_id: int, *, window: int, bookend: int
-) -> AnchoredView | None:
+) -> _records.AnchoredView | None:
     anchor = get_message(conn, message_id)
     if anchor is None:
         return None
     sid, seq = anchor.session_id, anchor.seq
     before = conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {VISIBLE} "
+        f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq < ? AND {VISIBLE} "
         "ORDER BY seq DESC LIMIT ?",
         (sid, seq, window),
     ).fetchall()
     after = conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {VISIBLE} "
+        f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND {VISIBLE} "
         "ORDER BY seq ASC LIMIT ?",
         (sid, seq, window),
     ).fetchall()
     low = int(before[-1][2]) if before else seq
     high = int(after[-1][2]) if after else seq
     bookend_sql = (
-        f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {VISIBLE} AND summary = 0 "
+        f"SELECT {_rows.MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND {VISIBLE} AND summary = 0 "
     )
     start = conn.execute(bookend_sql + "AND seq < ? ORDER BY seq ASC LIMIT ?", (sid, low, bookend)).fetchall()
     end = conn.execute(bookend_sql + "AND seq > ? ORDER BY seq DESC LIMIT ?", (sid, high, bookend)).fetchall()
@@ -263,13 +230,13 @@ def anchored_view(
     if session is None:
         return None  # only a hand-edited database has messages without a session
     total = session.message_count
-    return AnchoredView(
+    return _records.AnchoredView(
         session=session,
         anchor=anchor,
-        before=tuple(message_from_row(tuple(r)) for r in reversed(before)),
-        after=tuple(message_from_row(tuple(r)) for r in after),
-        bookend_start=tuple(message_from_row(tuple(r)) for r in start),
-        bookend_end=tuple(message_from_row(tuple(r)) for r in reversed(end)),
+        before=tuple(_rows.message_from_row(tuple(r)) for r in reversed(before)),
+        after=tuple(_rows.message_from_row(tuple(r)) for r in after),
+        bookend_start=tuple(_rows.message_from_row(tuple(r)) for r in start),
+        bookend_end=tuple(_rows.message_from_row(tuple(r)) for r in reversed(end)),
         messages_before=low,
         messages_after=max(0, total - high - 1),
     )
@@ -294,11 +261,11 @@ def lineage_roots(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[
     """
     parents: dict[str, str | None] = {}
     frontier = sorted(set(session_ids))
-    for _ in range(MAX_LINEAGE_DEPTH):
+    for _ in range(_rows.MAX_LINEAGE_DEPTH):
         if not frontier:
             break
         fetched = _parents(conn, frontier)
         for sid in frontier:
             parents[sid] = fetched.get(sid)
         frontier = sorted({p for p in fetched.values() if p is not None and p not in parents})
-    return roots_from_parents(session_ids, parents)
+    return _rows.roots_from_parents(session_ids, parents)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterRequest, measure
+from harness.cachemeter import CanonicalRenderer, MeterMessage, MeterReport, MeterRequest, SimName, measure
 from harness.cachemeter.pricing import Pricer, request_cost
 from harness.config import PriceConfig
 from harness.tokens import CharTokenizer
@@ -53,13 +53,15 @@ def _rewriting_trace(n: int) -> list[MeterRequest]:
     ]
 
 
-def test_a_write_heavy_trace_shows_its_write_share() -> None:
-    report = measure(
-        _rewriting_trace(5),
-        CanonicalRenderer(CharTokenizer()),
-        simulators=("anthropic",),
-        prices=TABLE,
+def _measured(requests: int, simulator: SimName) -> MeterReport:
+    """`_rewriting_trace(requests)` on one simulator, priced from `TABLE`."""
+    return measure(
+        _rewriting_trace(requests), CanonicalRenderer(CharTokenizer()), simulators=(simulator,), prices=TABLE
     )
+
+
+def test_a_write_heavy_trace_shows_its_write_share() -> None:
+    report = _measured(5, "anthropic")
     t = report.totals["anthropic"]
     assert t.reusable == 0
     assert t.write == sum(r.sims["anthropic"].write for r in report.requests)
@@ -73,12 +75,7 @@ def test_a_write_heavy_trace_shows_its_write_share() -> None:
 
 
 def test_a_miss_reason_carries_its_dollars_in_the_totals() -> None:
-    report = measure(
-        _rewriting_trace(3),
-        CanonicalRenderer(CharTokenizer()),
-        simulators=("vllm",),
-        prices=TABLE,
-    )
+    report = _measured(3, "vllm")
     changed = report.totals["vllm"].reasons["system_changed"]
     rows = [r.sims["vllm"] for r in report.requests if r.sims["vllm"].reason.kind == "system_changed"]
     assert changed.requests == len(rows) == 2

@@ -6,37 +6,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.models.scripted import ReplyLike
-from harness.testing import FakeTokenizer, ScriptedModel, config, respond, run_turn, say
-from harness.types import ModelRequest
-from harness.wiring import SessionOptions, open_session
+from tests.harness.compress._chat import FILLER, chat
 
 NTURNS = 6
-FILLER = " ".join(["word"] * 60)
 
 
-def _reply(request: ModelRequest) -> ReplyLike:
-    if request.purpose == "flush":
-        seen = "\n".join(m.content for m in request.messages)
-        return say("user: Alice prefers tabs over spaces." if "tabs over spaces" in seen else "none")
-    if request.purpose == "summary":
-        return say("## Goal\nchat")
-    return say(f"answer {FILLER}")
+def _flush(seen: str) -> str:
+    return "user: Alice prefers tabs over spaces." if "tabs over spaces" in seen else "none"
 
 
 async def test_a_session_that_compresses_once_and_ends_keeps_what_its_head_said(tmp_path: Path) -> None:
-    cfg = config(
-        model__context_window="2000",
-        compression__protect_last_n="2",
-        compression__flush_chunk_tokens="512",  # the default flush: in pieces
-        session_search__enabled="false",
-    )
-    model = ScriptedModel([respond(_reply)] * 40, tokenizer=FakeTokenizer())
-    options = SessionOptions(model=model, home=tmp_path, tokenizer=FakeTokenizer())
-    async with open_session(cfg, options) as s:
-        await run_turn(s, "Hi, I'm Alice. I prefer tabs over spaces, always.")
-        for n in range(1, NTURNS):
-            await run_turn(s, f"question {n} {FILLER}")
+    lines = ["Hi, I'm Alice. I prefer tabs over spaces, always."]
+    lines += [f"question {n} {FILLER}" for n in range(1, NTURNS)]
+    model = await chat(tmp_path, lines, _flush)
     flushes = [r for r in model.requests if r.purpose == "flush"]
     summaries = [r for r in model.requests if r.purpose == "summary"]
     assert len(summaries) == 1  # compressed once
@@ -46,3 +28,11 @@ async def test_a_session_that_compresses_once_and_ends_keeps_what_its_head_said(
     assert "Alice prefers tabs over spaces." in (tmp_path / "memories" / "USER.md").read_text(
         encoding="utf-8"
     )
+
+
+async def test_a_later_flush_does_not_read_the_last_checkpoint_again(tmp_path: Path) -> None:
+    model = await chat(tmp_path, [f"question {n} {FILLER}" for n in range(16)], _flush)
+    assert len([r for r in model.requests if r.purpose == "summary"]) >= 2  # compressed twice or more
+    flushes = [r for r in model.requests if r.purpose == "flush"]
+    assert flushes
+    assert not any(m.summary for r in flushes for m in r.messages)

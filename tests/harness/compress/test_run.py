@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
+from harness.config import KeelConfig
 from harness.errors import ModelConnectionError, ModelResponseError
 from harness.events import CompressionFinished, CompressionStarted, Event, FlushCompleted, Warning
 from harness.loop.session import Session
@@ -51,17 +53,20 @@ def _small_window(**extra: str) -> dict[str, str]:
     }
 
 
-def _flushing(
-    model: ScriptedModel, memory: FakeMemory, *, providers: FakeProviders | None = None, **settings: str
-) -> AbstractAsyncContextManager[Session]:
-    """A small-window session (`settings` on top) flushing into `memory`, a non-memory tool beside it."""
-    return make_session(
-        model,
-        cfg=config(**_small_window(**settings)),
-        memory=memory,
-        providers=providers,
-        extra_tools=[_other_tool()],
-    )
+@asynccontextmanager
+async def _filled(
+    *, fact_at: int = 0, providers: FakeProviders | None = None, **settings: str
+) -> AsyncIterator[tuple[ScriptedModel, FakeMemory, Session]]:
+    """A small-window session (`settings` on top) with a fake memory and a non-memory tool beside
+    the memory tool, after four long turns (~570 tokens, just under the threshold): its model,
+    its memory and the session."""
+    model, memory = ScriptedModel(tokenizer=FakeTokenizer()), FakeMemory()
+    cfg = config(**_small_window(**settings))
+    async with make_session(
+        model, cfg=cfg, memory=memory, providers=providers, extra_tools=[_other_tool()]
+    ) as s:
+        await _fill(model, s, 4, fact_at=fact_at)
+        yield model, memory, s
 
 
 async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, fact_at: int = 0) -> None:
@@ -72,13 +77,8 @@ async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, f
 
 
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
-    memory = FakeMemory()
-    model = ScriptedModel(tokenizer=FakeTokenizer())
-    # the seeds' layout: the local one keeps the memory tail until the next session
-    async with _flushing(
-        model, memory, compression__flush_reply="tool_calls", prompt__memory_after_tools="false"
-    ) as s:
-        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+    async with _filled(compression__flush_reply="tool_calls") as filled:
+        model, memory, s = filled
         prompt_before = s.prompt.text
         model.extend(
             [
@@ -111,12 +111,8 @@ async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reach
 
 
 async def test_cache_safe_flush_sends_the_unchanged_tool_list_and_runs_only_memory_calls() -> None:
-    memory = FakeMemory()
-    model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with _flushing(
-        model, memory, compression__flush="cache_safe", compression__flush_reply="tool_calls"
-    ) as s:
-        await _fill(model, s, 4)  # ~570 tokens, just under the threshold
+    async with _filled(compression__flush="cache_safe", compression__flush_reply="tool_calls") as filled:
+        model, memory, s = filled
         model.extend(
             [
                 calls(
@@ -204,7 +200,7 @@ async def test_compression_continues_in_a_child_session_and_providers_hear_of_it
     assert providers.pre_compress, "providers were not asked before the summary"
     # the child session holds exactly the compacted transcript, copied in one transaction
     assert recorder.messages[new] == list(s.transcript)
-    assert recorder.batches == [(new, len(s.transcript))]
+    assert [b for b in recorder.batches if b[0] == new] == [(new, len(s.transcript))]
     assert providers.switch_reasons == ["compression"]
     assert providers.ended and len(providers.ended[0]) == 8
     # the old session keeps all of its messages
@@ -334,11 +330,8 @@ async def test_a_summary_no_smaller_than_the_turns_it_replaces_is_refused() -> N
 
 
 async def test_the_forced_flush_keeps_the_tool_list_and_names_the_memory_tool_as_the_only_choice() -> None:
-    memory = FakeMemory()
-    model = ScriptedModel(tokenizer=FakeTokenizer())
     providers = FakeProviders()
-    async with _flushing(model, memory, providers=providers, compression__flush="forced") as s:
-        await _fill(model, s, 4)
+    async with _filled(providers=providers, compression__flush="forced") as (model, memory, s):
         depths: list[int] = []
 
         def flush_reply(request: ModelRequest) -> ModelReply:
@@ -391,20 +384,29 @@ async def test_a_plain_nothing_to_save_reply_is_not_a_claimed_save() -> None:
     assert flush.entries == ()
 
 
+async def _summary_after(
+    model: ScriptedModel, cfg: KeelConfig, first: str, *, tools: Sequence[RawTool] = ()
+) -> str:
+    """Say `first`, then three long turns, then the turn that compresses: the summary message's text."""
+    async with make_session(model, cfg=cfg, extra_tools=tools) as s:
+        model.extend([say(f"noted {LONG}")])
+        await run_turn(s, f"{first} {LONG}")
+        await _fill(model, s, 3)
+        model.extend([say("## Goal\nthe ticket"), say("ok")])
+        await run_turn(s, f"next {LONG}")
+    return next(m for m in s.transcript if m.summary).content
+
+
 async def test_the_summary_message_carries_the_middles_identifiers_verbatim() -> None:
     model = ScriptedModel(tokenizer=FakeTokenizer())
     search = RawTool(ToolSpec("session_search", "Search past sessions."), _no_call)
     cfg = config(**_small_window(compression__flush="off", compression__protect_first_n="0"))
-    async with make_session(model, cfg=cfg, extra_tools=[search]) as s:
-        model.extend([say(f"noted {LONG}")])
-        await run_turn(s, f"ticket JIRA-4312 is about ./scripts/deploy.sh on db-7.internal {LONG}")
-        await _fill(model, s, 3)
-        model.extend([say("## Goal\nthe deploy ticket"), say("ok")])
-        await run_turn(s, f"next {LONG}")
-    summary = next(m for m in s.transcript if m.summary)
+    summary = await _summary_after(
+        model, cfg, "ticket JIRA-4312 is about ./scripts/deploy.sh on db-7.internal", tools=[search]
+    )
     for ident in ("JIRA-4312", "./scripts/deploy.sh", "db-7.internal"):
-        assert ident in summary.content
-    assert "session_search" in summary.content
+        assert ident in summary
+    assert "session_search" in summary
 
 
 async def test_the_identifier_index_can_be_switched_off() -> None:
@@ -414,14 +416,7 @@ async def test_the_identifier_index_can_be_switched_off() -> None:
             compression__flush="off", compression__identifier_index="false", compression__protect_first_n="0"
         )
     )
-    async with make_session(model, cfg=cfg) as s:
-        model.extend([say(f"noted {LONG}")])
-        await run_turn(s, f"ticket JIRA-4312 {LONG}")
-        await _fill(model, s, 3)
-        model.extend([say("## Goal\nthe ticket"), say("ok")])
-        await run_turn(s, f"next {LONG}")
-    summary = next(m for m in s.transcript if m.summary)
-    assert "JIRA-4312" not in summary.content
+    assert "JIRA-4312" not in await _summary_after(model, cfg, "ticket JIRA-4312")
 
 
 async def test_an_unreachable_summary_model_backs_off_flushes_once_and_then_stops_trying() -> None:
@@ -458,10 +453,7 @@ async def _no_call(_: str) -> ToolOutput:
 
 
 async def test_the_default_flush_asks_for_fact_lines_and_writes_each_through_the_memory_tool() -> None:
-    memory = FakeMemory()
-    model = ScriptedModel(tokenizer=FakeTokenizer())
-    async with _flushing(model, memory) as s:
-        await _fill(model, s, 4)
+    async with _filled() as (model, memory, s):
         model.extend(
             [
                 say("user: The user's name is Sam.\nmemory: Deploys run on Fridays.\nthe weather was nice"),
@@ -489,11 +481,9 @@ def _flush_reply(request: ModelRequest) -> ModelReply:
 
 
 async def test_a_chunked_flush_sends_the_dropped_turns_in_pieces_and_saves_from_each() -> None:
-    memory = FakeMemory()
-    model = ScriptedModel(tokenizer=FakeTokenizer())
-    # ~125 fake tokens per turn: a budget of 150 holds one turn per piece
-    async with _flushing(model, memory, compression__flush_chunk_tokens="150") as s:
-        await _fill(model, s, 4, fact_at=2)  # past the protected head, before the kept tail
+    # ~125 fake tokens per turn: a budget of 150 holds one turn per piece; the fact is said in
+    # turn 2, past the protected head, before the kept tail
+    async with _filled(fact_at=2, compression__flush_chunk_tokens="150") as (model, memory, s):
         before = list(s.transcript)
         model.extend([respond(_flush_reply)] * 4 + [say("## Goal\nchat"), say("final")])
         events = await run_turn(s, f"third {LONG}")

@@ -5,9 +5,12 @@ when a turn's deferred rows are written."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import anyio
 
 from harness.events import Warning
-from harness.loop.transcript import SAVE_AFTER_S, Transcript
+from harness.loop.transcript import Transcript
 from harness.testing import RecordingRecorder, ScriptedModel, call_tool, config, make_session, run_turn, say
 from harness.tools import RawTool, ToolOutput
 from harness.types import Message, ToolCall, ToolSpec
@@ -74,27 +77,64 @@ async def test_a_long_tool_result_that_the_store_refuses_is_capped_without_a_poi
 
 
 async def test_deferred_rows_wait_for_the_turns_end_unless_they_have_waited_long_enough() -> None:
-    recorder = RecordingRecorder()
-    now = [100.0]
+    written = anyio.Event()
+
+    class Recorder(RecordingRecorder):
+        async def append_messages(self, *args: Any, **kwargs: Any) -> list[int]:
+            ids = await super().append_messages(*args, **kwargs)
+            written.set()
+            return ids
+
+    recorder = Recorder()
     transcript = Transcript(
         recorder,
         new_id=lambda: "s1",
         model_name="m",
         count=lambda _: 1,
         warn=lambda _: None,
-        monotonic=lambda: now[0],
+        save_after_s=0.2,
     )
     await transcript.open()
-    await transcript.append(Message("user", "question"))  # what the user says is written at once
+    await transcript.append(Message("user", "before the turn"))  # outside a turn: written at once
+    await transcript.append(Message("user", "question"), defer=True)
     await transcript.append(
         Message("assistant", "", tool_calls=(ToolCall("c1", "lookup", "{}"),)), defer=True
     )
     await transcript.append(Message("tool", "found", tool_call_id="c1", name="lookup"), defer=True)
-    assert [m.content for m in recorder.messages["s1"]] == ["question"]
-    now[0] += SAVE_AFTER_S / 2
-    assert not await transcript.save(waited_s=SAVE_AFTER_S)  # not yet: they wait for the turn's end
-    assert transcript.unsaved == 2
-    now[0] += SAVE_AFTER_S
-    assert await transcript.save(waited_s=SAVE_AFTER_S)  # a slow turn writes what it has so far
-    assert recorder.batches == [("s1", 2)]  # in one transaction
-    assert [m.store_id for m in transcript.messages] == [1, 2, 3]
+    assert [m.content for m in recorder.messages["s1"]] == ["before the turn"]
+    assert transcript.unsaved == 3  # they wait for the turn's end
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transcript.keep_saved)  # a slow turn: they have waited long enough
+            await written.wait()
+            tg.cancel_scope.cancel()
+    assert transcript.unsaved == 0
+    assert recorder.batches == [("s1", 3)]  # in one transaction
+    assert [m.store_id for m in transcript.messages] == [1, 2, 3, 4]
+    await transcript.append(Message("assistant", "row 7"), defer=True)
+    assert await transcript.save()  # the turn's end
+    assert [m.content for m in recorder.messages["s1"]][-1] == "row 7"
+
+
+async def test_a_child_whose_row_was_made_but_whose_messages_were_refused_gets_them_later() -> None:
+    class Refusing(RecordingRecorder):
+        refuse = True
+
+        async def append_messages(self, *args: Any, **kwargs: Any) -> list[int]:
+            if self.refuse:
+                self.refuse = False
+                raise OSError("disk full")
+            return await super().append_messages(*args, **kwargs)
+
+    recorder, warnings = Refusing(), list[str]()
+    ids = iter(("parent", "child"))
+    transcript = Transcript(
+        recorder, new_id=lambda: next(ids), model_name="m", count=lambda _: 1, warn=warnings.append
+    )
+    await transcript.open()
+    await transcript.append(Message("user", "hello"))
+    await transcript.continue_as_child([Message("user", "summary", summary=True)])
+    assert transcript.unsaved == 1 and "refused the compressed session" in warnings[0]
+    assert await transcript.save()  # the child row is not made twice (that would be refused forever)
+    assert recorder.started == [("parent", None), ("child", "parent")]
+    assert [m.content for m in recorder.messages["child"]] == ["summary"]

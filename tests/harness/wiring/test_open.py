@@ -15,6 +15,7 @@ from harness.trace import read_trace
 from harness.wiring import SessionOptions, open_session
 from memory import MemoryStore, SessionDB
 from tests.harness.wiring.compressing import BY_HAND, compress_after_four_turns
+from tests.harness.wiring.scripts import saves_then
 
 SKILL = """---
 name: brew-tea
@@ -109,14 +110,7 @@ async def test_under_live_the_system_prompt_changes_after_each_write(home: Path)
 
 
 async def test_invalidate_on_write_rebuilds_at_the_next_turn_after_own_writes_only(home: Path) -> None:
-    model = ScriptedModel(
-        [
-            call_tool("memory", {"action": "add", "target": "memory", "content": "own write"}),
-            say("ok"),
-            say("next"),
-            say("third"),
-        ]
-    )
+    model = saves_then("memory", "own write", "ok", "next", "third")
     cfg = config(memory__snapshot_policy="invalidate_on_write")
     async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "write something")
@@ -156,17 +150,7 @@ async def test_a_skill_created_mid_session_appears_only_in_the_next_sessions_pro
 
 
 async def test_holographic_recall_arrives_fenced_in_the_user_message_and_the_prefix_holds(home: Path) -> None:
-    model = ScriptedModel(
-        [
-            call_tool(
-                "memory",
-                {"action": "add", "target": "user", "content": "User drinks oolong tea every morning"},
-            ),
-            say("Noted."),
-            say("You like oolong."),
-            say("ok"),
-        ]
-    )
+    model = saves_then("user", "User drinks oolong tea every morning", "Noted.", "You like oolong.", "ok")
     cfg = config(memory__provider="holographic")
     async with open_session(cfg, SessionOptions(model=model, home=home, tokenizer=FakeTokenizer())) as s:
         await run_turn(s, "Remember: I drink oolong tea every morning.")

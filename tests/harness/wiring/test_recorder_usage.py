@@ -124,7 +124,7 @@ async def test_a_turn_writes_each_message_once_with_its_usage_in_the_same_transa
             await run_turn(s, "first")
             before = db.write_batches
             await run_turn(s, "second")
-            assert db.write_batches - before == 2  # the user message, then the reply with its usage
+            assert db.write_batches - before == 1  # the user message and the reply with its usage
             session = await store.get_session(s.session_id)
     finally:
         await db.aclose()
@@ -133,7 +133,7 @@ async def test_a_turn_writes_each_message_once_with_its_usage_in_the_same_transa
     assert session.message_count == 4
 
 
-async def test_a_turn_stores_what_the_user_said_at_once_and_its_replies_in_one_transaction(
+async def test_a_turn_stores_its_question_and_replies_in_one_transaction(
     tmp_path: Path,
 ) -> None:
     async def lookup(_: str) -> ToolOutput:
@@ -153,8 +153,8 @@ async def test_a_turn_stores_what_the_user_said_at_once_and_its_replies_in_one_t
             await run_turn(s, "first")
             before = db.write_batches
             events = await run_turn(s, "which row is bad?")
-            # the question alone, then the call, its result and the answer (with both replies' usage)
-            assert db.write_batches - before == 2
+            # the question, the call, its result and the answer (with both replies' usage) at once
+            assert db.write_batches - before == 1
             assert not [e for e in events if isinstance(e, Warning)]
             rows = await db.get_messages(s.session_id)
             session = await db.get_session(s.session_id)

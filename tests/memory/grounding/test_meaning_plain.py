@@ -70,3 +70,21 @@ def test_a_wrong_entry_on_plain_words_is_refused_with_its_reason(said: str, entr
 )
 def test_the_plain_facts_beside_them_pass(said: str, entry: str) -> None:
     assert meaning_problem(entry, Said(said)) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "entry"),
+    [
+        ("أعمل في دبي وأستخدم Python، ولا أستخدم MATLAB.", "The user uses MATLAB"),
+        ("मैं Python इस्तेमाल करता हूँ, पर मैं Excel इस्तेमाल नहीं करता।", "The user uses Excel"),
+    ],
+)
+def test_a_negation_is_read_where_the_language_puts_it(said: str, entry: str) -> None:
+    # Arabic joins "and" to its "not" (ولا); Hindi puts "not" after the object and verb
+    problem = meaning_problem(entry, Said(said))
+    assert problem is not None and problem.startswith("the opposite of what the user said")
+
+
+def test_a_hindi_fact_without_negation_passes() -> None:
+    said = "मैं Python इस्तेमाल करता हूँ, पर मैं Excel इस्तेमाल नहीं करता।"
+    assert meaning_problem("The user uses Python", Said(said)) is None

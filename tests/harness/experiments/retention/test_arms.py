@@ -12,6 +12,7 @@ from harness.compress.host import CompressionSettings
 from harness.config._schema import DEFAULT_FLUSH_CHUNK_TOKENS
 from harness.experiments.retention.arms import (
     RETENTION_ARMS,
+    RetentionArmName,
     RetentionOptions,
     RetentionResult,
     arm_overrides,
@@ -69,6 +70,13 @@ def _reply(request: ModelRequest) -> ReplyLike:
     if "ticket" in last:
         return say(TICKET if TICKET in seen else "Not mentioned in the conversation")
     return say("Not mentioned in the conversation")
+
+
+async def _arms(
+    model: ScriptedModel, root: Path, arms: tuple[RetentionArmName, ...], options: RetentionOptions
+) -> RetentionResult:
+    """`arms` of the retention experiment on `_replay()`, answered by `model`."""
+    return await run_retention(_replay(), config(), model=model, root=root, arms=arms, options=options)
 
 
 @pytest.fixture
@@ -196,13 +204,8 @@ async def test_scores_and_the_gain_follow_what_survived(result: RetentionResult)
 
 async def test_a_ceiling_that_does_not_fit_is_reported_not_run(tmp_path: Path) -> None:
     model = ScriptedModel([respond(_reply)] * 200)
-    result = await run_retention(
-        _replay(),
-        config(),
-        model=model,
-        root=tmp_path,
-        arms=("ceiling", "off"),
-        options=RetentionOptions(window=WINDOW, ceiling_window=3000),
+    result = await _arms(
+        model, tmp_path, ("ceiling", "off"), RetentionOptions(window=WINDOW, ceiling_window=3000)
     )
     ceiling = next(a for a in result.arms if a.name == "ceiling")
     assert not ceiling.ran
@@ -237,13 +240,11 @@ async def test_an_arm_whose_compression_was_refused_is_flagged_and_left_out_of_t
             return say("They talked. " * 2_000)
         return _reply(request)
 
-    result = await run_retention(
-        _replay(),
-        config(),
-        model=ScriptedModel([respond(rambling)] * 200),
-        root=tmp_path,
-        arms=("off", "memory_only"),
-        options=RetentionOptions(window=WINDOW),
+    result = await _arms(
+        ScriptedModel([respond(rambling)] * 200),
+        tmp_path,
+        ("off", "memory_only"),
+        RetentionOptions(window=WINDOW),
     )
     for arm in result.arms:
         assert arm.run.note is not None and arm.run.note.startswith("not compressed: the summary came out")
@@ -261,13 +262,11 @@ async def test_identical_requests_are_generated_once_per_run_and_costed_as_the_o
         return _reply(request)
 
     model = ScriptedModel([respond(slow_summary)] * 400)
-    result = await run_retention(
-        _replay(),
-        config(),
-        model=model,
-        root=tmp_path,
-        arms=("off", "memory_only", "cache_safe"),
-        options=RetentionOptions(window=WINDOW, ceiling_window=8192, questions=0),
+    result = await _arms(
+        model,
+        tmp_path,
+        ("off", "memory_only", "cache_safe"),
+        RetentionOptions(window=WINDOW, ceiling_window=8192, questions=0),
     )
     traced = [r for arm in ("off", "memory_only", "cache_safe") for r in _trace(result, arm)]
     # Every arm's trace holds all its requests; the model saw each distinct one only once.

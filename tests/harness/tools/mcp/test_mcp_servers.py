@@ -61,6 +61,14 @@ def _results(events: Sequence[object]) -> dict[str, ToolResultReady]:
     return {e.name: e for e in events if isinstance(e, ToolResultReady)}
 
 
+async def _refused_at_open(home: Path, match: str, *servers: McpServerConfig) -> None:
+    """Opening a session with `servers` fails with a `ToolServerError` matching `match`."""
+    options = SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer())
+    with pytest.raises(ToolServerError, match=match):
+        async with open_session(_with_servers(*servers), options):
+            pass
+
+
 async def test_stdio_tools_are_listed_namespaced_in_a_stable_order_and_called(home: Path) -> None:
     model = ScriptedModel(
         [
@@ -178,12 +186,9 @@ async def test_streamable_http_server_lists_calls_and_times_out(home: Path, http
 async def test_a_missing_command_is_a_clear_error_and_nothing_is_left_running(home: Path) -> None:
     first = _stdio("first")
     missing = McpServerConfig(name="nope", command="keel-no-such-server-command")
-    with pytest.raises(ToolServerError, match=r"'nope'.*command 'keel-no-such-server-command' was not found"):
-        async with open_session(
-            _with_servers(first, missing),
-            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
-        ):
-            pass
+    await _refused_at_open(
+        home, r"'nope'.*command 'keel-no-such-server-command' was not found", first, missing
+    )
     assert await anyio.to_thread.run_sync(_servers_started_by_us) == []  # the first server was stopped
 
 
@@ -193,22 +198,12 @@ async def test_a_server_that_fails_at_start_names_itself_and_quotes_its_stderr(h
         command=sys.executable,
         args=("-c", "import sys; sys.stderr.write('boom at start\\n'); sys.exit(2)"),
     )
-    with pytest.raises(ToolServerError, match=r"(?s)'broken'.*failed to start.*boom at start"):
-        async with open_session(
-            _with_servers(broken),
-            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
-        ):
-            pass
+    await _refused_at_open(home, r"(?s)'broken'.*failed to start.*boom at start", broken)
 
 
 async def test_a_url_nobody_answers_is_a_clear_error_at_open(home: Path) -> None:
     server = McpServerConfig(name="away", url=f"http://127.0.0.1:{free_port()}/mcp", startup_timeout_s=5)
-    with pytest.raises(ToolServerError, match=r"'away'.*failed to start"):
-        async with open_session(
-            _with_servers(server),
-            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
-        ):
-            pass
+    await _refused_at_open(home, r"'away'.*failed to start", server)
 
 
 async def test_a_server_that_never_answers_at_start_is_a_clear_error_at_open(home: Path) -> None:
@@ -218,12 +213,7 @@ async def test_a_server_that_never_answers_at_start_is_a_clear_error_at_open(hom
         args=("-c", "import time; time.sleep(120)"),
         startup_timeout_s=2,
     )
-    with pytest.raises(ToolServerError, match=r"'silent'.*did not start and list its tools within 2 s"):
-        async with open_session(
-            _with_servers(silent),
-            SessionOptions(model=ScriptedModel([]), home=home, tokenizer=FakeTokenizer()),
-        ):
-            pass
+    await _refused_at_open(home, r"'silent'.*did not start and list its tools within 2 s", silent)
 
 
 def test_bad_server_entries_are_refused_by_the_config() -> None:

@@ -22,6 +22,7 @@ from harness.wiring import OpenedSession, SessionOptions, open_session
 from harness.wiring.stores import open_sessions
 from tests.conftest import on_postgres
 from tests.harness.wiring.compressing import BY_HAND, compress_after_four_turns
+from tests.harness.wiring.scripts import saves_then
 
 # Sessions on each backend: the default SQLite state.db, or a PostgreSQL schema of the test's own;
 # `all-postgres` moves every store there (`storage.backend: postgres`), curated memory included.
@@ -287,16 +288,7 @@ def fact_scopes(home: Path, backend: Backend) -> set[str]:
 
 async def test_holographic_facts_are_kept_and_recalled_per_user(home: Path, backend: Backend) -> None:
     cfg = config(memory__provider="holographic", **backend)
-    alice = ScriptedModel(
-        [
-            call_tool(
-                "memory",
-                {"action": "add", "target": "user", "content": "Alice drinks oolong tea every morning"},
-            ),
-            say("Noted."),
-            say("You drink oolong."),
-        ]
-    )
+    alice = saves_then("user", "Alice drinks oolong tea every morning", "Noted.", "You drink oolong.")
     async with user_session(cfg, home, alice, "alice") as s:
         await run_turn(s, "Remember: I drink oolong tea every morning.")
         await run_turn(s, "Which tea do I drink in the morning?")
