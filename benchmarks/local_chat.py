@@ -39,6 +39,23 @@ first prompt 1,397 tokens, first reply 119.6 s; but no tool call at all — the 
 run with `--set KEEL_PROMPT__TOOL_PROFILE=full` (`--budget-s 300`): no tool call either — it
 wrote pseudo-calls as prose ("weather (Lisbon)", "proj__list_files"), facts_saved 0. Tool use
 on this model is not solved by the prompt's size.
+
+Why: probed on the first prompt, the model gives its call token `<tool_call>` a probability
+below 0.0001 (rank 95,000-113,000 of the vocabulary) for every message, and answers from
+nothing ("The weather in Lisbon right now is mild.", "I have saved this information in my
+notes", "I would call the `proj__read_file` function…"); made to write a call, it names the right tool with 0.94-0.99
+(0.19-0.42 for messages that need none). Hence the call hint on keel's server
+(`model.local_server.call_confidence`, see `harness/models/local/_engine.py`).
+
+2026-11-29, with the call hint (hinted on the user's turn only) and the forgiving reading of
+calls written as text, `--budget-s 1000` (load average ~12): 8 turns, 13 model calls, the
+needed tool called in 5 of 5 turns, valid_tool_calls 4 (memory 2, weather 1, proj__grep 1),
+refused_calls 1 (proj__read_file of "pricing_rules.txt", a name the model guessed after its
+grep for it found nothing and it said it would list the files, unhinted after a result),
+leaked_markup 0, empty_replies 0, unanswered 0; facts_saved 1 of 3 (it saved "Ana" and
+"Tidewater", not the details), facts_recalled 1; first prompt 1,399 tokens, first reply
+281.4 s, wall 575 s. Since then the hint may follow the first call's results once, to another
+tool, and the compact memory description asks for the whole fact in one sentence.
 """
 
 from __future__ import annotations

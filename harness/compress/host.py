@@ -145,8 +145,7 @@ class CompressionHost(Protocol):
         ...
 
     async def reload_memory(self) -> None:
-        """Take a new frozen memory snapshot and rebuild the system prompt (the small-window
-        local layout keeps its snapshot until the next session: only the rebuild)."""
+        """Take a new frozen memory snapshot and rebuild the system prompt."""
         ...
 
     async def continue_as_child(self, messages: Sequence[Message]) -> None:

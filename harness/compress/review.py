@@ -58,7 +58,8 @@ async def review_memory(
     catches up; a later piece that fails keeps what earlier pieces saved).
     """
     tool = host.tool(MEMORY_TOOL_NAME)
-    stretch = recent_turns(host.messages, turns)
+    # a checkpoint is a model's words about turns already read, not the user's (as in the flush)
+    stretch = [m for m in recent_turns(host.messages, turns) if not m.summary]
     if tool is None or not stretch:
         return None
     budget = settings.flush_chunk_tokens

@@ -156,7 +156,11 @@ class Compressor:
         # The protected head is never dropped, so no later flush would read it: the first
         # compression's flush reads it once, beside the middle ("nothing said at the start
         # forgotten"; a session that compresses once and ends keeps what it said first).
-        await self._flush(host, emit, [*head, *middle] if self.compressions == 0 else middle)
+        # A checkpoint in the middle (the last compression's summary) is not read again: a
+        # model wrote it from turns a flush has read, and its identifier list invites a
+        # list of "facts" ("I use QuickBooks", a partner's tool, seen on facts_heldout3).
+        unread = [m for m in ([*head, *middle] if self.compressions == 0 else middle) if not m.summary]
+        await self._flush(host, emit, unread)
         summary = await self._summarize(host, middle, focus, emit)
         if summary is None:
             await self._aborted(host, emit, before, len(messages))
@@ -178,7 +182,7 @@ class Compressor:
             )
             return
 
-        await host.reload_memory()  # 3. a new frozen snapshot holding what the flush saved (API layout)
+        await host.reload_memory()  # 3. a new frozen snapshot holding what the flush saved
         await host.continue_as_child(new_transcript)  # 4. lineage
         self.previous_summary = summary.body
         self.compressions += 1

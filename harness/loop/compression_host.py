@@ -99,12 +99,9 @@ class SessionHost:
         return await self.providers.on_pre_compress(middle)
 
     async def reload_memory(self) -> None:
-        # the same work as `rebuild(reload_memory=True)`, as two telemetry steps. Under the
-        # small-window local layout the snapshot is kept until the next session: a new one
-        # would change the memory tail, and the embedded model would evaluate everything
-        # after it again (what the flush saved is in the summary, and in memory from then on).
+        # the same work as `rebuild(reload_memory=True)`, as two telemetry steps
         telemetry = self.calls.telemetry
-        if self.system.memory is not None and not self.system.memory_after_tools:
+        if self.system.memory is not None:
             with telemetry.step("reload"):
                 await self.system.memory.load()
         with telemetry.step("rebuild"):

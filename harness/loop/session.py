@@ -449,7 +449,8 @@ class Session:
                 system=self.system.text,
                 messages=self._transcript.messages,
                 tools=self.tools.specs(),
-                tool_choice="none" if words else "auto",
+                # the last call a turn may make must be words: the user always gets an answer
+                tool_choice="none" if words or iteration == limit else "auto",
                 max_tokens=self.settings.max_output_tokens,
                 temperature=self.settings.temperature,
                 purpose="turn",
@@ -474,6 +475,8 @@ class Session:
             refused = None if calls else unparsed_call(reply.message.content, self.tools.names)
             if refused is not None:
                 if iteration < limit:
+                    # after a tool result an unreadable reply was meant as the answer: ask for words
+                    words = words or self._transcript.messages[-1].role == "tool"
                     await self._refuse_unparsed(refused, iteration, send)
                     continue
             elif salvaged is None and (rest := held.release()):  # held text that was part of an answer

@@ -114,11 +114,6 @@ class PromptState:
         return min(starts, default=len(self.text))
 
     @property
-    def memory_after_tools(self) -> bool:
-        """Whether the prompt uses the small-window local layout (see `PromptAssembler`)."""
-        return self._assembler.memory_after_tools
-
-    @property
     def memory(self) -> MemoryPort | None:
         """The curated store the MEMORY and USER slots come from (None: no curated memory)."""
         return self._memory

@@ -345,16 +345,19 @@ class Transcript:
         self.parent_session_id = old
         self.session_id = self.new_id()
         self.replace(messages)
+        opened = False
         if not self._unsaved:
             try:
                 await self.open()
+                opened = True
                 await self.recorder.append_messages(
                     self.session_id, list(messages), token_counts=[self.count(m) for m in messages]
                 )
                 return old
             except _STORE_ERRORS as exc:
                 self.warn(f"the session store refused the compressed session ({exc}); it will be retried")
-        self._unopened.add(self.session_id)
+        if not opened:  # a row made already is not made twice: its messages alone are retried
+            self._unopened.add(self.session_id)
         for m in messages:  # they keep the ids of the rows they were copied from
             self._queue(m, kept=None)
         return old

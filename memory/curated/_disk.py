@@ -28,6 +28,7 @@ from filelock import FileLock, Timeout
 
 from memory import _atomic
 from memory._atomic import temp_prefix
+from memory._files import O_SAFE_READ, file_kind
 from memory.errors import StoreLockTimeout, StoreWriteError
 
 __all__ = [
@@ -64,22 +65,6 @@ class FileRead:
 MAX_STORE_FILE_BYTES = 16 * 1024 * 1024
 """The largest store file read (the default budgets are a few kilobytes)."""
 
-_O_SAFE_READ = (
-    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
 
 def _not_regular(path: Path, mode: int) -> str:
     if stat.S_ISLNK(mode):
@@ -91,7 +76,7 @@ def _not_regular(path: Path, mode: int) -> str:
             f"it is a symbolic link (to {target[:200]!r}); keel reads only a regular file there, so a link "
             "cannot pull another file into the prompt. Replace the link with the file itself"
         )
-    return f"it is {_kind(mode)}, not a regular file; replace it with a text file"
+    return f"it is {file_kind(mode)}, not a regular file; replace it with a text file"
 
 
 def _read_regular(path: Path) -> bytes | str:
@@ -99,7 +84,7 @@ def _read_regular(path: Path) -> bytes | str:
     info = os.lstat(path)  # FileNotFoundError: the caller's "missing file"
     if not stat.S_ISREG(info.st_mode):
         return _not_regular(path, info.st_mode)
-    fd = os.open(path, _O_SAFE_READ)
+    fd = os.open(path, O_SAFE_READ)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # swapped between lstat and open

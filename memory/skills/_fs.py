@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from memory._atomic import atomic_write, fsync_dir
+from memory._files import O_SAFE_READ, file_kind
 
 __all__ = [
     "FileSnapshot",
@@ -29,25 +30,9 @@ __all__ = [
     "snapshot",
 ]
 
-_O_SAFE_READ = (
-    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-
 
 class NotRegularFileError(OSError):
     """The path is a symlink, FIFO, device, socket or directory: it is never read."""
-
-
-def _describe(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
 
 
 def read_regular(path: Path, *, max_bytes: int) -> bytes:
@@ -66,12 +51,12 @@ def read_regular(path: Path, *, max_bytes: int) -> bytes:
     """
     mode = os.lstat(path).st_mode
     if not stat.S_ISREG(mode):
-        raise NotRegularFileError(f"{path.name} is {_describe(mode)}, not a regular file")
-    fd = os.open(path, _O_SAFE_READ)
+        raise NotRegularFileError(f"{path.name} is {file_kind(mode)}, not a regular file")
+    fd = os.open(path, O_SAFE_READ)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFileError(f"{path.name} is {_describe(mode)}, not a regular file")
+            raise NotRegularFileError(f"{path.name} is {file_kind(mode)}, not a regular file")
         chunks: list[bytes] = []
         left = max_bytes
         while left > 0:

@@ -39,9 +39,7 @@ class Rule:
 _FROZEN_MEMORY = (
     "freeze the memory snapshot for the session (keel: memory.snapshot_policy: frozen): a write "
     "lands on disk at once, the tool's reply confirms it to the model, and the prompt shows it from "
-    "the next session or compression on (a prompt that keeps memory after the tools, keel's "
-    "prompt.memory_after_tools for small local models, shows it from the next session only: a "
-    "compression keeps the snapshot, so the turn after it re-reads the summary and not the memory)"
+    "the next session or compression on"
 )
 
 RULES: dict[HabitRule, Rule] = {

@@ -40,10 +40,17 @@ class FlushOutcome:
         return tuple(e for e in self.entries if e.saved)
 
 
+def _theirs(m: Message) -> bool:
+    """A message of the user's or a tool's — not a compression checkpoint, which a model
+    wrote (its identifier list names every tool anyone mentioned, the partner's too)."""
+    return m.role in ("user", "tool") and not m.summary
+
+
 def _said(conversation: Sequence[Message]) -> str:
     """What a fact may rest on: the user's words and the tools' results, never the
-    assistant's (its advice is not the user's practice, its guesses not their facts)."""
-    return "\n".join(m.content for m in conversation if m.role in ("user", "tool"))
+    assistant's (its advice is not the user's practice, its guesses not their facts) nor a
+    checkpoint's."""
+    return "\n".join(m.content for m in conversation if _theirs(m))
 
 
 _GROUNDS = 160
@@ -56,7 +63,7 @@ def grounds_of(content: str, conversation: Sequence[Message]) -> str:
     stems = content_stems(content)
     best, shared = "", 0
     for m in conversation:
-        if m.role in ("user", "tool") and (n := len(stems & content_stems(m.content))) > shared:
+        if _theirs(m) and (n := len(stems & content_stems(m.content))) > shared:
             best, shared = m.content, n
     flat = " ".join(best.split())
     return flat if len(flat) <= _GROUNDS else flat[: _GROUNDS - 1] + "…"

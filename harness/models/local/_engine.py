@@ -18,8 +18,9 @@ prefix, which `Llama.generate` keeps), how many were evaluated, and how long eac
 
 The call hint (`call_confidence`): a small model asked a question a tool answers often
 answers from nothing instead ("The weather in Lisbon is mild."), though made to write a call
-it names the right tool almost surely. So under `auto`, when the last message is the user's,
-the engine first evaluates the opening of a call (`<tool_call>\n{"name": "`) after the prompt
+it names the right tool almost surely. So under `auto`, on the user's turn (and once more
+after its first call's results, with the tools just called left out: a search that found
+nothing is followed by a listing), the engine first evaluates the opening of a call (`<tool_call>\n{"name": "`) after the prompt
 and reads how likely each tool's name is to come next; when one tool (or the tools sharing
 its first token, as an MCP server's do) has at least `call_confidence`, the reply is that
 call, written under the grammar of those tools' parameters; otherwise it is generated freely
@@ -208,6 +209,29 @@ def _choice(body: JsonDict, tools: list[JsonDict]) -> tuple[Mode, JsonDict | Non
     return "forced", schemas[name], name
 
 
+HINTED_CALLS = 2
+"""The call hint works on a turn until it holds this many calls; then the model answers."""
+
+
+def _since_user(msgs: list[JsonDict]) -> list[JsonDict]:
+    """The messages from the last user message on (empty when there is none)."""
+    for i in range(len(msgs) - 1, -1, -1):
+        if msgs[i].get("role") == "user":
+            return msgs[i:]
+    return []
+
+
+def _called(message: JsonDict) -> set[str]:
+    calls = message.get("tool_calls")
+    names = set()
+    for call in calls if isinstance(calls, list) else []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
 def _strings(value: JsonValue) -> Iterator[str]:
     if isinstance(value, str):
         yield value
@@ -372,16 +396,24 @@ class Engine:
             include_usage=isinstance(options, dict) and options.get("include_usage") is True,
             stable=self._stable(msgs, tools, tokens, when) if self.disk is not None else 0,
             scope=user if isinstance(user, str) else "",
-            heads=self._heads(tools) if mode == "auto" and msgs[-1].get("role") == "user" else (),
+            heads=self._heads(tools, msgs) if mode == "auto" else (),
         )
 
-    def _heads(self, tools: list[JsonDict]) -> tuple[tuple[int, JsonDict], ...]:
+    def _heads(self, tools: list[JsonDict], msgs: list[JsonDict]) -> tuple[tuple[int, JsonDict], ...]:
+        """The call hint's candidates: every tool on the user's turn; after the turn's first
+        call's results, every tool but the ones just called (a search that found nothing is
+        followed by a listing, not by the same search); none after a second call."""
         if self.call_confidence is None or self.next_probs is None:
             return ()
+        turn = _since_user(msgs)
+        calls = [m for m in turn if m.get("role") == "assistant" and m.get("tool_calls")]
+        if len(calls) >= HINTED_CALLS or (calls and turn[-1].get("role") != "tool"):
+            return ()
+        just_called = _called(calls[-1]) if calls else set()
         out = []
         for name, params in (_tool_schema(t) for t in tools):
             ids = self.llm.tokenize(name.encode("utf-8"), add_bos=False, special=False)
-            if ids:
+            if ids and name not in just_called:
                 out.append((ids[0], _call_schema(name, params)))
         return tuple(out)
 

@@ -30,14 +30,7 @@ import anyio.to_thread
 
 from memory._sqlite import LockRetryPolicy, SqliteConnection
 from memory.errors import SessionStoreError
-from memory.sessions._records import (
-    AnchoredView,
-    FlushRecord,
-    IndexFeatures,
-    MessageRecord,
-    SearchResult,
-    SessionRecord,
-)
+from memory.sessions import _records
 from memory.sessions.contract import SessionStore
 from memory.sessions.reads import ListSessions, SearchMessages, SelectMessages
 from memory.sessions.sqlite import _search, _sql
@@ -55,7 +48,7 @@ STATE_DB_NAME = "state.db"
 
 def _open_connection(
     path: Path, *, fts: bool | None, trigram: bool | None, retry: LockRetryPolicy
-) -> tuple[SqliteConnection, IndexFeatures]:
+) -> tuple[SqliteConnection, _records.IndexFeatures]:
     """Connect, migrate and reconcile the indexes (blocking: run it in a worker thread)."""
     available = probe_features()
     if fts and not available.fts:
@@ -65,7 +58,7 @@ def _open_connection(
             "this SQLite build has no trigram tokenizer (needs 3.34+); open with trigram=None"
         )
     use_fts = available.fts if fts is None else fts
-    wanted = IndexFeatures(
+    wanted = _records.IndexFeatures(
         fts=use_fts, trigram=use_fts and (available.trigram if trigram is None else trigram)
     )
     conn = SqliteConnection.connect(path, retry=retry)
@@ -87,7 +80,7 @@ class SessionDB(SessionStore):
     (an unknown role, an empty id) raise `ValueError` before anything is written.
     """
 
-    def __init__(self, conn: SqliteConnection, features: IndexFeatures) -> None:
+    def __init__(self, conn: SqliteConnection, features: _records.IndexFeatures) -> None:
         # Use `SessionDB.open`: the connection must exist and be migrated first.
         self._conn = conn
         self._features = features
@@ -145,7 +138,7 @@ class SessionDB(SessionStore):
         return self._group.batches
 
     @property
-    def features(self) -> IndexFeatures:
+    def features(self) -> _records.IndexFeatures:
         """The full-text indexes this connection searches with (`fts`, `trigram`)."""
         return self._features
 
@@ -172,25 +165,25 @@ class SessionDB(SessionStore):
 
     # ------------------------------------------------------------------ reads
 
-    async def get_session(self, session_id: str) -> SessionRecord | None:
+    async def get_session(self, session_id: str) -> _records.SessionRecord | None:
         """The session, or None if there is none with that id."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.get_session(c, session_id)))
 
-    async def select_sessions(self, query: ListSessions) -> list[SessionRecord]:
+    async def select_sessions(self, query: ListSessions) -> list[_records.SessionRecord]:
         """Sessions newest first by start time or last activity (see `ListSessions`)."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.list_sessions(c, query)))
 
-    async def select_messages(self, query: SelectMessages) -> list[MessageRecord]:
+    async def select_messages(self, query: SelectMessages) -> list[_records.MessageRecord]:
         """A session's messages in order (see `SelectMessages`)."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.get_messages(c, query)))
 
-    async def get_message(self, message_id: int) -> MessageRecord | None:
+    async def get_message(self, message_id: int) -> _records.MessageRecord | None:
         """One message by id, or None."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.get_message(c, message_id)))
 
     async def anchored_views(
         self, message_ids: Sequence[int], *, window: int = 5, bookend: int = 3
-    ) -> list[AnchoredView | None]:
+    ) -> list[_records.AnchoredView | None]:
         """`anchored_view` for several messages in one call (None for an id that does not exist)."""
         ids = tuple(message_ids)
         return await self._run(
@@ -199,7 +192,7 @@ class SessionDB(SessionStore):
             )
         )
 
-    async def list_flushes(self, session_id: str) -> list[FlushRecord]:
+    async def list_flushes(self, session_id: str) -> list[_records.FlushRecord]:
         """The flush records of a session, oldest first."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.list_flushes(c, session_id)))
 
@@ -212,7 +205,7 @@ class SessionDB(SessionStore):
         """The session a compression continued `session_id` in (its newest child), or None."""
         return await self._run(lambda: self._conn.read(lambda c: _sql.continuation(c, session_id)))
 
-    async def search_messages(self, query: SearchMessages) -> SearchResult:
+    async def search_messages(self, query: SearchMessages) -> _records.SearchResult:
         """Messages matching the query, best first (message level; no grouping): the query
         is sanitized first, so any text is accepted; a forced index this database lacks
         falls back to LIKE (see `SearchMessages`)."""

@@ -28,3 +28,11 @@ async def test_a_session_that_compresses_once_and_ends_keeps_what_its_head_said(
     assert "Alice prefers tabs over spaces." in (tmp_path / "memories" / "USER.md").read_text(
         encoding="utf-8"
     )
+
+
+async def test_a_later_flush_does_not_read_the_last_checkpoint_again(tmp_path: Path) -> None:
+    model = await chat(tmp_path, [f"question {n} {FILLER}" for n in range(16)], _flush)
+    assert len([r for r in model.requests if r.purpose == "summary"]) >= 2  # compressed twice or more
+    flushes = [r for r in model.requests if r.purpose == "flush"]
+    assert flushes
+    assert not any(m.summary for r in flushes for m in r.messages)

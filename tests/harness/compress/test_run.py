@@ -77,8 +77,7 @@ async def _fill(session_model: ScriptedModel, session: Session, turns: int, *, f
 
 
 async def test_memory_only_flush_carries_only_the_memory_tool_and_the_fact_reaches_the_new_prompt() -> None:
-    # the seeds' layout: the local one keeps the memory tail until the next session
-    async with _filled(compression__flush_reply="tool_calls", prompt__memory_after_tools="false") as filled:
+    async with _filled(compression__flush_reply="tool_calls") as filled:
         model, memory, s = filled
         prompt_before = s.prompt.text
         model.extend(

@@ -51,34 +51,6 @@ async def test_the_head_is_byte_stable_across_a_memory_write() -> None:
     assert before.system[: before.stable_prefix_chars] == after.system[: after.stable_prefix_chars]
 
 
-@pytest.mark.parametrize("local", [True, False])
-async def test_a_compression_keeps_the_memory_tail_until_the_next_session_on_the_local_layout(
-    local: bool,
-) -> None:
-    memory = FakeMemory(entries=["Likes tea."])
-    env = {
-        "compression__flush": "off",
-        "compression__protect_first_n": "0",
-        "compression__protect_last_n": "2",
-    }
-    env["compression__tail_ratio"] = "0.05"
-    if not local:
-        env |= {"model__provider": "openai", "model__name": "gpt"}
-    model = ScriptedModel(
-        [say(f"answer {i} " + "word " * 300) for i in range(3)] + [say("summary"), say("ok")]
-    )
-    async with make_session(model, memory=memory, cfg=config(**env)) as session:
-        for i in range(3):
-            await run_turn(session, f"question {i} " + "word " * 300)
-        memory.entries.append("The user's name is Ana.")  # what a flush saves
-        await session.compress()
-        await run_turn(session, "and now?")
-    before, after = model.requests[2], model.requests[-1]
-    assert after.purpose == "turn" and len(after.messages) < len(before.messages)
-    assert ("Ana" in after.system) is not local
-    assert (before.system == after.system) is local
-
-
 def _smollm2() -> Path:
     try:
         return smollm2_gguf_path()

@@ -114,3 +114,27 @@ async def test_deferred_rows_wait_for_the_turns_end_unless_they_have_waited_long
     await transcript.append(Message("assistant", "row 7"), defer=True)
     assert await transcript.save()  # the turn's end
     assert [m.content for m in recorder.messages["s1"]][-1] == "row 7"
+
+
+async def test_a_child_whose_row_was_made_but_whose_messages_were_refused_gets_them_later() -> None:
+    class Refusing(RecordingRecorder):
+        refuse = True
+
+        async def append_messages(self, *args: Any, **kwargs: Any) -> list[int]:
+            if self.refuse:
+                self.refuse = False
+                raise OSError("disk full")
+            return await super().append_messages(*args, **kwargs)
+
+    recorder, warnings = Refusing(), list[str]()
+    ids = iter(("parent", "child"))
+    transcript = Transcript(
+        recorder, new_id=lambda: next(ids), model_name="m", count=lambda _: 1, warn=warnings.append
+    )
+    await transcript.open()
+    await transcript.append(Message("user", "hello"))
+    await transcript.continue_as_child([Message("user", "summary", summary=True)])
+    assert transcript.unsaved == 1 and "refused the compressed session" in warnings[0]
+    assert await transcript.save()  # the child row is not made twice (that would be refused forever)
+    assert recorder.started == [("parent", None), ("child", "parent")]
+    assert [m.content for m in recorder.messages["child"]] == ["summary"]

@@ -211,8 +211,7 @@ async def test_a_compression_is_a_span_with_its_steps_as_children_and_later_requ
 ) -> None:
     long = "We talked about brewing oolong at 80 degrees for three minutes. " * 20
     model = _by_purpose([long] * 8 + ["After."])
-    # memory before the tools, as for an API model: the compression reloads it (the
-    # small-window local layout keeps the snapshot until the next session, with no reload)
+    # memory before the tools, as for an API model: the compression reloads it
     async with open_session(config(prompt__memory_after_tools="false"), _options(home, model, captured)) as s:
         for i in range(8):
             await run_turn(s, f"Tell me about tea, part {i}.")

@@ -55,3 +55,25 @@ async def test_a_write_the_memory_tool_declines_is_recorded_with_its_sentence_no
         memory_tool=tool,
     )
     assert [e.reason for e in outcome.entries] == ["That entry already exists in USER.md; nothing was added."]
+
+
+async def test_a_compression_checkpoint_is_not_grounds_for_a_fact() -> None:
+    checkpoint = Message(
+        "user",
+        "[CONTEXT CHECKPOINT]\nIdentifiers that appeared in the compressed turns: Calc; Declan; QuickBooks",
+        summary=True,
+    )
+    request = ModelRequest(
+        system="",
+        messages=(
+            checkpoint,
+            Message("user", "I keep the accounting simple."),
+            Message("user", "[System: note]"),
+        ),
+        purpose="flush",
+    )
+    outcome = await execute_flush_reply(
+        _reply("memory: I use QuickBooks for my accounting."), request, shape="text_list", memory_tool=None
+    )
+    [entry] = outcome.entries
+    assert entry.reason.startswith("not in the conversation")

@@ -53,18 +53,16 @@ def _hinted(text: str, odds: dict[str, float], confidence: float | None = 0.8) -
     return replace(engine, call_confidence=confidence, next_probs=ask), script, ask
 
 
-def _body(*tools: dict[str, JsonValue], last: str = "user", **extra: JsonValue) -> dict[str, JsonValue]:
+def _body(
+    *tools: dict[str, JsonValue], called: tuple[str, ...] = (), **extra: JsonValue
+) -> dict[str, JsonValue]:
+    """The user's message, then one call and its result for each name in `called`."""
     messages: list[JsonValue] = [{"role": "user", "content": "I use neovim"}]
-    if last == "tool":
+    for n, name in enumerate(called):
+        call: JsonValue = {"id": f"c{n}", "type": "function", "function": {"name": name, "arguments": "{}"}}
         messages += [
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": "saved"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "no matches"},
         ]
     return {"messages": messages, "tools": list(tools), **extra}
 
@@ -107,15 +105,27 @@ def test_tools_sharing_a_first_token_are_all_offered_to_the_grammar() -> None:
     assert names == ["proj__read", "proj__list"]
 
 
-def test_the_hint_is_only_for_the_users_turn_under_auto_and_when_switched_on() -> None:
+def test_after_the_first_calls_result_another_tool_may_follow_but_not_the_same_one() -> None:
+    engine, script, _ = _hinted('{"name": "proj__list", "arguments": {}}', {"p": 0.9})
+    body = _body(_prj("proj__grep"), _prj("proj__list"), called=("proj__grep",))
+    gen = engine.generate(engine.prepare(body), lambda _: None, threading.Event())
+    assert gen.hinted
+    ((_, schema, _),) = script.calls
+    assert isinstance(schema, dict) and isinstance(schema["anyOf"], list)
+    assert [option["properties"]["name"]["const"] for option in schema["anyOf"]] == ["proj__list"]  # type: ignore[index, call-overload]
+
+
+def test_the_hint_is_only_for_a_turn_under_auto_with_fewer_than_two_calls_and_when_switched_on() -> None:
     for body, confidence in (
-        (_body(TOOL, last="tool"), 0.8),  # after a tool result the reply should be words
+        (_body(TOOL, called=("memory",)), 0.8),  # the tool just called is left out: none remain
+        (_body(TOOL, _prj("proj__a"), called=("proj__a", "memory")), 0.8),  # two calls: now words
         (_body(TOOL, tool_choice="none"), 0.8),
         (_body(TOOL, tool_choice="required"), 0.8),
         (_body(), 0.8),  # no tools
         (_body(TOOL), None),  # off
     ):
-        engine, _, ask = _hinted("Noted.", {"m": 0.99}, confidence)
+        engine, _, ask = _hinted("Noted.", {"m": 0.99, "p": 0.99})
+        engine = replace(engine, call_confidence=confidence)
         gen = engine.generate(engine.prepare(body), lambda _: None, threading.Event())
         assert not gen.hinted and not ask.asked, body
 
