@@ -36,7 +36,9 @@ embedded model's 8,192-token window. `--local` (Qwen2.5-Coder-1.5B, compact prof
 prompts 1,059 / 1,429 / 1,745 tokens, reused from the prefix cache 0 / 1,414 / 1,730 (74.3%),
 tool list and system stable; no tool called (0/3 searched, 0/3 right): the compact profile
 shows `tool_search` as its first sentence only, and the model answered instead of searching.
-First task 438 s, then 131 s and 63 s.
+First task 438 s, then 131 s and 63 s. With `--set KEEL_PROMPT__TOOL_PROFILE=full` (the whole
+catalog shown; `--budget-s 600`, 2 tasks finished): prompts 2,784 / 3,076, reused 0 / 3,061,
+stable, still no search (0/2): this model answers instead of calling `tool_search`.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -36,7 +37,7 @@ from harness.models.base import ModelClient
 from harness.serve.events import END_TYPES, Totals, run_event
 from harness.serve.http import ApiError
 from harness.wiring import SessionOptions, Stores, open_session
-from memory import Principal, SessionBusyError, SessionStoreError
+from memory import Principal, SessionBusyError, SessionStoreError, SessionStoreUnavailableError
 from memory.runs import Liveness, NewRun, RunEnd, RunEvent, RunRecord, RunStore
 
 __all__ = ["Worker", "WorkerParts"]
@@ -48,6 +49,7 @@ _PAGE = 200  # events read from the store per query when streaming
 _REMOTE_POLL_S = 0.2  # how often a stream of a run on another worker looks for new events
 _PRUNE_EVERY_S = 3600.0
 _STORE_RETRY_S = 0.5  # a stream's pause before reading again after the storage failed
+_WRITE_PATIENCE_S = 120.0  # how long a run's events and its end are retried while the storage is unavailable
 
 
 Emit = Callable[[str, dict[str, object]], Awaitable[None]]
@@ -333,10 +335,10 @@ class Worker:
                         batch.append(receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                try:
-                    await self.runs.append(run_id, batch)
-                except Exception:  # the store is down: the run ends failed when it can be written
-                    log.exception("could not write %d event(s) of run %s", len(batch), run_id)
+                await _persist(
+                    partial(self.runs.append, run_id, batch),
+                    f"could not write {len(batch)} event(s) of run {run_id}",
+                )
                 self._notify(run_id)
 
     async def _finish(self, run_id: str, seq: int, outcome: _Outcome) -> None:
@@ -347,10 +349,8 @@ class Worker:
         else:
             error = {"code": end.error_code, "message": end.error_message}
             last = ("run.failed", {"run_id": run_id, "error": error})
-        try:
-            await self.runs.append(run_id, [(seq, last[0], json.dumps(last[1], ensure_ascii=False))], end=end)
-        except Exception:
-            log.exception("could not end run %s", run_id)
+        events = [(seq, last[0], json.dumps(last[1], ensure_ascii=False))]
+        await _persist(lambda: self.runs.append(run_id, events, end=end), f"could not end run {run_id}")
         self._notify(run_id)
 
     # ------------------------------------------------------------------ liveness
@@ -413,3 +413,25 @@ def _failure(exc: Exception) -> RunEnd:
         return RunEnd("failed", error_code="session_error", error_message=str(exc))
     log.error("run failed", exc_info=exc)
     return RunEnd("failed", error_code="internal_error", error_message=f"{type(exc).__name__}: {exc}")
+
+
+async def _persist(write: Callable[[], Awaitable[object]], failed: str) -> None:
+    """Run one run-store write, retried while the storage is unavailable (a pool exhausted under
+    load, a server restarting: nothing was written) for `_WRITE_PATIENCE_S`; then logged.
+
+    Dropping the write instead would lose a run's events, or leave it running forever."""
+    delay, waited = 0.05, 0.0
+    while True:
+        try:
+            await write()
+            return
+        except SessionStoreUnavailableError:
+            if waited >= _WRITE_PATIENCE_S:
+                log.exception("%s (the storage stayed unavailable for %.0f s)", failed, waited)
+                return
+        except Exception:  # a write the store refused: retrying cannot help
+            log.exception(failed)
+            return
+        await anyio.sleep(delay)
+        waited += delay
+        delay = min(delay * 2, 2.0)

@@ -213,15 +213,27 @@ class Worker:
     A drain competes with the loop for the interpreter lock, so the worker waits until no
     record has ended for `idle_s` (the loop is waiting for a model) and stops as soon as one
     does — unless the oldest queued record has waited `max_wait_s`, when it drains anyway.
+    Each wake-up takes the interpreter lock from the loop too, so a wake that finds nothing
+    to do doubles the wait before the next one, up to `max_poll_s` (`next_poll`): a busy or
+    idle loop is looked at about 20 times a second, not 500, and a model wait is still
+    noticed within `max_poll_s` of its start.
     """
 
     def __init__(
-        self, exporter: Exporter, queue: RecordQueue, *, idle_s: float = 0.002, max_wait_s: float = 2.0
+        self,
+        exporter: Exporter,
+        queue: RecordQueue,
+        *,
+        idle_s: float = 0.002,
+        max_wait_s: float = 2.0,
+        max_poll_s: float = 0.05,
     ) -> None:
         self._exporter = exporter
         self._queue = queue
+        self._idle_s = idle_s
         self._idle_ns = int(idle_s * 1e9)
         self._max_wait_ns = int(max_wait_s * 1e9)
+        self._max_poll_s = max(idle_s, max_poll_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -241,10 +253,20 @@ class Worker:
         self._thread = threading.Thread(target=self._run, name="keel-telemetry", daemon=True)
         self._thread.start()
 
+    def next_poll(self, previous_s: float, *, drained: bool) -> float:
+        """The wait before the next look: `idle_s` right after a drain (more records may
+        follow at once), else twice the previous wait, at most `max_poll_s`."""
+        if drained:
+            return self._idle_s
+        return min(self._max_poll_s, max(self._idle_s, previous_s * 2))
+
     def _run(self) -> None:
-        while not self._stop.wait(self._idle_ns / 1e9):
-            if self._queue and not self.busy():
+        wait = self._idle_s
+        while not self._stop.wait(wait):
+            drained = bool(self._queue) and not self.busy()
+            if drained:
                 self._exporter.drain(pause=self.busy)
+            wait = self.next_poll(wait, drained=drained)
 
     def stop(self) -> None:
         """Stop the thread (blocking), then drain what is left."""

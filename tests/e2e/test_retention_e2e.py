@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.config import KeelConfig
 from harness.experiments.retention.arms import (
     RETENTION_ARMS,
     RetentionArmName,
@@ -37,6 +38,17 @@ FACTS = [
     "Ana: My bakery opens at 7 am on weekdays.",
     "Ana: I play the cello in a small quartet.",
 ]
+
+
+def _small() -> KeelConfig:
+    """No session_search tool, a short protected head and tail, short flushes: a small, fast run."""
+    return config(
+        session_search__enabled="false",
+        compression__protect_first_n="1",
+        compression__protect_last_n="2",
+        compression__tail_ratio="0.05",
+        compression__flush_max_tokens="64",
+    )
 
 
 def _replay() -> RetentionReplay:
@@ -86,18 +98,11 @@ ARM_RUNS = [
 async def test_every_arm_runs_on_the_real_model_and_compresses_for_real(
     tiny_model: LocalModel, tmp_path: Path, arm_names: tuple[RetentionArmName, ...]
 ) -> None:
-    cfg = config(
-        session_search__enabled="false",
-        compression__protect_first_n="1",
-        compression__protect_last_n="2",
-        compression__tail_ratio="0.05",
-        compression__flush_max_tokens="64",
-    )
     async with httpx.AsyncClient(timeout=600) as http:
         model = local_client(http, tiny_model.base_url, tiny_model.model, 600, api_key=tiny_model.api_key)
         result = await run_retention(
             _replay(),
-            cfg,
+            _small(),
             model=model,
             root=tmp_path / "eval",
             arms=arm_names,
@@ -159,18 +164,11 @@ async def test_two_real_compressions_of_a_short_facts_session(tiny_model: LocalM
         (),
         "",
     )
-    cfg = config(
-        session_search__enabled="false",
-        compression__protect_first_n="1",
-        compression__protect_last_n="2",
-        compression__tail_ratio="0.05",
-        compression__flush_max_tokens="64",
-    )
     async with httpx.AsyncClient(timeout=600) as http:
         model = local_client(http, tiny_model.base_url, tiny_model.model, 600, api_key=tiny_model.api_key)
         state = await run_long_retention(
             [facts_replay("e2e-facts", convs, filler)],
-            cfg,
+            _small(),
             model=model,
             root=tmp_path / "eval",
             arms=("off", "memory_only"),
