@@ -54,8 +54,16 @@ refused_calls 1 (proj__read_file of "pricing_rules.txt", a name the model guesse
 grep for it found nothing and it said it would list the files, unhinted after a result),
 leaked_markup 0, empty_replies 0, unanswered 0; facts_saved 1 of 3 (it saved "Ana" and
 "Tidewater", not the details), facts_recalled 1; first prompt 1,399 tokens, first reply
-281.4 s, wall 575 s. Since then the hint may follow the first call's results once, to another
-tool, and the compact memory description asks for the whole fact in one sentence.
+281.4 s, wall 575 s. Then the hint may follow the first call's results once, to another tool.
+A compact memory description asking for "one full sentence … (\"Sam uses Emacs…\")" was
+tried and dropped: the memory calls came with `"operations": []` (refused) and a recall
+answered "You use Emacs" (valid 2, refused 3). With the description as before and an empty
+`operations` list beside a single change read as no list, `--budget-s 1000` (one run,
+sampling not fixed): needed tool called 4 of 5 (wrong_tool 1: "read that file" ran
+proj__run_tests), valid_tool_calls 5 (memory 2, weather 1, proj__list_files 1,
+proj__run_tests 1), refused_calls 0, unreadable_replies 0, leaked_markup 0, empty_replies 0,
+unanswered 0; facts_saved 1 of 3 (the calls saved "Ana" and "Tidewater", not the details),
+facts_recalled 0; first prompt 1,399 tokens, first reply 73.8 s, wall 394 s.
 """
 
 from __future__ import annotations
